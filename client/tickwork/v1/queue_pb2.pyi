@@ -1,0 +1,33 @@
+import datetime
+
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from tickwork.v1 import common_pb2 as _common_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class EnqueueRequest(_message.Message):
+    __slots__ = ("task_ids", "trigger", "schedule_id", "fire_time", "missed")
+    TASK_IDS_FIELD_NUMBER: _ClassVar[int]
+    TRIGGER_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULE_ID_FIELD_NUMBER: _ClassVar[int]
+    FIRE_TIME_FIELD_NUMBER: _ClassVar[int]
+    MISSED_FIELD_NUMBER: _ClassVar[int]
+    task_ids: _containers.RepeatedScalarFieldContainer[int]
+    trigger: _common_pb2.Trigger
+    schedule_id: int
+    fire_time: _timestamp_pb2.Timestamp
+    missed: bool
+    def __init__(self, task_ids: _Optional[_Iterable[int]] = ..., trigger: _Optional[_Union[_common_pb2.Trigger, str]] = ..., schedule_id: _Optional[int] = ..., fire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., missed: _Optional[bool] = ...) -> None: ...
+
+class EnqueueResponse(_message.Message):
+    __slots__ = ("runs", "duplicate_fire")
+    RUNS_FIELD_NUMBER: _ClassVar[int]
+    DUPLICATE_FIRE_FIELD_NUMBER: _ClassVar[int]
+    runs: _containers.RepeatedCompositeFieldContainer[_common_pb2.TaskRun]
+    duplicate_fire: bool
+    def __init__(self, runs: _Optional[_Iterable[_Union[_common_pb2.TaskRun, _Mapping]]] = ..., duplicate_fire: _Optional[bool] = ...) -> None: ...

@@ -1,0 +1,197 @@
+import datetime
+
+from google.protobuf import field_mask_pb2 as _field_mask_pb2
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from tickwork.v1 import common_pb2 as _common_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class CatchUpPolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    CATCH_UP_POLICY_UNSPECIFIED: _ClassVar[CatchUpPolicy]
+    CATCH_UP_POLICY_SKIP: _ClassVar[CatchUpPolicy]
+    CATCH_UP_POLICY_RUN_ONCE: _ClassVar[CatchUpPolicy]
+
+class FireOutcome(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    FIRE_OUTCOME_UNSPECIFIED: _ClassVar[FireOutcome]
+    FIRE_OUTCOME_ENQUEUED: _ClassVar[FireOutcome]
+    FIRE_OUTCOME_SKIPPED: _ClassVar[FireOutcome]
+    FIRE_OUTCOME_MISSED: _ClassVar[FireOutcome]
+CATCH_UP_POLICY_UNSPECIFIED: CatchUpPolicy
+CATCH_UP_POLICY_SKIP: CatchUpPolicy
+CATCH_UP_POLICY_RUN_ONCE: CatchUpPolicy
+FIRE_OUTCOME_UNSPECIFIED: FireOutcome
+FIRE_OUTCOME_ENQUEUED: FireOutcome
+FIRE_OUTCOME_SKIPPED: FireOutcome
+FIRE_OUTCOME_MISSED: FireOutcome
+
+class Schedule(_message.Message):
+    __slots__ = ("id", "name", "description", "cron_expression", "interval_seconds", "timezone", "catch_up_policy", "enabled", "task_ids", "next_run_time", "cron_description", "last_run_time", "create_time", "update_time", "task_names")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    CRON_EXPRESSION_FIELD_NUMBER: _ClassVar[int]
+    INTERVAL_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    TIMEZONE_FIELD_NUMBER: _ClassVar[int]
+    CATCH_UP_POLICY_FIELD_NUMBER: _ClassVar[int]
+    ENABLED_FIELD_NUMBER: _ClassVar[int]
+    TASK_IDS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_RUN_TIME_FIELD_NUMBER: _ClassVar[int]
+    CRON_DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    LAST_RUN_TIME_FIELD_NUMBER: _ClassVar[int]
+    CREATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_TIME_FIELD_NUMBER: _ClassVar[int]
+    TASK_NAMES_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    name: str
+    description: str
+    cron_expression: str
+    interval_seconds: int
+    timezone: str
+    catch_up_policy: CatchUpPolicy
+    enabled: bool
+    task_ids: _containers.RepeatedScalarFieldContainer[int]
+    next_run_time: _timestamp_pb2.Timestamp
+    cron_description: str
+    last_run_time: _timestamp_pb2.Timestamp
+    create_time: _timestamp_pb2.Timestamp
+    update_time: _timestamp_pb2.Timestamp
+    task_names: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, id: _Optional[int] = ..., name: _Optional[str] = ..., description: _Optional[str] = ..., cron_expression: _Optional[str] = ..., interval_seconds: _Optional[int] = ..., timezone: _Optional[str] = ..., catch_up_policy: _Optional[_Union[CatchUpPolicy, str]] = ..., enabled: _Optional[bool] = ..., task_ids: _Optional[_Iterable[int]] = ..., next_run_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., cron_description: _Optional[str] = ..., last_run_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., task_names: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class CreateScheduleRequest(_message.Message):
+    __slots__ = ("schedule",)
+    SCHEDULE_FIELD_NUMBER: _ClassVar[int]
+    schedule: Schedule
+    def __init__(self, schedule: _Optional[_Union[Schedule, _Mapping]] = ...) -> None: ...
+
+class CreateScheduleResponse(_message.Message):
+    __slots__ = ("schedule",)
+    SCHEDULE_FIELD_NUMBER: _ClassVar[int]
+    schedule: Schedule
+    def __init__(self, schedule: _Optional[_Union[Schedule, _Mapping]] = ...) -> None: ...
+
+class GetScheduleRequest(_message.Message):
+    __slots__ = ("schedule_id", "name")
+    SCHEDULE_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    schedule_id: int
+    name: str
+    def __init__(self, schedule_id: _Optional[int] = ..., name: _Optional[str] = ...) -> None: ...
+
+class GetScheduleResponse(_message.Message):
+    __slots__ = ("schedule",)
+    SCHEDULE_FIELD_NUMBER: _ClassVar[int]
+    schedule: Schedule
+    def __init__(self, schedule: _Optional[_Union[Schedule, _Mapping]] = ...) -> None: ...
+
+class ListSchedulesRequest(_message.Message):
+    __slots__ = ("page_size", "page_token")
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    page_size: int
+    page_token: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListSchedulesResponse(_message.Message):
+    __slots__ = ("schedules", "next_page_token")
+    SCHEDULES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    schedules: _containers.RepeatedCompositeFieldContainer[Schedule]
+    next_page_token: str
+    def __init__(self, schedules: _Optional[_Iterable[_Union[Schedule, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class UpdateScheduleRequest(_message.Message):
+    __slots__ = ("schedule", "update_mask")
+    SCHEDULE_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_MASK_FIELD_NUMBER: _ClassVar[int]
+    schedule: Schedule
+    update_mask: _field_mask_pb2.FieldMask
+    def __init__(self, schedule: _Optional[_Union[Schedule, _Mapping]] = ..., update_mask: _Optional[_Union[_field_mask_pb2.FieldMask, _Mapping]] = ...) -> None: ...
+
+class UpdateScheduleResponse(_message.Message):
+    __slots__ = ("schedule",)
+    SCHEDULE_FIELD_NUMBER: _ClassVar[int]
+    schedule: Schedule
+    def __init__(self, schedule: _Optional[_Union[Schedule, _Mapping]] = ...) -> None: ...
+
+class DeleteScheduleRequest(_message.Message):
+    __slots__ = ("schedule_id",)
+    SCHEDULE_ID_FIELD_NUMBER: _ClassVar[int]
+    schedule_id: int
+    def __init__(self, schedule_id: _Optional[int] = ...) -> None: ...
+
+class DeleteScheduleResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class DescribeCronRequest(_message.Message):
+    __slots__ = ("cron_expression", "timezone", "after", "count")
+    CRON_EXPRESSION_FIELD_NUMBER: _ClassVar[int]
+    TIMEZONE_FIELD_NUMBER: _ClassVar[int]
+    AFTER_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    cron_expression: str
+    timezone: str
+    after: _timestamp_pb2.Timestamp
+    count: int
+    def __init__(self, cron_expression: _Optional[str] = ..., timezone: _Optional[str] = ..., after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., count: _Optional[int] = ...) -> None: ...
+
+class FireTimePreview(_message.Message):
+    __slots__ = ("fire_time", "local_time", "dst_note")
+    FIRE_TIME_FIELD_NUMBER: _ClassVar[int]
+    LOCAL_TIME_FIELD_NUMBER: _ClassVar[int]
+    DST_NOTE_FIELD_NUMBER: _ClassVar[int]
+    fire_time: _timestamp_pb2.Timestamp
+    local_time: str
+    dst_note: str
+    def __init__(self, fire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., local_time: _Optional[str] = ..., dst_note: _Optional[str] = ...) -> None: ...
+
+class DescribeCronResponse(_message.Message):
+    __slots__ = ("description", "fire_times")
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    FIRE_TIMES_FIELD_NUMBER: _ClassVar[int]
+    description: str
+    fire_times: _containers.RepeatedCompositeFieldContainer[FireTimePreview]
+    def __init__(self, description: _Optional[str] = ..., fire_times: _Optional[_Iterable[_Union[FireTimePreview, _Mapping]]] = ...) -> None: ...
+
+class Fire(_message.Message):
+    __slots__ = ("id", "schedule_id", "fire_time", "outcome", "runs", "record_time")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULE_ID_FIELD_NUMBER: _ClassVar[int]
+    FIRE_TIME_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    RUNS_FIELD_NUMBER: _ClassVar[int]
+    RECORD_TIME_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    schedule_id: int
+    fire_time: _timestamp_pb2.Timestamp
+    outcome: FireOutcome
+    runs: _containers.RepeatedCompositeFieldContainer[_common_pb2.TaskRun]
+    record_time: _timestamp_pb2.Timestamp
+    def __init__(self, id: _Optional[int] = ..., schedule_id: _Optional[int] = ..., fire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., outcome: _Optional[_Union[FireOutcome, str]] = ..., runs: _Optional[_Iterable[_Union[_common_pb2.TaskRun, _Mapping]]] = ..., record_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class ListFiresRequest(_message.Message):
+    __slots__ = ("schedule_id", "page_size", "page_token")
+    SCHEDULE_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    schedule_id: int
+    page_size: int
+    page_token: str
+    def __init__(self, schedule_id: _Optional[int] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListFiresResponse(_message.Message):
+    __slots__ = ("fires", "next_page_token")
+    FIRES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    fires: _containers.RepeatedCompositeFieldContainer[Fire]
+    next_page_token: str
+    def __init__(self, fires: _Optional[_Iterable[_Union[Fire, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
