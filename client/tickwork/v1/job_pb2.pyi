@@ -29,7 +29,7 @@ JOB_STATUS_ABORTED: JobStatus
 JOB_STATUS_CANCELLED: JobStatus
 
 class Job(_message.Message):
-    __slots__ = ("id", "task_id", "task_name", "status", "trigger", "attempt", "enqueue_time", "start_time", "finish_time", "not_before_time", "error", "output_tail", "schedule_id", "fire_time", "retry_of_job_id", "task_priority")
+    __slots__ = ("id", "task_id", "task_name", "status", "trigger", "attempt", "enqueue_time", "start_time", "finish_time", "not_before_time", "error", "output_tail", "schedule_id", "fire_time", "retry_of_job_id", "task_priority", "late_outcome")
     ID_FIELD_NUMBER: _ClassVar[int]
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     TASK_NAME_FIELD_NUMBER: _ClassVar[int]
@@ -46,6 +46,7 @@ class Job(_message.Message):
     FIRE_TIME_FIELD_NUMBER: _ClassVar[int]
     RETRY_OF_JOB_ID_FIELD_NUMBER: _ClassVar[int]
     TASK_PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    LATE_OUTCOME_FIELD_NUMBER: _ClassVar[int]
     id: int
     task_id: int
     task_name: str
@@ -62,7 +63,8 @@ class Job(_message.Message):
     fire_time: _timestamp_pb2.Timestamp
     retry_of_job_id: int
     task_priority: int
-    def __init__(self, id: _Optional[int] = ..., task_id: _Optional[int] = ..., task_name: _Optional[str] = ..., status: _Optional[_Union[JobStatus, str]] = ..., trigger: _Optional[_Union[_common_pb2.Trigger, str]] = ..., attempt: _Optional[int] = ..., enqueue_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finish_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., not_before_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., error: _Optional[str] = ..., output_tail: _Optional[str] = ..., schedule_id: _Optional[int] = ..., fire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., retry_of_job_id: _Optional[int] = ..., task_priority: _Optional[int] = ...) -> None: ...
+    late_outcome: str
+    def __init__(self, id: _Optional[int] = ..., task_id: _Optional[int] = ..., task_name: _Optional[str] = ..., status: _Optional[_Union[JobStatus, str]] = ..., trigger: _Optional[_Union[_common_pb2.Trigger, str]] = ..., attempt: _Optional[int] = ..., enqueue_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finish_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., not_before_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., error: _Optional[str] = ..., output_tail: _Optional[str] = ..., schedule_id: _Optional[int] = ..., fire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., retry_of_job_id: _Optional[int] = ..., task_priority: _Optional[int] = ..., late_outcome: _Optional[str] = ...) -> None: ...
 
 class GetJobRequest(_message.Message):
     __slots__ = ("job_id",)

@@ -26,7 +26,7 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from tickwork.v1 import common_pb2 as tickwork_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17tickwork/v1/queue.proto\x12\x0btickwork.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x18tickwork/v1/common.proto\"\x9d\x01\n\x0e\x45nqueueRequest\x12\x10\n\x08task_ids\x18\x01 \x03(\x03\x12%\n\x07trigger\x18\x02 \x01(\x0e\x32\x14.tickwork.v1.Trigger\x12\x13\n\x0bschedule_id\x18\x03 \x01(\x03\x12-\n\tfire_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06missed\x18\x05 \x01(\x08\"M\n\x0f\x45nqueueResponse\x12\"\n\x04runs\x18\x01 \x03(\x0b\x32\x14.tickwork.v1.TaskRun\x12\x16\n\x0e\x64uplicate_fire\x18\x02 \x01(\x08\x32T\n\x0cQueueService\x12\x44\n\x07\x45nqueue\x12\x1b.tickwork.v1.EnqueueRequest\x1a\x1c.tickwork.v1.EnqueueResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17tickwork/v1/queue.proto\x12\x0btickwork.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x18tickwork/v1/common.proto\"\xd4\x01\n\x0e\x45nqueueRequest\x12\x10\n\x08task_ids\x18\x01 \x03(\x03\x12%\n\x07trigger\x18\x02 \x01(\x0e\x32\x14.tickwork.v1.Trigger\x12\x13\n\x0bschedule_id\x18\x03 \x01(\x03\x12-\n\tfire_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06missed\x18\x05 \x01(\x08\x12\x35\n\x11missed_fire_times\x18\x06 \x03(\x0b\x32\x1a.google.protobuf.Timestamp\"M\n\x0f\x45nqueueResponse\x12\"\n\x04runs\x18\x01 \x03(\x0b\x32\x14.tickwork.v1.TaskRun\x12\x16\n\x0e\x64uplicate_fire\x18\x02 \x01(\x08\x32T\n\x0cQueueService\x12\x44\n\x07\x45nqueue\x12\x1b.tickwork.v1.EnqueueRequest\x1a\x1c.tickwork.v1.EnqueueResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,9 +34,9 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'tickwork.v1.queue_pb2', _gl
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_ENQUEUEREQUEST']._serialized_start=100
-  _globals['_ENQUEUEREQUEST']._serialized_end=257
-  _globals['_ENQUEUERESPONSE']._serialized_start=259
-  _globals['_ENQUEUERESPONSE']._serialized_end=336
-  _globals['_QUEUESERVICE']._serialized_start=338
-  _globals['_QUEUESERVICE']._serialized_end=422
+  _globals['_ENQUEUEREQUEST']._serialized_end=312
+  _globals['_ENQUEUERESPONSE']._serialized_start=314
+  _globals['_ENQUEUERESPONSE']._serialized_end=391
+  _globals['_QUEUESERVICE']._serialized_start=393
+  _globals['_QUEUESERVICE']._serialized_end=477
 # @@protoc_insertion_point(module_scope)

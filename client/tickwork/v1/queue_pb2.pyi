@@ -11,18 +11,20 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class EnqueueRequest(_message.Message):
-    __slots__ = ("task_ids", "trigger", "schedule_id", "fire_time", "missed")
+    __slots__ = ("task_ids", "trigger", "schedule_id", "fire_time", "missed", "missed_fire_times")
     TASK_IDS_FIELD_NUMBER: _ClassVar[int]
     TRIGGER_FIELD_NUMBER: _ClassVar[int]
     SCHEDULE_ID_FIELD_NUMBER: _ClassVar[int]
     FIRE_TIME_FIELD_NUMBER: _ClassVar[int]
     MISSED_FIELD_NUMBER: _ClassVar[int]
+    MISSED_FIRE_TIMES_FIELD_NUMBER: _ClassVar[int]
     task_ids: _containers.RepeatedScalarFieldContainer[int]
     trigger: _common_pb2.Trigger
     schedule_id: int
     fire_time: _timestamp_pb2.Timestamp
     missed: bool
-    def __init__(self, task_ids: _Optional[_Iterable[int]] = ..., trigger: _Optional[_Union[_common_pb2.Trigger, str]] = ..., schedule_id: _Optional[int] = ..., fire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., missed: _Optional[bool] = ...) -> None: ...
+    missed_fire_times: _containers.RepeatedCompositeFieldContainer[_timestamp_pb2.Timestamp]
+    def __init__(self, task_ids: _Optional[_Iterable[int]] = ..., trigger: _Optional[_Union[_common_pb2.Trigger, str]] = ..., schedule_id: _Optional[int] = ..., fire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., missed: _Optional[bool] = ..., missed_fire_times: _Optional[_Iterable[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]]] = ...) -> None: ...
 
 class EnqueueResponse(_message.Message):
     __slots__ = ("runs", "duplicate_fire")

@@ -1,0 +1,145 @@
+"""The scheduler service's domain core, shared by servicers, the scheduler loop and the reaper.
+
+``App`` holds the settings, the store, the wake-up hub and the clock, and owns the
+operations that more than one entry point uses: enqueueing (RunTasks and QueueService take
+the same path), recording job outcomes (worker stream and lease reaper), and recomputing a
+schedule's next run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+from collections.abc import Callable, Sequence
+
+from scheduler_svc import notify
+from scheduler_svc.firing import first_fire_after
+from scheduler_svc.hub import Hub
+from scheduler_svc.records import EnqueueResult, FinishResult, ScheduleRecord
+from scheduler_svc.settings import Settings
+from scheduler_svc.store import Store
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], dt.datetime]
+
+
+def utc_now() -> dt.datetime:
+    """The real clock: now, aware UTC."""
+    return dt.datetime.now(dt.UTC)
+
+
+class App:
+    """Everything a request handler needs. ``clock`` returns aware UTC datetimes."""
+
+    def __init__(
+        self, settings: Settings, store: Store, *, clock: Clock = utc_now, hub: Hub | None = None
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.clock = clock
+        self.hub = hub or Hub()
+        self._background: set[asyncio.Task[None]] = set()
+
+    async def enqueue(
+        self,
+        task_ids: Sequence[int],
+        trigger: str,
+        *,
+        schedule_id: int | None = None,
+        fire_time: dt.datetime | None = None,
+        missed: bool = False,
+        missed_fire_times: Sequence[dt.datetime] = (),
+    ) -> EnqueueResult:
+        """Enqueue tasks (see :meth:`Store.enqueue`) and wake an idle worker at once."""
+        result = await self.store.enqueue(
+            task_ids,
+            trigger,
+            self.clock(),
+            schedule_id=schedule_id,
+            fire_time=fire_time,
+            missed=missed,
+            missed_fire_times=missed_fire_times,
+        )
+        for run in result.runs:
+            if run.job_id:
+                self.hub.job_changed(run.job_id)
+        if any(r.skip_reason is None for r in result.runs):
+            self.hub.queue.fire()
+        return result
+
+    async def finish_job(
+        self, job_id: int, token: str, status: str, error: str, output_tail: str
+    ) -> FinishResult:
+        """Record a job's outcome (see :meth:`Store.finish_job`), then wake watchers, wake
+        the worker for a retry, and email when the task was auto-disabled."""
+        result = await self.store.finish_job(
+            job_id,
+            token,
+            status,
+            error,
+            output_tail,
+            self.clock(),
+            auto_disable_count=self.settings.auto_disable_task_failure_count,
+        )
+        self._after_finish(result)
+        return result
+
+    async def reap_expired_leases(self) -> list[FinishResult]:
+        """Recover running jobs whose lease expired ("lease lost"; retried per policy)."""
+        results = await self.store.reap_expired_leases(
+            self.clock(), auto_disable_count=self.settings.auto_disable_task_failure_count
+        )
+        for result in results:
+            self._after_finish(result)
+        return results
+
+    def _after_finish(self, result: FinishResult) -> None:
+        if result.job is not None:
+            self.hub.job_changed(result.job.id)
+            log.info(
+                "job finished",
+                extra={
+                    "job_id": result.job.id,
+                    "task_id": result.job.task_id,
+                    "status": result.job.status,
+                    "accepted": result.accepted,
+                },
+            )
+        if result.retry is not None:
+            self.hub.job_changed(result.retry.id)
+            self.hub.queue.fire()
+        self.hub.schedules.fire()
+        if result.disabled_task is not None:
+            task = result.disabled_task
+            log.warning(
+                "task disabled after consecutive failures",
+                extra={"task_id": task.id, "count": task.consecutive_failure_count},
+            )
+            if self.settings.smtp.enabled:
+                self.spawn(
+                    notify.send_auto_disable_email(
+                        self.settings.smtp, task, result.job.error if result.job else ""
+                    ),
+                    name=f"email-task-{task.id}",
+                )
+
+    def spawn(self, coro: object, *, name: str) -> None:
+        """Run a fire-and-forget coroutine, keeping a reference until it ends."""
+        task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro, name=name)  # type: ignore[arg-type]
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    def next_run(self, schedule: ScheduleRecord) -> dt.datetime | None:
+        """A schedule's next run computed from now (on create and on relevant updates)."""
+        return first_fire_after(schedule, self.clock())
+
+    def schedules_changed(self) -> None:
+        """Wake the scheduler loop so a new or changed schedule is not late."""
+        self.hub.schedules.fire()
+
+    async def drain(self) -> None:
+        """Wait for background work (emails) to finish; used on shutdown."""
+        if self._background:
+            await asyncio.gather(*self._background, return_exceptions=True)

@@ -1,0 +1,44 @@
+"""The one error hierarchy of the scheduler service.
+
+Domain code raises these; the servicers translate them to gRPC status codes in one place
+(:func:`scheduler_svc.servicers._errors.rpc_errors`). Database driver errors are wrapped in
+the store, never leaked.
+"""
+
+from __future__ import annotations
+
+
+class TickworkError(Exception):
+    """Base of every domain error. ``field`` names the request field at fault, if any."""
+
+    def __init__(self, message: str, *, field: str = "") -> None:
+        super().__init__(message)
+        self.field = field
+
+    @property
+    def message(self) -> str:
+        """The message, prefixed with the field name when there is one."""
+        text = str(self.args[0]) if self.args else ""
+        if self.field and not text.startswith(self.field):
+            return f"{self.field}: {text}"
+        return text
+
+
+class InvalidArgument(TickworkError, ValueError):
+    """A request field is missing or malformed (gRPC INVALID_ARGUMENT)."""
+
+
+class NotFound(TickworkError, LookupError):
+    """No row with that id or name (gRPC NOT_FOUND)."""
+
+
+class AlreadyExists(TickworkError):
+    """A unique name is taken (gRPC ALREADY_EXISTS)."""
+
+
+class FailedPrecondition(TickworkError):
+    """The row is not in a state that allows the operation (gRPC FAILED_PRECONDITION)."""
+
+
+class StorageError(TickworkError):
+    """The database failed in a way the caller cannot fix (gRPC UNAVAILABLE)."""

@@ -1,0 +1,100 @@
+"""When a schedule fires next, and what to do with a due fire (catch-up after downtime).
+
+Pure functions over a :class:`ScheduleRecord` and an instant; no I/O, no clock. The cron
+rules themselves (dialect, DST) live in :mod:`scheduler_svc.cron`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from functools import lru_cache
+
+from scheduler_svc.cron import CronSchedule
+from scheduler_svc.records import ScheduleRecord
+
+UTC = dt.UTC
+
+#: Lateness of a tick that is still jitter, not a missed window, seconds. A fire processed
+#: this late after the following fire time is caught up normally, one window at a time.
+MISFIRE_GRACE_S = 5.0
+
+#: At most this many missed fire times are recorded one by one for one catch-up.
+MAX_RECORDED_MISSES = 1000
+
+
+@lru_cache(maxsize=4096)
+def cron_schedule(expression: str, timezone: str) -> CronSchedule:
+    """The parsed schedule for (expression, zone); cached, since parsing is the costly part.
+
+    Raises CronError for an invalid expression or zone.
+    """
+    return CronSchedule(expression, timezone)
+
+
+def next_cron_fire(schedule: ScheduleRecord, after: dt.datetime) -> dt.datetime | None:
+    """The first cron fire time strictly after ``after``, in UTC; None if it never fires."""
+    nxt = cron_schedule(schedule.cron_expression, schedule.timezone).next_fire_time(after)
+    return None if nxt is None else nxt.astimezone(UTC)
+
+
+def first_fire_after(schedule: ScheduleRecord, now: dt.datetime) -> dt.datetime | None:
+    """A schedule's next run computed from scratch at ``now`` (create, update, self-heal).
+
+    Cron: the first fire time strictly after now. Interval: now + interval. None when the
+    schedule is disabled or can never fire again.
+    """
+    if not schedule.enabled:
+        return None
+    if schedule.cron_expression:
+        return next_cron_fire(schedule, now)
+    return now + dt.timedelta(seconds=schedule.interval_seconds)
+
+
+@dataclass(frozen=True)
+class FirePlan:
+    """What the scheduler does with a due schedule.
+
+    ``fire_time`` is recorded; it is enqueued when ``enqueue`` is true, recorded as missed
+    otherwise. ``missed_fire_times`` are earlier windows recorded as missed. The schedule's
+    next run becomes ``next_run_at``.
+    """
+
+    fire_time: dt.datetime
+    enqueue: bool
+    missed_fire_times: tuple[dt.datetime, ...]
+    next_run_at: dt.datetime | None
+
+
+def plan_fire(
+    schedule: ScheduleRecord, now: dt.datetime, grace_s: float = MISFIRE_GRACE_S
+) -> FirePlan:
+    """Decide a due schedule's fire (``schedule.next_run_at`` <= ``now``).
+
+    If ``now`` is not yet past the *following* fire time (plus ``grace_s`` of tick jitter),
+    the due fire is enqueued and the next run is the following fire time. Otherwise at least
+    one whole window was missed (downtime): every missed fire time up to now is recorded,
+    the catch-up policy decides whether the latest one is enqueued (RUN_ONCE) or missed too
+    (SKIP, the default), and the next run is the first fire time after now.
+    """
+    due = schedule.next_run_at
+    assert due is not None and due <= now
+    grace = dt.timedelta(seconds=grace_s)
+    if schedule.cron_expression:
+        following = next_cron_fire(schedule, due)
+        if following is None or now < following + grace:
+            return FirePlan(due, True, (), following)
+        missed = [due]
+        nxt: dt.datetime | None = following
+        while nxt is not None and nxt <= now and len(missed) < MAX_RECORDED_MISSES:
+            missed.append(nxt)
+            nxt = next_cron_fire(schedule, nxt)
+        next_run = next_cron_fire(schedule, now)
+    else:
+        interval = dt.timedelta(seconds=schedule.interval_seconds)
+        if now < due + interval + grace:
+            return FirePlan(due, True, (), now + interval)
+        missed = [due]
+        next_run = now + interval
+    run_once = schedule.catch_up_policy == "RUN_ONCE"
+    return FirePlan(missed[-1], run_once, tuple(missed[:-1]), next_run)

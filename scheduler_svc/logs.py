@@ -1,0 +1,54 @@
+"""Log setup for tickwork processes: one line per event, with the ids that matter.
+
+Fields passed through ``extra`` (task_id, job_id, schedule_id, worker_id, ...) are appended
+as ``key=value`` pairs, or emitted as JSON keys with ``json_format=True``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+_STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "taskName"}
+
+
+def _extras(record: logging.LogRecord) -> dict[str, object]:
+    return {k: v for k, v in vars(record).items() if k not in _STANDARD}
+
+
+class KeyValueFormatter(logging.Formatter):
+    """``time level logger message key=value ...``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = super().format(record)
+        fields = " ".join(f"{k}={v}" for k, v in _extras(record).items())
+        return f"{line} {fields}" if fields else line
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message and the extra fields."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        data: dict[str, object] = {
+            "time": self.formatTime(record),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+            **_extras(record),
+        }
+        if record.exc_info:
+            data["exc_info"] = self.formatException(record.exc_info)
+        return json.dumps(data, default=str)
+
+
+def setup_logging(level: int = logging.INFO, *, json_format: bool = False) -> None:
+    """Send logs to stderr in the chosen format (idempotent)."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(
+        JsonFormatter()
+        if json_format
+        else KeyValueFormatter("%(asctime)s %(levelname)s %(name)s %(message)s")
+    )
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)

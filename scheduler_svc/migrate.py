@@ -1,0 +1,63 @@
+"""Alembic migrations, applied on start and by ``tickwork db upgrade``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy.engine import Connection
+
+from scheduler_svc.db import Database
+from scheduler_svc.errors import FailedPrecondition
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+
+
+def alembic_config() -> Config:
+    """The Alembic configuration of tickwork's migrations (no ini file needed)."""
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    return cfg
+
+
+def head_revision() -> str | None:
+    """The newest revision this code knows."""
+    return ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+
+def _current(conn: Connection) -> str | None:
+    return MigrationContext.configure(conn).get_current_revision()
+
+
+async def current_revision(db: Database) -> str | None:
+    """The revision the database is at; None for an empty database."""
+    async with db.engine.connect() as conn:
+        return await conn.run_sync(_current)
+
+
+async def upgrade(db: Database) -> str | None:
+    """Migrate ``db`` to the newest revision and return it.
+
+    Raises FailedPrecondition when the database is at a revision this code does not know
+    (written by a newer tickwork): refusing is safer than guessing.
+    """
+    cfg = alembic_config()
+    known = {s.revision for s in ScriptDirectory.from_config(cfg).walk_revisions()}
+    current = await current_revision(db)
+    if current is not None and current not in known:
+        raise FailedPrecondition(
+            f"database schema is at revision {current}, which this tickwork does not know "
+            f"(newest known: {head_revision()}); upgrade tickwork, or point DATABASE_URL "
+            "at another database"
+        )
+
+    def run(conn: Connection) -> None:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "head")
+
+    async with db.engine.begin() as conn:
+        await conn.run_sync(run)
+    return head_revision()

@@ -1,0 +1,148 @@
+"""Plain records the store returns: one dataclass per table row, aware UTC datetimes."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class TaskRecord:
+    """A row of ``tasks``."""
+
+    id: int
+    name: str
+    description: str
+    handler: str
+    params: dict[str, Any]
+    task_priority: int
+    enabled: bool
+    timeout_seconds: float
+    consecutive_failure_count: int
+    max_attempts: int
+    backoff_base_seconds: float
+    backoff_cap_seconds: float
+    disabled_reason: str
+    created_at: dt.datetime
+    updated_at: dt.datetime
+
+
+@dataclass(frozen=True)
+class ScheduleRecord:
+    """A row of ``schedules`` with its task ids (in position order) and names."""
+
+    id: int
+    name: str
+    description: str
+    cron_expression: str
+    interval_seconds: int
+    timezone: str
+    catch_up_policy: str
+    enabled: bool
+    next_run_at: dt.datetime | None
+    last_run_at: dt.datetime | None
+    created_at: dt.datetime
+    updated_at: dt.datetime
+    task_ids: tuple[int, ...] = ()
+    task_names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """A row of ``jobs``."""
+
+    id: int
+    task_id: int
+    task_name: str
+    status: str
+    trigger: str
+    lane: int
+    task_priority: int
+    attempt: int
+    enqueued_at: dt.datetime
+    not_before: dt.datetime | None
+    started_at: dt.datetime | None
+    finished_at: dt.datetime | None
+    error: str
+    output_tail: str
+    schedule_id: int | None
+    fire_time: dt.datetime | None
+    retry_of_job_id: int | None
+    worker_id: str | None
+    lease_token: str | None
+    lease_expires_at: dt.datetime | None
+    abort_requested: bool
+    late_outcome: str
+
+
+@dataclass(frozen=True)
+class TaskRunResult:
+    """What came of one task asked to run.
+
+    ``job_id`` is the new, promoted, or already active job (0 when the task is disabled);
+    ``skip_reason`` is None, "ALREADY_QUEUED", "ALREADY_RUNNING" or "TASK_DISABLED".
+    """
+
+    task_id: int
+    task_name: str
+    job_id: int
+    skip_reason: str | None = None
+    promoted: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """The form stored in ``fires.runs``."""
+        return {
+            "task_id": self.task_id,
+            "task_name": self.task_name,
+            "job_id": self.job_id,
+            "skip_reason": self.skip_reason,
+            "promoted": self.promoted,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TaskRunResult:
+        """Inverse of :meth:`to_json`."""
+        return cls(
+            task_id=int(data["task_id"]),
+            task_name=str(data.get("task_name", "")),
+            job_id=int(data.get("job_id", 0)),
+            skip_reason=data.get("skip_reason"),
+            promoted=bool(data.get("promoted", False)),
+        )
+
+
+@dataclass(frozen=True)
+class FireRecord:
+    """A row of ``fires``: outcome is "ENQUEUED", "SKIPPED" or "MISSED"."""
+
+    id: int
+    schedule_id: int
+    fire_time: dt.datetime
+    outcome: str
+    runs: tuple[TaskRunResult, ...]
+    recorded_at: dt.datetime
+
+
+@dataclass(frozen=True)
+class EnqueueResult:
+    """Result of one enqueue: per-task results, and whether the fire was already recorded."""
+
+    runs: tuple[TaskRunResult, ...]
+    duplicate_fire: bool = False
+
+
+@dataclass(frozen=True)
+class FinishResult:
+    """What recording a job's outcome did.
+
+    ``accepted`` False: the lease was lost (stale token); the outcome was recorded as late.
+    ``retry`` is the queued retry job, if one was made. ``disabled_task`` is the task when
+    this failure disabled it (auto-disable), so the caller can send the email.
+    """
+
+    accepted: bool
+    job: JobRecord | None
+    retry: JobRecord | None = None
+    disabled_task: TaskRecord | None = None
+    extra: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,165 @@
+"""The scheduler loop: ticks enabled schedules and pushes due tasks to QueueService over gRPC.
+
+``Scheduler.tick(now)`` does one pass at the instant given (tests drive it with their own
+clock, without sleeping); ``Scheduler.run()`` loops, sleeping until the earliest next fire
+time or SCHEDULER_POLL_INTERVAL_SECONDS, whichever comes first, and waking early when a
+schedule is created or changed. Only the holder of the ``scheduler`` lease ticks, so several
+replicas on one database fire each window once; the (schedule, fire time) unique row makes
+a repeat after a crash or a lease handover a no-op.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+import os
+import socket
+import uuid
+from typing import Protocol
+
+import grpc
+
+from scheduler_svc.app import Clock
+from scheduler_svc.cron import CronError
+from scheduler_svc.firing import first_fire_after, plan_fire
+from scheduler_svc.hub import Hub
+from scheduler_svc.records import ScheduleRecord
+from scheduler_svc.servicers._convert import ts
+from scheduler_svc.settings import Settings
+from scheduler_svc.store import Store
+from tickwork.v1 import common_pb2, queue_pb2, queue_pb2_grpc
+
+log = logging.getLogger(__name__)
+
+#: Most schedules handled in one pass of a tick; a tick loops until none is due.
+BATCH = 500
+
+
+class QueueClient(Protocol):
+    """What the scheduler needs of QueueService."""
+
+    async def Enqueue(self, request: queue_pb2.EnqueueRequest) -> queue_pb2.EnqueueResponse:
+        """QueueService.Enqueue."""
+        ...
+
+
+def grpc_queue_client(channel: grpc.aio.Channel) -> QueueClient:
+    """The QueueService stub on ``channel``."""
+    return queue_pb2_grpc.QueueServiceStub(channel)  # type: ignore[return-value]
+
+
+class Scheduler:
+    """Ticks schedules. ``clock`` returns aware UTC; ``hub.schedules`` wakes the loop."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        queue: QueueClient,
+        *,
+        clock: Clock,
+        hub: Hub,
+        holder_id: str | None = None,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.queue = queue
+        self.clock = clock
+        self.hub = hub
+        self.holder_id = holder_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._stop = asyncio.Event()
+
+    def stop(self) -> None:
+        """Ask the loop to end after the current tick."""
+        self._stop.set()
+        self.hub.schedules.fire()
+
+    async def tick(self, now: dt.datetime) -> dt.datetime:
+        """One pass at ``now``: heal NULL next runs, fire every due schedule.
+
+        Returns when the next pass should run (aware UTC). A replica that does not hold the
+        scheduler lease does nothing and returns a time to try again.
+        """
+        lease_ttl = self.settings.scheduler_lease_ttl_s
+        retry_lease_at = now + dt.timedelta(seconds=lease_ttl / 3)
+        if await self.store.acquire_lease("scheduler", self.holder_id, now, lease_ttl) is None:
+            return retry_lease_at
+        await self._heal(now)
+        for _ in range(1000):
+            due = await self.store.due_schedules(now, BATCH)
+            if not due:
+                break
+            for schedule in due:
+                await self._fire(schedule, now)
+        wake = now + dt.timedelta(seconds=self.settings.scheduler_poll_interval_s)
+        earliest = await self.store.earliest_next_run()
+        if earliest is not None:
+            wake = min(wake, earliest)
+        return min(wake, retry_lease_at)
+
+    async def _heal(self, now: dt.datetime) -> None:
+        """Schedules whose next run is NULL (written to the database directly) get one
+        computed and stored; nothing is enqueued for them in this tick."""
+        for schedule in await self.store.schedules_without_next_run(BATCH):
+            try:
+                nxt = first_fire_after(schedule, now)
+            except CronError as err:
+                log.error("schedule has an invalid expression: %s", err,
+                          extra={"schedule_id": schedule.id})
+                continue
+            await self.store.set_next_run(schedule.id, None, nxt)
+            log.info("next run computed for a schedule that had none",
+                     extra={"schedule_id": schedule.id})
+
+    async def _fire(self, schedule: ScheduleRecord, now: dt.datetime) -> None:
+        try:
+            plan = plan_fire(schedule, now)
+        except CronError as err:
+            log.error("schedule has an invalid expression: %s", err,
+                      extra={"schedule_id": schedule.id})
+            await self.store.set_next_run(schedule.id, schedule.next_run_at, None)
+            return
+        request = queue_pb2.EnqueueRequest(
+            task_ids=list(schedule.task_ids),
+            trigger=common_pb2.TRIGGER_SCHEDULER,
+            schedule_id=schedule.id,
+            fire_time=ts(plan.fire_time),
+            missed=not plan.enqueue,
+            missed_fire_times=[ts(t) for t in plan.missed_fire_times],
+        )
+        try:
+            response = await self.queue.Enqueue(request)
+        except grpc.RpcError as err:
+            if isinstance(err, grpc.aio.AioRpcError) and err.code() == grpc.StatusCode.NOT_FOUND:
+                return  # the schedule was deleted meanwhile
+            log.error("enqueue failed; the fire is retried at the next tick: %s", err,
+                      extra={"schedule_id": schedule.id})
+            raise
+        log.info(
+            "schedule fired",
+            extra={
+                "schedule_id": schedule.id,
+                "fire_time": plan.fire_time.isoformat(),
+                "missed": not plan.enqueue,
+                "missed_windows": len(plan.missed_fire_times),
+                "jobs": [r.job_id for r in response.runs if not r.skipped],
+                "duplicate": response.duplicate_fire,
+            },
+        )
+        await self.store.set_next_run(
+            schedule.id, schedule.next_run_at, plan.next_run_at, last_run_at=plan.fire_time
+        )
+
+    async def run(self) -> None:
+        """Tick until :meth:`stop`. A failing tick is logged and retried after a pause."""
+        log.info("scheduler loop started", extra={"holder_id": self.holder_id})
+        while not self._stop.is_set():
+            signal = self.hub.schedules
+            try:
+                wake = await self.tick(self.clock())
+            except Exception:
+                log.exception("scheduler tick failed")
+                wake = self.clock() + dt.timedelta(seconds=1)
+            await signal.wait((wake - self.clock()).total_seconds())
+        log.info("scheduler loop stopped")

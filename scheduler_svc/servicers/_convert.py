@@ -1,0 +1,188 @@
+"""Records to protobuf messages and back. No logic beyond the shapes."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from google.protobuf import json_format, struct_pb2, timestamp_pb2
+
+from scheduler_svc.records import FireRecord, JobRecord, ScheduleRecord, TaskRecord, TaskRunResult
+from tickwork.v1 import common_pb2, job_pb2, schedule_pb2, task_pb2
+
+UTC = dt.UTC
+
+
+def ts(value: dt.datetime | None) -> timestamp_pb2.Timestamp | None:
+    """An aware datetime as a Timestamp; None stays None (the field is left unset)."""
+    if value is None:
+        return None
+    out = timestamp_pb2.Timestamp()
+    out.FromDatetime(value.astimezone(UTC))
+    return out
+
+
+def from_ts(value: timestamp_pb2.Timestamp) -> dt.datetime:
+    """A Timestamp as an aware UTC datetime."""
+    return value.ToDatetime(tzinfo=UTC)
+
+
+def struct(value: dict[str, Any]) -> struct_pb2.Struct:
+    """A JSON object as a Struct."""
+    out = struct_pb2.Struct()
+    out.update(value)
+    return out
+
+
+def from_struct(value: struct_pb2.Struct) -> dict[str, Any]:
+    """A Struct as a plain dict (whole numbers come back as int, not float)."""
+    return _ints(json_format.MessageToDict(value))  # type: ignore[no-any-return]
+
+
+def _ints(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _ints(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_ints(v) for v in value]
+    return value
+
+
+def task(r: TaskRecord) -> task_pb2.Task:
+    """A TaskRecord as a Task message."""
+    return task_pb2.Task(
+        id=r.id,
+        name=r.name,
+        description=r.description,
+        handler=r.handler,
+        params=struct(r.params),
+        task_priority=r.task_priority,
+        enabled=r.enabled,
+        timeout_seconds=r.timeout_seconds,
+        consecutive_failure_count=r.consecutive_failure_count,
+        retry_policy=task_pb2.RetryPolicy(
+            max_attempts=r.max_attempts,
+            backoff_base_seconds=r.backoff_base_seconds,
+            backoff_cap_seconds=r.backoff_cap_seconds,
+        ),
+        disabled_reason=r.disabled_reason,
+        create_time=ts(r.created_at),
+        update_time=ts(r.updated_at),
+    )
+
+
+_CATCH_UP = {
+    "SKIP": schedule_pb2.CATCH_UP_POLICY_SKIP,
+    "RUN_ONCE": schedule_pb2.CATCH_UP_POLICY_RUN_ONCE,
+}
+
+
+def schedule(r: ScheduleRecord, description: str) -> schedule_pb2.Schedule:
+    """A ScheduleRecord as a Schedule message with its human-readable description."""
+    return schedule_pb2.Schedule(
+        id=r.id,
+        name=r.name,
+        description=r.description,
+        cron_expression=r.cron_expression,
+        interval_seconds=r.interval_seconds,
+        timezone=r.timezone,
+        catch_up_policy=_CATCH_UP.get(r.catch_up_policy, schedule_pb2.CATCH_UP_POLICY_SKIP),
+        enabled=r.enabled,
+        task_ids=list(r.task_ids),
+        task_names=list(r.task_names),
+        next_run_time=ts(r.next_run_at),
+        last_run_time=ts(r.last_run_at),
+        cron_description=description,
+        create_time=ts(r.created_at),
+        update_time=ts(r.updated_at),
+    )
+
+
+def catch_up_policy(value: int) -> str:
+    """The stored form of a CatchUpPolicy enum value; unknown values stay unknown."""
+    if value in (schedule_pb2.CATCH_UP_POLICY_UNSPECIFIED, schedule_pb2.CATCH_UP_POLICY_SKIP):
+        return "SKIP"
+    if value == schedule_pb2.CATCH_UP_POLICY_RUN_ONCE:
+        return "RUN_ONCE"
+    return f"UNKNOWN({value})"
+
+
+def job_status(name: str) -> int:
+    """A stored status as a JobStatus enum value."""
+    return int(job_pb2.JobStatus.Value(f"JOB_STATUS_{name}"))
+
+
+def job_status_name(value: int) -> str:
+    """A JobStatus enum value as the stored status ("QUEUED", ...)."""
+    return job_pb2.JobStatus.Name(value).removeprefix("JOB_STATUS_")  # type: ignore[arg-type]
+
+
+def trigger(name: str) -> int:
+    """A stored trigger ("MANUAL", "API", "SCHEDULER") as a Trigger enum value."""
+    return int(common_pb2.Trigger.Value(f"TRIGGER_{name}"))
+
+
+def trigger_name(value: int) -> str:
+    """A Trigger enum value as the stored trigger."""
+    return common_pb2.Trigger.Name(value).removeprefix("TRIGGER_")  # type: ignore[arg-type]
+
+
+def job(r: JobRecord) -> job_pb2.Job:
+    """A JobRecord as a Job message."""
+    return job_pb2.Job(
+        id=r.id,
+        task_id=r.task_id,
+        task_name=r.task_name,
+        status=job_status(r.status),  # type: ignore[arg-type]
+        trigger=trigger(r.trigger),  # type: ignore[arg-type]
+        attempt=r.attempt,
+        enqueue_time=ts(r.enqueued_at),
+        start_time=ts(r.started_at),
+        finish_time=ts(r.finished_at),
+        not_before_time=ts(r.not_before),
+        error=r.error,
+        output_tail=r.output_tail,
+        schedule_id=r.schedule_id or 0,
+        fire_time=ts(r.fire_time),
+        retry_of_job_id=r.retry_of_job_id or 0,
+        task_priority=r.task_priority,
+        late_outcome=r.late_outcome,
+    )
+
+
+def task_run(r: TaskRunResult) -> common_pb2.TaskRun:
+    """A TaskRunResult as a TaskRun message."""
+    return common_pb2.TaskRun(
+        task_id=r.task_id,
+        task_name=r.task_name,
+        job_id=r.job_id,
+        skipped=r.skip_reason is not None,
+        skip_reason=(
+            common_pb2.SkipReason.Value(f"SKIP_REASON_{r.skip_reason}")  # type: ignore[arg-type]
+            if r.skip_reason
+            else common_pb2.SKIP_REASON_UNSPECIFIED
+        ),
+        promoted=r.promoted,
+    )
+
+
+def fire(r: FireRecord) -> schedule_pb2.Fire:
+    """A FireRecord as a Fire message."""
+    return schedule_pb2.Fire(
+        id=r.id,
+        schedule_id=r.schedule_id,
+        fire_time=ts(r.fire_time),
+        outcome=schedule_pb2.FireOutcome.Value(f"FIRE_OUTCOME_{r.outcome}"),  # type: ignore[arg-type]
+        runs=[task_run(x) for x in r.runs],
+        record_time=ts(r.recorded_at),
+    )
+
+
+def page_size(value: int) -> int:
+    """A requested page size: 0 means 100; at most 1000."""
+    if value < 0:
+        from scheduler_svc.errors import InvalidArgument
+
+        raise InvalidArgument("must be >= 0", field="page_size")
+    return 100 if value == 0 else min(value, 1000)

@@ -1,0 +1,77 @@
+"""JobService: read, watch and cancel jobs."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+
+from scheduler_svc.app import App
+from scheduler_svc.db import FINAL_STATES
+from scheduler_svc.errors import InvalidArgument
+from scheduler_svc.servicers import _convert as cv
+from scheduler_svc.servicers._errors import rpc_errors, stream_errors
+from tickwork.v1 import job_pb2, job_pb2_grpc
+
+Ctx = grpc.aio.ServicerContext[Any, Any]
+
+#: A watcher re-reads its job at least this often (changes made by another replica), seconds.
+WATCH_REFRESH_S = 1.0
+
+
+class JobServicer(job_pb2_grpc.JobServiceServicer):
+    """tickwork.v1.JobService."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+
+    @rpc_errors
+    async def GetJob(self, request: job_pb2.GetJobRequest, context: Ctx) -> job_pb2.GetJobResponse:
+        return job_pb2.GetJobResponse(job=cv.job(await self.app.store.get_job(request.job_id)))
+
+    @rpc_errors
+    async def ListJobs(
+        self, request: job_pb2.ListJobsRequest, context: Ctx
+    ) -> job_pb2.ListJobsResponse:
+        size = cv.page_size(request.page_size)
+        before = None
+        if request.page_token:
+            if not request.page_token.isdigit():
+                raise InvalidArgument("malformed", field="page_token")
+            before = int(request.page_token)
+        for s in request.statuses:
+            if s == job_pb2.JOB_STATUS_UNSPECIFIED or s not in job_pb2.JobStatus.values():
+                raise InvalidArgument(f"unknown job status {s}", field="statuses")
+        rows = await self.app.store.list_jobs(
+            limit=size + 1,
+            before_id=before,
+            task_id=request.task_id or None,
+            statuses=[cv.job_status_name(s) for s in request.statuses],
+            schedule_id=request.schedule_id or None,
+        )
+        token = str(rows[size - 1].id) if len(rows) > size else ""
+        return job_pb2.ListJobsResponse(jobs=[cv.job(r) for r in rows[:size]], next_page_token=token)
+
+    @stream_errors
+    async def WatchJob(
+        self, request: job_pb2.WatchJobRequest, context: Ctx
+    ) -> AsyncIterator[job_pb2.WatchJobResponse]:
+        last = None
+        while True:
+            signal = self.app.hub.job_signal(request.job_id)
+            job = await self.app.store.get_job(request.job_id)
+            if job != last:
+                yield job_pb2.WatchJobResponse(job=cv.job(job))
+                last = job
+            if job.status in FINAL_STATES:
+                return
+            await signal.wait(WATCH_REFRESH_S)
+
+    @rpc_errors
+    async def CancelJob(
+        self, request: job_pb2.CancelJobRequest, context: Ctx
+    ) -> job_pb2.CancelJobResponse:
+        job = await self.app.store.cancel_job(request.job_id, self.app.clock())
+        self.app.hub.job_changed(job.id)
+        return job_pb2.CancelJobResponse(job=cv.job(job))

@@ -1,0 +1,47 @@
+"""QueueService (internal): the one way jobs are enqueued for a schedule's fire."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+
+from scheduler_svc.app import App
+from scheduler_svc.errors import InvalidArgument
+from scheduler_svc.servicers import _convert as cv
+from scheduler_svc.servicers._errors import rpc_errors
+from tickwork.v1 import common_pb2, queue_pb2, queue_pb2_grpc
+
+Ctx = grpc.aio.ServicerContext[Any, Any]
+
+
+class QueueServicer(queue_pb2_grpc.QueueServiceServicer):
+    """tickwork.v1.QueueService."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+
+    @rpc_errors
+    async def Enqueue(
+        self, request: queue_pb2.EnqueueRequest, context: Ctx
+    ) -> queue_pb2.EnqueueResponse:
+        if request.trigger == common_pb2.TRIGGER_UNSPECIFIED:
+            raise InvalidArgument("required", field="trigger")
+        scheduled = request.trigger == common_pb2.TRIGGER_SCHEDULER
+        if scheduled and (not request.schedule_id or not request.HasField("fire_time")):
+            raise InvalidArgument(
+                "a scheduler enqueue needs schedule_id and fire_time", field="schedule_id"
+            )
+        if not request.task_ids and not (scheduled and request.missed):
+            raise InvalidArgument("name at least one task", field="task_ids")
+        result = await self.app.enqueue(
+            list(request.task_ids),
+            cv.trigger_name(request.trigger),
+            schedule_id=request.schedule_id if scheduled else None,
+            fire_time=cv.from_ts(request.fire_time) if scheduled else None,
+            missed=scheduled and request.missed,
+            missed_fire_times=[cv.from_ts(t) for t in request.missed_fire_times],
+        )
+        return queue_pb2.EnqueueResponse(
+            runs=[cv.task_run(r) for r in result.runs], duplicate_fire=result.duplicate_fire
+        )

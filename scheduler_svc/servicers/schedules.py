@@ -1,0 +1,239 @@
+"""ScheduleService: schedules, cron previews and fire history."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import grpc
+
+from scheduler_svc import validation
+from scheduler_svc.app import App
+from scheduler_svc.cron import CronError, DstNote
+from scheduler_svc.errors import InvalidArgument
+from scheduler_svc.firing import cron_schedule
+from scheduler_svc.records import ScheduleRecord
+from scheduler_svc.servicers import _convert as cv
+from scheduler_svc.servicers._errors import rpc_errors
+from tickwork.v1 import schedule_pb2, schedule_pb2_grpc
+
+Ctx = grpc.aio.ServicerContext[Any, Any]
+
+WRITABLE = (
+    "name",
+    "description",
+    "cron_expression",
+    "interval_seconds",
+    "timezone",
+    "catch_up_policy",
+    "enabled",
+    "task_ids",
+)
+#: Changing one of these recomputes next_run_time.
+TIMING = {"cron_expression", "interval_seconds", "timezone", "enabled"}
+
+DST_NOTES = {
+    DstNote.NONE: "",
+    DstNote.MOVED_FROM_GAP: (
+        "moved: the wall time does not exist on this day (DST gap); "
+        "fires at the first instant after the gap"
+    ),
+    DstNote.FIRST_PASS_ONLY: (
+        "single: the wall time occurs twice on this day (DST fall back); "
+        "fires in the first pass only"
+    ),
+}
+
+
+def describe(record: ScheduleRecord) -> str:
+    """The schedule's timing in words: cron-descriptor, or "Every N seconds"."""
+    if record.cron_expression:
+        try:
+            return cron_schedule(record.cron_expression, record.timezone).describe()
+        except CronError as err:
+            return f"invalid: {err}"
+    if record.interval_seconds:
+        return f"Every {record.interval_seconds} seconds after the previous run finished"
+    return ""
+
+
+def schedule_values(s: schedule_pb2.Schedule, paths: tuple[str, ...]) -> dict[str, Any]:
+    """Column values for the Schedule fields in ``paths`` (task_ids excluded), validated
+    field by field. Raises InvalidArgument naming the field."""
+    out: dict[str, Any] = {}
+    for path in paths:
+        if path == "name":
+            out["name"] = validation.name(s.name, "schedule.name")
+        elif path == "description":
+            out["description"] = s.description
+        elif path == "cron_expression":
+            out["cron_expression"] = " ".join(s.cron_expression.split())
+        elif path == "interval_seconds":
+            if s.interval_seconds < 0:
+                raise InvalidArgument("must be >= 1 (seconds)", field="schedule.interval_seconds")
+            out["interval_seconds"] = s.interval_seconds
+        elif path == "timezone":
+            out["timezone"] = s.timezone.strip() or "UTC"
+        elif path == "catch_up_policy":
+            out["catch_up_policy"] = validation.catch_up_policy(
+                cv.catch_up_policy(s.catch_up_policy)
+            )
+        elif path == "enabled":
+            out["enabled"] = s.enabled if s.HasField("enabled") else True
+        elif path != "task_ids":
+            raise InvalidArgument(
+                f"unknown or read-only field {path!r}; writable: {', '.join(WRITABLE)}",
+                field="update_mask",
+            )
+    return out
+
+
+def check_timing(record: ScheduleRecord) -> None:
+    """A schedule needs a valid cron expression in a valid zone, or an interval >= 1 s."""
+    if record.cron_expression:
+        validation.cron(record.cron_expression, record.timezone)
+    else:
+        validation.cron("* * * * *", record.timezone)  # validates the zone alone
+        if record.interval_seconds < 1:
+            raise InvalidArgument(
+                "give a cron_expression or an interval_seconds >= 1",
+                field="schedule.cron_expression",
+            )
+
+
+def check_task_ids(task_ids: list[int]) -> list[int]:
+    """At least one task, no duplicates."""
+    if not task_ids:
+        raise InvalidArgument("name at least one task", field="schedule.task_ids")
+    if len(set(task_ids)) != len(task_ids):
+        raise InvalidArgument("a task is listed twice", field="schedule.task_ids")
+    return task_ids
+
+
+class ScheduleServicer(schedule_pb2_grpc.ScheduleServiceServicer):
+    """tickwork.v1.ScheduleService."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+
+    def _out(self, record: ScheduleRecord) -> schedule_pb2.Schedule:
+        return cv.schedule(record, describe(record))
+
+    @rpc_errors
+    async def CreateSchedule(
+        self, request: schedule_pb2.CreateScheduleRequest, context: Ctx
+    ) -> schedule_pb2.CreateScheduleResponse:
+        values = schedule_values(request.schedule, WRITABLE)
+        task_ids = check_task_ids(list(request.schedule.task_ids))
+        now = self.app.clock()
+        draft = ScheduleRecord(
+            id=0, next_run_at=None, last_run_at=None, created_at=now, updated_at=now, **values
+        )
+        check_timing(draft)
+        values["next_run_at"] = self.app.next_run(draft)
+        stored = await self.app.store.create_schedule(values, task_ids, now)
+        self.app.schedules_changed()
+        return schedule_pb2.CreateScheduleResponse(schedule=self._out(stored))
+
+    @rpc_errors
+    async def GetSchedule(
+        self, request: schedule_pb2.GetScheduleRequest, context: Ctx
+    ) -> schedule_pb2.GetScheduleResponse:
+        if request.schedule_id:
+            found = await self.app.store.get_schedule(request.schedule_id)
+        elif request.name:
+            found = await self.app.store.get_schedule_by_name(request.name)
+        else:
+            raise InvalidArgument("give schedule_id or name", field="schedule_id")
+        return schedule_pb2.GetScheduleResponse(schedule=self._out(found))
+
+    @rpc_errors
+    async def ListSchedules(
+        self, request: schedule_pb2.ListSchedulesRequest, context: Ctx
+    ) -> schedule_pb2.ListSchedulesResponse:
+        size = cv.page_size(request.page_size)
+        rows = await self.app.store.list_schedules(size + 1, request.page_token)
+        token = rows[size - 1].name if len(rows) > size else ""
+        return schedule_pb2.ListSchedulesResponse(
+            schedules=[self._out(r) for r in rows[:size]], next_page_token=token
+        )
+
+    @rpc_errors
+    async def UpdateSchedule(
+        self, request: schedule_pb2.UpdateScheduleRequest, context: Ctx
+    ) -> schedule_pb2.UpdateScheduleResponse:
+        sid = request.schedule.id
+        if not sid:
+            raise InvalidArgument("required", field="schedule.id")
+        paths = tuple(request.update_mask.paths) or WRITABLE
+        values = schedule_values(request.schedule, paths)
+        task_ids = (
+            check_task_ids(list(request.schedule.task_ids)) if "task_ids" in paths else None
+        )
+        current = await self.app.store.get_schedule(sid)
+        merged = dataclasses.replace(current, **values)
+        check_timing(merged)
+        if TIMING & set(paths) and any(
+            getattr(current, k) != getattr(merged, k) for k in TIMING
+        ):
+            values["next_run_at"] = self.app.next_run(merged)
+        stored = await self.app.store.update_schedule(sid, values, task_ids, self.app.clock())
+        self.app.schedules_changed()
+        return schedule_pb2.UpdateScheduleResponse(schedule=self._out(stored))
+
+    @rpc_errors
+    async def DeleteSchedule(
+        self, request: schedule_pb2.DeleteScheduleRequest, context: Ctx
+    ) -> schedule_pb2.DeleteScheduleResponse:
+        await self.app.store.delete_schedule(request.schedule_id)
+        self.app.schedules_changed()
+        return schedule_pb2.DeleteScheduleResponse()
+
+    @rpc_errors
+    async def DescribeCron(
+        self, request: schedule_pb2.DescribeCronRequest, context: Ctx
+    ) -> schedule_pb2.DescribeCronResponse:
+        if not 0 <= request.count <= 1000:
+            raise InvalidArgument("must be between 0 and 1000", field="count")
+        zone = request.timezone.strip() or "UTC"
+        parsed = validation.cron(" ".join(request.cron_expression.split()), zone)
+        after = cv.from_ts(request.after) if request.HasField("after") else self.app.clock()
+        previews = parsed.next_fire_times(after, request.count or 5)
+        return schedule_pb2.DescribeCronResponse(
+            description=parsed.describe(),
+            fire_times=[
+                schedule_pb2.FireTimePreview(
+                    fire_time=cv.ts(p.fire_time),
+                    local_time=p.fire_time.isoformat(),
+                    dst_note=DST_NOTES[p.dst_note],
+                )
+                for p in previews
+            ],
+        )
+
+    @rpc_errors
+    async def ListFires(
+        self, request: schedule_pb2.ListFiresRequest, context: Ctx
+    ) -> schedule_pb2.ListFiresResponse:
+        size = cv.page_size(request.page_size)
+        before = None
+        if request.page_token:
+            try:
+                before = cv.from_ts(_token_ts(request.page_token))
+            except ValueError:
+                raise InvalidArgument("malformed", field="page_token") from None
+        rows = await self.app.store.list_fires(request.schedule_id, size + 1, before)
+        token = ""
+        if len(rows) > size:
+            token = str(int(rows[size - 1].fire_time.timestamp() * 1_000_000))
+        return schedule_pb2.ListFiresResponse(
+            fires=[cv.fire(r) for r in rows[:size]], next_page_token=token
+        )
+
+
+def _token_ts(token: str) -> Any:
+    from google.protobuf import timestamp_pb2
+
+    out = timestamp_pb2.Timestamp()
+    out.FromMicroseconds(int(token))
+    return out

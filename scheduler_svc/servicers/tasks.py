@@ -1,0 +1,166 @@
+"""TaskService: translate requests, call the store and the App, translate answers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+
+from scheduler_svc import validation
+from scheduler_svc.app import App
+from scheduler_svc.errors import InvalidArgument
+from scheduler_svc.servicers import _convert as cv
+from scheduler_svc.servicers._errors import rpc_errors
+from tickwork.v1 import common_pb2, task_pb2, task_pb2_grpc
+
+Ctx = grpc.aio.ServicerContext[Any, Any]
+
+WRITABLE = (
+    "name",
+    "description",
+    "handler",
+    "params",
+    "task_priority",
+    "enabled",
+    "timeout_seconds",
+    "retry_policy",
+)
+
+
+def task_values(task: task_pb2.Task, paths: tuple[str, ...]) -> dict[str, Any]:
+    """Validated column values for the Task fields named in ``paths``.
+
+    Raises InvalidArgument naming the field (task.name, task.handler, task.params, ...).
+    """
+    out: dict[str, Any] = {}
+    for path in paths:
+        if path == "name":
+            out["name"] = validation.name(task.name, "task.name")
+        elif path == "description":
+            out["description"] = task.description
+        elif path == "handler":
+            out["handler"] = task.handler.strip()
+        elif path == "params":
+            out["params"] = cv.from_struct(task.params)
+        elif path == "task_priority":
+            value = task.task_priority if task.HasField("task_priority") else 100
+            out["task_priority"] = validation.priority(value)
+        elif path == "enabled":
+            out["enabled"] = task.enabled if task.HasField("enabled") else True
+        elif path == "timeout_seconds":
+            out["timeout_seconds"] = validation.seconds(
+                task.timeout_seconds, "task.timeout_seconds"
+            )
+        elif path == "retry_policy":
+            rp = task.retry_policy
+            attempts, base, cap = validation.retry_policy(
+                rp.max_attempts or 1, rp.backoff_base_seconds or 10.0, rp.backoff_cap_seconds or 600.0
+            )
+            out.update(max_attempts=attempts, backoff_base_seconds=base, backoff_cap_seconds=cap)
+        else:
+            raise InvalidArgument(
+                f"unknown or read-only field {path!r}; writable: {', '.join(WRITABLE)}",
+                field="update_mask",
+            )
+    return out
+
+
+class TaskServicer(task_pb2_grpc.TaskServiceServicer):
+    """tickwork.v1.TaskService."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+
+    @rpc_errors
+    async def CreateTask(
+        self, request: task_pb2.CreateTaskRequest, context: Ctx
+    ) -> task_pb2.CreateTaskResponse:
+        values = task_values(request.task, WRITABLE)
+        validation.handler_params(values["handler"], values["params"])
+        stored = await self.app.store.create_task(values, self.app.clock())
+        return task_pb2.CreateTaskResponse(task=cv.task(stored))
+
+    @rpc_errors
+    async def GetTask(
+        self, request: task_pb2.GetTaskRequest, context: Ctx
+    ) -> task_pb2.GetTaskResponse:
+        if request.task_id:
+            found = await self.app.store.get_task(request.task_id)
+        elif request.name:
+            found = await self.app.store.get_task_by_name(request.name)
+        else:
+            raise InvalidArgument("give task_id or name", field="task_id")
+        return task_pb2.GetTaskResponse(task=cv.task(found))
+
+    @rpc_errors
+    async def ListTasks(
+        self, request: task_pb2.ListTasksRequest, context: Ctx
+    ) -> task_pb2.ListTasksResponse:
+        size = cv.page_size(request.page_size)
+        rows = await self.app.store.list_tasks(size + 1, request.page_token)
+        token = rows[size - 1].name if len(rows) > size else ""
+        return task_pb2.ListTasksResponse(
+            tasks=[cv.task(r) for r in rows[:size]], next_page_token=token
+        )
+
+    @rpc_errors
+    async def UpdateTask(
+        self, request: task_pb2.UpdateTaskRequest, context: Ctx
+    ) -> task_pb2.UpdateTaskResponse:
+        if not request.task.id:
+            raise InvalidArgument("required", field="task.id")
+        paths = tuple(request.update_mask.paths) or WRITABLE
+        values = task_values(request.task, paths)
+        if "handler" in values or "params" in values:
+            current = await self.app.store.get_task(request.task.id)
+            validation.handler_params(
+                values.get("handler", current.handler), values.get("params", current.params)
+            )
+        stored = await self.app.store.update_task(request.task.id, values, self.app.clock())
+        return task_pb2.UpdateTaskResponse(task=cv.task(stored))
+
+    @rpc_errors
+    async def DeleteTask(
+        self, request: task_pb2.DeleteTaskRequest, context: Ctx
+    ) -> task_pb2.DeleteTaskResponse:
+        await self.app.store.delete_task(request.task_id)
+        self.app.schedules_changed()
+        return task_pb2.DeleteTaskResponse()
+
+    @rpc_errors
+    async def RunTasks(
+        self, request: task_pb2.RunTasksRequest, context: Ctx
+    ) -> task_pb2.RunTasksResponse:
+        ids = list(request.task_ids)
+        for name in request.task_names:
+            ids.append((await self.app.store.get_task_by_name(name)).id)
+        if not ids:
+            raise InvalidArgument("name at least one task", field="task_ids")
+        trigger = request.trigger or common_pb2.TRIGGER_API
+        if trigger not in (common_pb2.TRIGGER_MANUAL, common_pb2.TRIGGER_API):
+            raise InvalidArgument("must be TRIGGER_MANUAL or TRIGGER_API", field="trigger")
+        result = await self.app.enqueue(ids, cv.trigger_name(trigger))
+        by_task = {r.task_id: r for r in result.runs}
+        return task_pb2.RunTasksResponse(runs=[cv.task_run(by_task[t]) for t in ids])
+
+    @rpc_errors
+    async def AbortTasks(
+        self, request: task_pb2.AbortTasksRequest, context: Ctx
+    ) -> task_pb2.AbortTasksResponse:
+        if not request.task_ids:
+            raise InvalidArgument("name at least one task", field="task_ids")
+        done = await self.app.store.abort_tasks(list(request.task_ids), self.app.clock())
+        aborts = []
+        for task_id, job_id, action in done:
+            if action == "ABORT_REQUESTED":
+                self.app.hub.request_abort(job_id, "aborted by operator")
+            if job_id:
+                self.app.hub.job_changed(job_id)
+            aborts.append(
+                task_pb2.TaskAbort(
+                    task_id=task_id,
+                    job_id=job_id,
+                    action=task_pb2.TaskAbort.Action.Value(f"ACTION_{action}"),  # type: ignore[arg-type]
+                )
+            )
+        return task_pb2.AbortTasksResponse(aborts=aborts)

@@ -1,0 +1,229 @@
+"""WorkerService (internal): the worker's bidirectional stream, and the one-active-worker rule.
+
+One :class:`WorkerSession` per stream. The active worker holds the ``worker`` lease row in
+the database (renewed by its session while the stream is open); other sessions are standby
+and try to take the lease as it expires, so the rule holds across replicas. A job's own
+lease is renewed by the worker's heartbeats; the reaper fails jobs whose lease expired.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import suppress
+from typing import Any
+
+import grpc
+
+from scheduler_svc.app import App
+from scheduler_svc.errors import FailedPrecondition
+from scheduler_svc.servicers import _convert as cv
+from tickwork.v1 import worker_pb2, worker_pb2_grpc
+
+log = logging.getLogger(__name__)
+
+Ctx = grpc.aio.ServicerContext[Any, Any]
+Req = worker_pb2.ConnectRequest
+Resp = worker_pb2.ConnectResponse
+
+_OUTCOMES = {"SUCCEEDED", "FAILED", "ABORTED"}
+
+
+class WorkerSession:
+    """The server's side of one worker stream."""
+
+    def __init__(self, app: App, worker_id: str) -> None:
+        self.app = app
+        self.worker_id = worker_id
+        self.active = False
+        self.out: asyncio.Queue[Resp | None] = asyncio.Queue()
+        self.job_id = 0
+        self.lease_token = ""
+        self._poll: asyncio.Task[None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+
+    @property
+    def _s(self) -> Any:
+        return self.app.settings
+
+    async def _hold_worker_lease(self) -> bool:
+        token = await self.app.store.acquire_lease(
+            "worker", self.worker_id, self.app.clock(), self._s.lease_ttl_s
+        )
+        was, self.active = self.active, token is not None
+        if self.active and not was:
+            log.info("worker is active", extra={"worker_id": self.worker_id})
+            self.app.hub.queue.fire()
+        elif was and not self.active:
+            log.warning("worker lost the worker lease", extra={"worker_id": self.worker_id})
+        return self.active
+
+    async def _keep_lease(self) -> None:
+        while True:
+            await asyncio.sleep(self._s.lease_ttl_s / 3)
+            await self._hold_worker_lease()
+
+    async def start(self) -> None:
+        """Answer Hello with Welcome and start renewing (or waiting for) the worker lease."""
+        await self._hold_worker_lease()
+        self.out.put_nowait(
+            Resp(
+                welcome=Resp.Welcome(
+                    active=self.active,
+                    heartbeat_interval_seconds=self._s.heartbeat_interval_s,
+                    lease_ttl_seconds=self._s.lease_ttl_s,
+                )
+            )
+        )
+        self._tasks.append(asyncio.create_task(self._keep_lease(), name="worker-lease"))
+
+    async def handle(self, msg: Req) -> None:
+        """Handle one message from the worker."""
+        kind = msg.WhichOneof("message")
+        if kind == "poll_job":
+            if self._poll is None or self._poll.done():
+                self._poll = asyncio.create_task(self._answer_poll(), name="worker-poll")
+        elif kind == "heartbeat":
+            await self._heartbeat(msg.heartbeat.job_id, msg.heartbeat.lease_token)
+        elif kind == "log_lines":
+            m = msg.log_lines
+            if m.lines and await self.app.store.append_output(
+                m.job_id, m.lease_token, "".join(line + "\n" for line in m.lines)
+            ):
+                self.app.hub.job_changed(m.job_id)
+        elif kind == "outcome":
+            await self._outcome(msg.outcome)
+        elif kind == "hello":
+            raise FailedPrecondition("hello sent twice", field="hello")
+
+    async def _answer_poll(self) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._s.worker_poll_interval_s
+        while True:
+            signal = self.app.hub.queue
+            wait_s = deadline - loop.time()
+            if self.active and not self.job_id:
+                now = self.app.clock()
+                claimed = await self.app.store.claim_next_job(
+                    self.worker_id, now, self._s.lease_ttl_s
+                )
+                if claimed is not None:
+                    job, task = claimed
+                    self.job_id, self.lease_token = job.id, job.lease_token or ""
+                    self.app.hub.on_abort(job.id, self._abort)
+                    self.app.hub.job_changed(job.id)
+                    log.info(
+                        "job assigned",
+                        extra={"job_id": job.id, "task_id": task.id, "worker_id": self.worker_id},
+                    )
+                    self.out.put_nowait(
+                        Resp(
+                            assign_job=Resp.AssignJob(
+                                job=cv.job(job),
+                                handler=task.handler,
+                                params=cv.struct(task.params),
+                                timeout_seconds=task.timeout_seconds,
+                                lease_token=self.lease_token,
+                            )
+                        )
+                    )
+                    return
+                ready = await self.app.store.next_ready_time(now)
+                if ready is not None:
+                    wait_s = min(wait_s, max(0.01, (ready - now).total_seconds()))
+            if deadline - loop.time() <= 0:
+                self.out.put_nowait(Resp(no_job=Resp.NoJob()))
+                return
+            await signal.wait(max(0.0, wait_s))
+
+    def _abort(self, job_id: int, reason: str) -> None:
+        if job_id == self.job_id:
+            self.out.put_nowait(Resp(abort_job=Resp.AbortJob(job_id=job_id, reason=reason)))
+
+    async def _heartbeat(self, job_id: int, token: str) -> None:
+        ok = await self.app.store.renew_job_lease(
+            job_id, token, self.app.clock(), self._s.lease_ttl_s
+        )
+        if not ok:
+            self._abort(job_id, "lease lost")
+            return
+        job = await self.app.store.get_job(job_id)
+        if job.abort_requested:
+            self._abort(job_id, "aborted by operator")
+
+    async def _outcome(self, m: Req.Outcome) -> None:
+        status = cv.job_status_name(m.status)
+        if status not in _OUTCOMES:
+            status = "FAILED"
+        result = await self.app.finish_job(
+            m.job_id, m.lease_token, status, m.error, m.output_tail
+        )
+        if m.job_id == self.job_id:
+            self.app.hub.on_abort(m.job_id, None)
+            self.job_id, self.lease_token = 0, ""
+        self.out.put_nowait(
+            Resp(outcome_ack=Resp.OutcomeAck(job_id=m.job_id, accepted=result.accepted))
+        )
+
+    async def close(self) -> None:
+        """Stop the session's tasks and give up the worker lease so a standby takes over.
+
+        A job still running keeps its own lease until it expires; the reaper recovers it.
+        """
+        for task in [*self._tasks, self._poll]:
+            if task is not None:
+                task.cancel()
+                with suppress(asyncio.CancelledError):
+                    await task
+        if self.job_id:
+            self.app.hub.on_abort(self.job_id, None)
+        if self.active:
+            await self.app.store.release_lease("worker", self.worker_id, self.app.clock())
+            self.app.hub.queue.fire()
+        log.info("worker disconnected", extra={"worker_id": self.worker_id})
+
+
+class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):
+    """tickwork.v1.WorkerService."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+
+    async def Connect(
+        self, request_iterator: AsyncIterator[Req], context: Ctx
+    ) -> AsyncIterator[Resp]:
+        requests = request_iterator.__aiter__()
+        try:
+            first = await anext(requests)
+        except StopAsyncIteration:
+            return
+        if first.WhichOneof("message") != "hello" or not first.hello.worker_id:
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT, "hello: the first message must be a Hello"
+            )
+        session = WorkerSession(self.app, first.hello.worker_id)
+        log.info("worker connected", extra={"worker_id": session.worker_id})
+
+        async def read() -> None:
+            try:
+                async for msg in requests:
+                    await session.handle(msg)
+            finally:
+                session.out.put_nowait(None)
+
+        reader = asyncio.create_task(read(), name="worker-read")
+        try:
+            await session.start()
+            while True:
+                item = await session.out.get()
+                if item is None:
+                    break
+                yield item
+            if reader.done() and not reader.cancelled() and reader.exception() is not None:
+                raise reader.exception()  # type: ignore[misc]
+        finally:
+            reader.cancel()
+            with suppress(asyncio.CancelledError, Exception):
+                await reader
+            await asyncio.shield(session.close())

@@ -1,0 +1,146 @@
+"""Settings of the scheduler service, built once from the environment.
+
+The environment variable names are part of the product (see DESIGN.md):
+SCHEDULER_IS_ENABLED, WORKER_IS_ENABLED, SCHEDULER_POLL_INTERVAL_SECONDS,
+WORKER_POLL_INTERVAL_SECONDS, SCHEDULER_AUTO_DISABLE_TASK_FAILURE_COUNT, DATABASE_URL,
+plus TICKWORK_LISTEN, TICKWORK_LEASE_TTL_SECONDS, TICKWORK_HEARTBEAT_INTERVAL_SECONDS and the
+SMTP_* variables of :mod:`scheduler_svc.notify`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+DEFAULT_LISTEN = "127.0.0.1:50051"
+DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./tickwork.db"
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+class SettingsError(ValueError):
+    """An environment variable has a value that cannot be used; the message names it."""
+
+
+def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise SettingsError(f"{name}: expected true or false, got {raw!r}")
+
+
+def _float(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise SettingsError(f"{name}: expected a number of seconds, got {raw!r}") from None
+
+
+def _int(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise SettingsError(f"{name}: expected an integer, got {raw!r}") from None
+
+
+@dataclass(frozen=True)
+class SmtpSettings:
+    """Where auto-disable emails go. ``host`` empty means email is off."""
+
+    host: str = ""
+    port: int = 25
+    starttls: bool = False
+    use_tls: bool = False
+    username: str = ""
+    password: str = field(default="", repr=False)
+    sender: str = "tickwork@localhost"
+    recipients: tuple[str, ...] = ()
+    timeout_s: float = 10.0
+
+    @property
+    def enabled(self) -> bool:
+        """True when a host and at least one recipient are configured."""
+        return bool(self.host and self.recipients)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the scheduler service reads from its environment. Times are seconds."""
+
+    listen: str = DEFAULT_LISTEN
+    database_url: str = DEFAULT_DATABASE_URL
+    scheduler_is_enabled: bool = True
+    worker_is_enabled: bool = True
+    scheduler_poll_interval_s: float = 60.0
+    worker_poll_interval_s: float = 3.0
+    auto_disable_task_failure_count: int = 5
+    lease_ttl_s: float = 15.0
+    heartbeat_interval_s: float = 3.0
+    scheduler_lease_ttl_s: float = 10.0
+    smtp: SmtpSettings = SmtpSettings()
+
+    def __post_init__(self) -> None:
+        if self.scheduler_poll_interval_s <= 0:
+            raise SettingsError("SCHEDULER_POLL_INTERVAL_SECONDS: must be > 0")
+        if self.worker_poll_interval_s <= 0:
+            raise SettingsError("WORKER_POLL_INTERVAL_SECONDS: must be > 0")
+        if self.lease_ttl_s <= 0:
+            raise SettingsError("TICKWORK_LEASE_TTL_SECONDS: must be > 0")
+        if not 0 < self.heartbeat_interval_s < self.lease_ttl_s:
+            raise SettingsError(
+                "TICKWORK_HEARTBEAT_INTERVAL_SECONDS: must be > 0 and below the lease TTL"
+            )
+        if ":" not in self.listen:
+            raise SettingsError(f"TICKWORK_LISTEN: expected HOST:PORT, got {self.listen!r}")
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
+        """Build settings from ``env`` (default ``os.environ``); ``overrides`` win.
+
+        Raises SettingsError naming the variable when a value cannot be used.
+        """
+        e = os.environ if env is None else env
+        recipients = tuple(
+            a.strip() for a in e.get("SMTP_TO", "").replace(";", ",").split(",") if a.strip()
+        )
+        smtp = SmtpSettings(
+            host=e.get("SMTP_HOST", ""),
+            port=_int(e, "SMTP_PORT", 25),
+            starttls=_bool(e, "SMTP_STARTTLS", False),
+            use_tls=_bool(e, "SMTP_TLS", False),
+            username=e.get("SMTP_USER", ""),
+            password=e.get("SMTP_PASSWORD", ""),
+            sender=e.get("SMTP_FROM", "tickwork@localhost"),
+            recipients=recipients,
+            timeout_s=_float(e, "SMTP_TIMEOUT_SECONDS", 10.0),
+        )
+        values: dict[str, object] = {
+            "listen": e.get("TICKWORK_LISTEN") or DEFAULT_LISTEN,
+            "database_url": e.get("DATABASE_URL") or DEFAULT_DATABASE_URL,
+            "scheduler_is_enabled": _bool(e, "SCHEDULER_IS_ENABLED", True),
+            "worker_is_enabled": _bool(e, "WORKER_IS_ENABLED", True),
+            "scheduler_poll_interval_s": _float(e, "SCHEDULER_POLL_INTERVAL_SECONDS", 60.0),
+            "worker_poll_interval_s": _float(e, "WORKER_POLL_INTERVAL_SECONDS", 3.0),
+            "auto_disable_task_failure_count": _int(
+                e, "SCHEDULER_AUTO_DISABLE_TASK_FAILURE_COUNT", 5
+            ),
+            "lease_ttl_s": _float(e, "TICKWORK_LEASE_TTL_SECONDS", 15.0),
+            "heartbeat_interval_s": _float(e, "TICKWORK_HEARTBEAT_INTERVAL_SECONDS", 3.0),
+            "scheduler_lease_ttl_s": _float(e, "TICKWORK_SCHEDULER_LEASE_TTL_SECONDS", 10.0),
+            "smtp": smtp,
+        }
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)  # type: ignore[arg-type]

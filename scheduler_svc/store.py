@@ -1,0 +1,999 @@
+"""The data store: every read and write of tickwork's tables, on SQLite or PostgreSQL.
+
+Each method's docstring is its contract: what it returns and in which order, what it
+updates, and what it raises. Every method takes ``now`` (aware UTC) from its caller; the
+store never reads the clock. Driver errors are wrapped as :class:`StorageError`; unique
+violations become :class:`AlreadyExists` naming the field.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import random
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import fields
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from scheduler_svc import db
+from scheduler_svc.db import (
+    ACTIVE_STATES,
+    LANE_MANUAL,
+    LANE_SCHEDULER,
+    QUEUED,
+    RUNNING,
+    Database,
+    fires,
+    jobs,
+    leases,
+    schedule_tasks,
+    schedules,
+    tasks,
+)
+from scheduler_svc.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
+from scheduler_svc.records import (
+    EnqueueResult,
+    FinishResult,
+    FireRecord,
+    JobRecord,
+    ScheduleRecord,
+    TaskRecord,
+    TaskRunResult,
+)
+
+log = logging.getLogger(__name__)
+
+OUTPUT_TAIL_CHARS = 4096
+MANUAL_TRIGGERS = ("MANUAL", "API")
+LEASE_LOST = "lease lost: the worker stopped heartbeating"
+
+_TASK_FIELDS = [f.name for f in fields(TaskRecord)]
+_JOB_FIELDS = [f.name for f in fields(JobRecord)]
+_SCHEDULE_COLUMNS = [f.name for f in fields(ScheduleRecord) if f.name not in ("task_ids", "task_names")]
+
+
+def _task(row: sa.Row[Any]) -> TaskRecord:
+    m = row._mapping
+    return TaskRecord(**{k: m[k] for k in _TASK_FIELDS})
+
+
+def _job(row: sa.Row[Any]) -> JobRecord:
+    m = row._mapping
+    return JobRecord(**{k: m[k] for k in _JOB_FIELDS})
+
+
+def _fire(row: sa.Row[Any]) -> FireRecord:
+    m = row._mapping
+    return FireRecord(
+        id=m["id"],
+        schedule_id=m["schedule_id"],
+        fire_time=m["fire_time"],
+        outcome=m["outcome"],
+        runs=tuple(TaskRunResult.from_json(r) for r in m["runs"]),
+        recorded_at=m["recorded_at"],
+    )
+
+
+def _tail(text: str) -> str:
+    return text[-OUTPUT_TAIL_CHARS:]
+
+
+def backoff_delay_s(attempt: int, base_s: float, cap_s: float, rng: random.Random) -> float:
+    """Delay before the retry that follows failed attempt ``attempt`` (1-based), seconds.
+
+    Exponential backoff with full jitter: uniform in [0, min(cap, base * 2^(attempt-1))],
+    and at least one second, so a retry never runs immediately.
+    """
+    ceiling = min(cap_s, base_s * (2 ** max(0, attempt - 1)))
+    return max(1.0, rng.uniform(0.0, ceiling))
+
+
+class Store:
+    """tickwork's tables behind one async interface. Safe to share in one event loop."""
+
+    def __init__(self, database: Database, *, rng: random.Random | None = None) -> None:
+        self.db = database
+        self.rng = rng or random.Random()
+
+    # ------------------------------------------------------------------ tasks
+
+    async def create_task(self, values: dict[str, Any], now: dt.datetime) -> TaskRecord:
+        """Insert a task from validated ``values`` (column names) and return it.
+
+        Raises AlreadyExists(field="task.name") when the name is taken.
+        """
+        row = {**values, "created_at": now, "updated_at": now}
+        try:
+            async with self.db.write() as conn:
+                result = await conn.execute(tasks.insert().values(row).returning(*tasks.c))
+                return _task(result.one())
+        except IntegrityError:
+            raise AlreadyExists(
+                f"a task named {values.get('name')!r} already exists", field="task.name"
+            ) from None
+
+    async def get_task(self, task_id: int) -> TaskRecord:
+        """The task with ``task_id``. Raises NotFound(field="task_id")."""
+        async with self.db.read() as conn:
+            row = (await conn.execute(tasks.select().where(tasks.c.id == task_id))).first()
+        if row is None:
+            raise NotFound(f"no task with id {task_id}", field="task_id")
+        return _task(row)
+
+    async def get_task_by_name(self, name: str) -> TaskRecord:
+        """The task named ``name``. Raises NotFound(field="name")."""
+        async with self.db.read() as conn:
+            row = (await conn.execute(tasks.select().where(tasks.c.name == name))).first()
+        if row is None:
+            raise NotFound(f"no task named {name!r}", field="name")
+        return _task(row)
+
+    async def list_tasks(self, limit: int, after_name: str = "") -> list[TaskRecord]:
+        """Up to ``limit`` tasks with names after ``after_name``, ascending by name."""
+        query = tasks.select().where(tasks.c.name > after_name).order_by(tasks.c.name)
+        async with self.db.read() as conn:
+            rows = (await conn.execute(query.limit(limit))).all()
+        return [_task(r) for r in rows]
+
+    async def update_task(
+        self, task_id: int, values: dict[str, Any], now: dt.datetime
+    ) -> TaskRecord:
+        """Update the given columns of a task and return it.
+
+        Turning ``enabled`` from false to true resets consecutive_failure_count to 0 and
+        clears disabled_reason. Raises NotFound(field="task.id"), AlreadyExists("task.name").
+        """
+        try:
+            async with self.db.write() as conn:
+                current = (
+                    await conn.execute(tasks.select().where(tasks.c.id == task_id))
+                ).first()
+                if current is None:
+                    raise NotFound(f"no task with id {task_id}", field="task.id")
+                row = dict(values)
+                if row.get("enabled") is True and not current._mapping["enabled"]:
+                    row["consecutive_failure_count"] = 0
+                    row["disabled_reason"] = ""
+                if row.get("enabled") is False:
+                    row.setdefault("disabled_reason", "")
+                row["updated_at"] = now
+                result = await conn.execute(
+                    tasks.update().where(tasks.c.id == task_id).values(row).returning(*tasks.c)
+                )
+                return _task(result.one())
+        except IntegrityError:
+            raise AlreadyExists(
+                f"a task named {values.get('name')!r} already exists", field="task.name"
+            ) from None
+
+    async def delete_task(self, task_id: int) -> None:
+        """Delete a task with its jobs and schedule links.
+
+        Raises NotFound(field="task_id"); FailedPrecondition when a job of it is running.
+        """
+        async with self.db.write() as conn:
+            found = await conn.scalar(sa.select(tasks.c.id).where(tasks.c.id == task_id))
+            if found is None:
+                raise NotFound(f"no task with id {task_id}", field="task_id")
+            running = await conn.scalar(
+                sa.select(jobs.c.id).where(jobs.c.task_id == task_id, jobs.c.status == RUNNING)
+            )
+            if running is not None:
+                raise FailedPrecondition(
+                    f"task {task_id} has a running job ({running}); abort it first",
+                    field="task_id",
+                )
+            await conn.execute(jobs.delete().where(jobs.c.task_id == task_id))
+            await conn.execute(schedule_tasks.delete().where(schedule_tasks.c.task_id == task_id))
+            await conn.execute(tasks.delete().where(tasks.c.id == task_id))
+
+    # -------------------------------------------------------------- schedules
+
+    async def _schedule_tasks(
+        self, conn: AsyncConnection, schedule_ids: Sequence[int]
+    ) -> dict[int, list[tuple[int, str]]]:
+        if not schedule_ids:
+            return {}
+        query = (
+            sa.select(schedule_tasks.c.schedule_id, tasks.c.id, tasks.c.name)
+            .join(tasks, tasks.c.id == schedule_tasks.c.task_id)
+            .where(schedule_tasks.c.schedule_id.in_(schedule_ids))
+            .order_by(schedule_tasks.c.schedule_id, schedule_tasks.c.position)
+        )
+        out: dict[int, list[tuple[int, str]]] = {sid: [] for sid in schedule_ids}
+        for sid, tid, name in (await conn.execute(query)).all():
+            out[sid].append((tid, name))
+        return out
+
+    async def _schedules(
+        self, conn: AsyncConnection, rows: Sequence[sa.Row[Any]]
+    ) -> list[ScheduleRecord]:
+        links = await self._schedule_tasks(conn, [r._mapping["id"] for r in rows])
+        out = []
+        for r in rows:
+            m = r._mapping
+            pairs = links.get(m["id"], [])
+            out.append(
+                ScheduleRecord(
+                    **{k: m[k] for k in _SCHEDULE_COLUMNS},
+                    task_ids=tuple(p[0] for p in pairs),
+                    task_names=tuple(p[1] for p in pairs),
+                )
+            )
+        return out
+
+    async def _check_tasks_exist(self, conn: AsyncConnection, task_ids: Sequence[int]) -> None:
+        found = set(
+            (await conn.execute(sa.select(tasks.c.id).where(tasks.c.id.in_(task_ids)))).scalars()
+        )
+        missing = [t for t in task_ids if t not in found]
+        if missing:
+            raise NotFound(f"no task with id {missing[0]}", field="schedule.task_ids")
+
+    async def _link_tasks(
+        self, conn: AsyncConnection, schedule_id: int, task_ids: Sequence[int]
+    ) -> None:
+        await self._check_tasks_exist(conn, task_ids)
+        await conn.execute(
+            schedule_tasks.delete().where(schedule_tasks.c.schedule_id == schedule_id)
+        )
+        await conn.execute(
+            schedule_tasks.insert(),
+            [
+                {"schedule_id": schedule_id, "task_id": t, "position": i}
+                for i, t in enumerate(task_ids)
+            ],
+        )
+
+    async def create_schedule(
+        self, values: dict[str, Any], task_ids: Sequence[int], now: dt.datetime
+    ) -> ScheduleRecord:
+        """Insert a schedule (validated ``values``, next_run_at included) with its tasks.
+
+        Raises AlreadyExists(field="schedule.name"), NotFound(field="schedule.task_ids").
+        Nothing is written when it raises.
+        """
+        try:
+            async with self.db.write() as conn:
+                row = {**values, "created_at": now, "updated_at": now}
+                result = await conn.execute(schedules.insert().values(row).returning(*schedules.c))
+                created = result.one()
+                await self._link_tasks(conn, created._mapping["id"], task_ids)
+                return (await self._schedules(conn, [created]))[0]
+        except IntegrityError:
+            raise AlreadyExists(
+                f"a schedule named {values.get('name')!r} already exists", field="schedule.name"
+            ) from None
+
+    async def get_schedule(self, schedule_id: int) -> ScheduleRecord:
+        """The schedule with ``schedule_id``. Raises NotFound(field="schedule_id")."""
+        async with self.db.read() as conn:
+            row = (
+                await conn.execute(schedules.select().where(schedules.c.id == schedule_id))
+            ).first()
+            if row is None:
+                raise NotFound(f"no schedule with id {schedule_id}", field="schedule_id")
+            return (await self._schedules(conn, [row]))[0]
+
+    async def get_schedule_by_name(self, name: str) -> ScheduleRecord:
+        """The schedule named ``name``. Raises NotFound(field="name")."""
+        async with self.db.read() as conn:
+            row = (await conn.execute(schedules.select().where(schedules.c.name == name))).first()
+            if row is None:
+                raise NotFound(f"no schedule named {name!r}", field="name")
+            return (await self._schedules(conn, [row]))[0]
+
+    async def list_schedules(self, limit: int, after_name: str = "") -> list[ScheduleRecord]:
+        """Up to ``limit`` schedules with names after ``after_name``, ascending by name."""
+        query = schedules.select().where(schedules.c.name > after_name).order_by(schedules.c.name)
+        async with self.db.read() as conn:
+            rows = (await conn.execute(query.limit(limit))).all()
+            return await self._schedules(conn, rows)
+
+    async def update_schedule(
+        self,
+        schedule_id: int,
+        values: dict[str, Any],
+        task_ids: Sequence[int] | None,
+        now: dt.datetime,
+    ) -> ScheduleRecord:
+        """Update the given columns (and the task list when ``task_ids`` is not None).
+
+        Raises NotFound(field="schedule.id" or "schedule.task_ids"), AlreadyExists.
+        """
+        try:
+            async with self.db.write() as conn:
+                result = await conn.execute(
+                    schedules.update()
+                    .where(schedules.c.id == schedule_id)
+                    .values({**values, "updated_at": now})
+                    .returning(*schedules.c)
+                )
+                row = result.first()
+                if row is None:
+                    raise NotFound(f"no schedule with id {schedule_id}", field="schedule.id")
+                if task_ids is not None:
+                    await self._link_tasks(conn, schedule_id, task_ids)
+                return (await self._schedules(conn, [row]))[0]
+        except IntegrityError:
+            raise AlreadyExists(
+                f"a schedule named {values.get('name')!r} already exists", field="schedule.name"
+            ) from None
+
+    async def delete_schedule(self, schedule_id: int) -> None:
+        """Delete a schedule and its fire history. Raises NotFound(field="schedule_id")."""
+        async with self.db.write() as conn:
+            result = await conn.execute(schedules.delete().where(schedules.c.id == schedule_id))
+            if result.rowcount == 0:
+                raise NotFound(f"no schedule with id {schedule_id}", field="schedule_id")
+
+    async def due_schedules(self, now: dt.datetime, limit: int) -> list[ScheduleRecord]:
+        """Enabled schedules with next_run_at <= now, earliest first (index ix_schedules_due)."""
+        query = (
+            schedules.select()
+            .where(schedules.c.enabled.is_(True), schedules.c.next_run_at <= now)
+            .order_by(schedules.c.next_run_at, schedules.c.id)
+            .limit(limit)
+        )
+        async with self.db.read() as conn:
+            rows = (await conn.execute(query)).all()
+            return await self._schedules(conn, rows)
+
+    async def schedules_without_next_run(self, limit: int) -> list[ScheduleRecord]:
+        """Enabled schedules whose next_run_at is NULL (written directly to the database)."""
+        query = (
+            schedules.select()
+            .where(schedules.c.enabled.is_(True), schedules.c.next_run_at.is_(None))
+            .order_by(schedules.c.id)
+            .limit(limit)
+        )
+        async with self.db.read() as conn:
+            rows = (await conn.execute(query)).all()
+            return await self._schedules(conn, rows)
+
+    async def earliest_next_run(self) -> dt.datetime | None:
+        """The earliest next_run_at among enabled schedules; None when there is none."""
+        query = sa.select(sa.func.min(schedules.c.next_run_at)).where(
+            schedules.c.enabled.is_(True)
+        )
+        async with self.db.read() as conn:
+            value: dt.datetime | None = await conn.scalar(query)
+        return value
+
+    async def set_next_run(
+        self,
+        schedule_id: int,
+        expected: dt.datetime | None,
+        next_run_at: dt.datetime | None,
+        last_run_at: dt.datetime | None = None,
+    ) -> bool:
+        """Move a schedule's next_run_at from ``expected`` to ``next_run_at``.
+
+        Conditional on next_run_at still being ``expected`` (NULL matches None), so an API
+        update made meanwhile wins. Sets last_run_at when given. Returns True if updated.
+        """
+        cond = (
+            schedules.c.next_run_at.is_(None)
+            if expected is None
+            else schedules.c.next_run_at == expected
+        )
+        values: dict[str, Any] = {"next_run_at": next_run_at}
+        if last_run_at is not None:
+            values["last_run_at"] = last_run_at
+        async with self.db.write() as conn:
+            result = await conn.execute(
+                schedules.update().where(schedules.c.id == schedule_id, cond).values(values)
+            )
+        return bool(result.rowcount == 1)
+
+    # ------------------------------------------------------------------ queue
+
+    async def _active_job(self, conn: AsyncConnection, task_id: int) -> sa.Row[Any] | None:
+        query = jobs.select().where(jobs.c.task_id == task_id, jobs.c.status.in_(ACTIVE_STATES))
+        if self.db.dialect.skip_locked:
+            query = query.with_for_update()
+        return (await conn.execute(query)).first()
+
+    async def _enqueue_one(
+        self,
+        conn: AsyncConnection,
+        task: TaskRecord,
+        trigger: str,
+        now: dt.datetime,
+        schedule_id: int | None,
+        fire_time: dt.datetime | None,
+    ) -> TaskRunResult:
+        manual = trigger in MANUAL_TRIGGERS
+        if not manual and not task.enabled:
+            return TaskRunResult(task.id, task.name, 0, "TASK_DISABLED")
+        for _ in range(3):
+            active = await self._active_job(conn, task.id)
+            if active is not None:
+                m = active._mapping
+                if m["status"] == RUNNING:
+                    return TaskRunResult(task.id, task.name, m["id"], "ALREADY_RUNNING")
+                if manual and m["lane"] == LANE_SCHEDULER:
+                    await conn.execute(
+                        jobs.update()
+                        .where(jobs.c.id == m["id"])
+                        .values(lane=LANE_MANUAL, trigger=trigger)
+                    )
+                    return TaskRunResult(task.id, task.name, m["id"], promoted=True)
+                return TaskRunResult(task.id, task.name, m["id"], "ALREADY_QUEUED")
+            row = {
+                "task_id": task.id,
+                "task_name": task.name,
+                "status": QUEUED,
+                "trigger": trigger,
+                "lane": LANE_MANUAL if manual else LANE_SCHEDULER,
+                "task_priority": task.task_priority,
+                "attempt": 1,
+                "enqueued_at": now,
+                "schedule_id": schedule_id,
+                "fire_time": fire_time,
+                "error": "",
+                "output_tail": "",
+                "abort_requested": False,
+                "late_outcome": "",
+            }
+            try:
+                async with conn.begin_nested():
+                    job_id = await conn.scalar(jobs.insert().values(row).returning(jobs.c.id))
+                assert job_id is not None
+                return TaskRunResult(task.id, task.name, int(job_id))
+            except IntegrityError:
+                # Another transaction inserted this task's active job first (the partial
+                # unique index said so): read it and report it.
+                continue
+        raise FailedPrecondition(f"task {task.id}: could not enqueue, try again", field="task_ids")
+
+    async def enqueue(
+        self,
+        task_ids: Sequence[int],
+        trigger: str,
+        now: dt.datetime,
+        *,
+        schedule_id: int | None = None,
+        fire_time: dt.datetime | None = None,
+        missed: bool = False,
+        missed_fire_times: Iterable[dt.datetime] = (),
+    ) -> EnqueueResult:
+        """Enqueue ``task_ids`` in one transaction; one result per task.
+
+        ``trigger`` is "MANUAL", "API" or "SCHEDULER". Manual and API runs keep the request
+        order, run disabled tasks, and promote a scheduler-queued job to the manual lane.
+        A scheduler enqueue names ``schedule_id`` and ``fire_time``, skips disabled tasks,
+        inserts in ascending task-name order, and records the fire (with each of
+        ``missed_fire_times`` as missed); if that (schedule, fire time) is already recorded
+        it returns the recorded result with duplicate_fire=True and changes nothing.
+        ``missed`` records the fire as missed and enqueues nothing.
+
+        Raises NotFound(field="task_ids") for an unknown task (nothing is enqueued), and
+        NotFound(field="schedule_id") for an unknown schedule.
+        """
+        scheduled = trigger == "SCHEDULER"
+        async with self.db.write() as conn:
+            if scheduled:
+                assert schedule_id is not None and fire_time is not None
+                found = await conn.scalar(
+                    sa.select(schedules.c.id).where(schedules.c.id == schedule_id)
+                )
+                if found is None:
+                    raise NotFound(f"no schedule with id {schedule_id}", field="schedule_id")
+                fire_id = await self._claim_fire(conn, schedule_id, fire_time, now)
+                if fire_id is None:
+                    existing = (
+                        await conn.execute(
+                            fires.select().where(
+                                fires.c.schedule_id == schedule_id,
+                                fires.c.fire_time == fire_time,
+                            )
+                        )
+                    ).one()
+                    log.info(
+                        "fire already recorded; not enqueued again",
+                        extra={"schedule_id": schedule_id, "fire_time": fire_time.isoformat()},
+                    )
+                    return EnqueueResult(_fire(existing).runs, duplicate_fire=True)
+                for missed_at in missed_fire_times:
+                    if await self._claim_fire(conn, schedule_id, missed_at, now, "MISSED"):
+                        log.info(
+                            "fire missed (catch-up policy)",
+                            extra={"schedule_id": schedule_id, "fire_time": missed_at.isoformat()},
+                        )
+            rows = (await conn.execute(tasks.select().where(tasks.c.id.in_(task_ids)))).all()
+            by_id = {r._mapping["id"]: _task(r) for r in rows}
+            if not scheduled:
+                missing = [t for t in task_ids if t not in by_id]
+                if missing:
+                    raise NotFound(f"no task with id {missing[0]}", field="task_ids")
+                ordered = [by_id[t] for t in dict.fromkeys(task_ids)]
+            else:
+                # Tasks deleted since the schedule was read are simply gone.
+                ordered = sorted(by_id.values(), key=lambda t: t.name)
+            results: list[TaskRunResult] = []
+            if not missed:
+                for task in ordered:
+                    results.append(
+                        await self._enqueue_one(
+                            conn, task, trigger, now, schedule_id if scheduled else None,
+                            fire_time if scheduled else None,
+                        )
+                    )
+            if scheduled:
+                if missed:
+                    outcome = "MISSED"
+                elif any(r.skip_reason is None for r in results):
+                    outcome = "ENQUEUED"
+                else:
+                    outcome = "SKIPPED"
+                await conn.execute(
+                    fires.update()
+                    .where(fires.c.id == fire_id)
+                    .values(outcome=outcome, runs=[r.to_json() for r in results])
+                )
+            return EnqueueResult(tuple(results))
+
+    async def _claim_fire(
+        self,
+        conn: AsyncConnection,
+        schedule_id: int,
+        fire_time: dt.datetime,
+        now: dt.datetime,
+        outcome: str = "ENQUEUED",
+    ) -> int | None:
+        """Insert the (schedule, fire time) row; None when it was already recorded."""
+        try:
+            async with conn.begin_nested():
+                fire_id = await conn.scalar(
+                    fires.insert()
+                    .values(
+                        schedule_id=schedule_id,
+                        fire_time=fire_time,
+                        outcome=outcome,
+                        runs=[],
+                        recorded_at=now,
+                    )
+                    .returning(fires.c.id)
+                )
+        except IntegrityError:
+            return None
+        return int(fire_id) if fire_id is not None else None
+
+    def _queue_order(self, query: sa.Select[Any]) -> sa.Select[Any]:
+        return query.order_by(
+            jobs.c.lane, jobs.c.task_priority.desc(), jobs.c.enqueued_at, jobs.c.id
+        )
+
+    def _ready(self, now: dt.datetime) -> sa.ColumnElement[bool]:
+        return sa.and_(
+            jobs.c.status == QUEUED,
+            sa.or_(jobs.c.not_before.is_(None), jobs.c.not_before <= now),
+        )
+
+    async def claim_next_job(
+        self, worker_id: str, now: dt.datetime, lease_ttl_s: float
+    ) -> tuple[JobRecord, TaskRecord] | None:
+        """Take the next ready job and lease it to ``worker_id``; None when none is ready.
+
+        Order: manual/API lane first, task_priority descending, enqueue time, insertion
+        order. Ready means QUEUED and not_before unset or <= now. The job becomes RUNNING
+        with a fresh lease token and lease_expires_at = now + lease_ttl_s. Never returns a
+        job while another job is RUNNING (one job at a time).
+        """
+        async with self.db.write() as conn:
+            running = await conn.scalar(sa.select(jobs.c.id).where(jobs.c.status == RUNNING))
+            if running is not None:
+                return None
+            query = self._queue_order(sa.select(jobs.c.id).where(self._ready(now))).limit(1)
+            if self.db.dialect.skip_locked:
+                query = query.with_for_update(skip_locked=True)
+            job_id = await conn.scalar(query)
+            if job_id is None:
+                return None
+            token = uuid.uuid4().hex
+            result = await conn.execute(
+                jobs.update()
+                .where(jobs.c.id == job_id, jobs.c.status == QUEUED)
+                .values(
+                    status=RUNNING,
+                    started_at=now,
+                    worker_id=worker_id,
+                    lease_token=token,
+                    lease_expires_at=now + dt.timedelta(seconds=lease_ttl_s),
+                )
+                .returning(*jobs.c)
+            )
+            row = result.first()
+            if row is None:
+                return None
+            job = _job(row)
+            task_row = (
+                await conn.execute(tasks.select().where(tasks.c.id == job.task_id))
+            ).one()
+            return job, _task(task_row)
+
+    async def next_ready_time(self, now: dt.datetime) -> dt.datetime | None:
+        """When the next queued job becomes ready: ``now`` if one is ready, the earliest
+        not_before in the future otherwise, None when nothing is queued."""
+        async with self.db.read() as conn:
+            ready = await conn.scalar(sa.select(jobs.c.id).where(self._ready(now)).limit(1))
+            if ready is not None:
+                return now
+            value: dt.datetime | None = await conn.scalar(
+                sa.select(sa.func.min(jobs.c.not_before)).where(jobs.c.status == QUEUED)
+            )
+        return value
+
+    async def renew_job_lease(
+        self, job_id: int, token: str, now: dt.datetime, lease_ttl_s: float
+    ) -> bool:
+        """Extend a running job's lease to now + lease_ttl_s; False if the lease was lost."""
+        async with self.db.write() as conn:
+            result = await conn.execute(
+                jobs.update()
+                .where(jobs.c.id == job_id, jobs.c.lease_token == token, jobs.c.status == RUNNING)
+                .values(lease_expires_at=now + dt.timedelta(seconds=lease_ttl_s))
+            )
+        return bool(result.rowcount == 1)
+
+    async def append_output(self, job_id: int, token: str, text: str) -> bool:
+        """Append ``text`` to a running job's output tail (kept to the last 4096 chars)."""
+        async with self.db.write() as conn:
+            current = await conn.scalar(
+                sa.select(jobs.c.output_tail).where(
+                    jobs.c.id == job_id, jobs.c.lease_token == token, jobs.c.status == RUNNING
+                )
+            )
+            if current is None:
+                return False
+            await conn.execute(
+                jobs.update().where(jobs.c.id == job_id).values(output_tail=_tail(current + text))
+            )
+        return True
+
+    async def finish_job(
+        self,
+        job_id: int,
+        token: str,
+        status: str,
+        error: str,
+        output_tail: str,
+        now: dt.datetime,
+        *,
+        auto_disable_count: int,
+    ) -> FinishResult:
+        """Record a running job's outcome (``status`` SUCCEEDED, FAILED or ABORTED).
+
+        Fenced by ``token``: when the lease was lost, the outcome is stored in late_outcome
+        and nothing else changes (accepted=False). A failure with attempts left queues a
+        retry (not ready before now + backoff). A final failure of a scheduler-triggered job
+        increments the task's consecutive_failure_count and, when it reaches
+        ``auto_disable_count`` (> 0), disables the task. Any success resets the count.
+        An interval schedule's next run is anchored to this finish.
+        """
+        async with self.db.write() as conn:
+            row = (
+                await conn.execute(
+                    jobs.select().where(
+                        jobs.c.id == job_id, jobs.c.lease_token == token, jobs.c.status == RUNNING
+                    )
+                )
+            ).first()
+            if row is None:
+                late = f"{status} at {now.isoformat()}" + (f": {error}" if error else "")
+                await conn.execute(
+                    jobs.update().where(jobs.c.id == job_id).values(late_outcome=late[:2000])
+                )
+                stored = (await conn.execute(jobs.select().where(jobs.c.id == job_id))).first()
+                log.warning(
+                    "late outcome ignored: the job's lease was lost",
+                    extra={"job_id": job_id, "status": status},
+                )
+                return FinishResult(accepted=False, job=_job(stored) if stored else None)
+            return await self._finish(
+                conn, _job(row), status, error, _tail(output_tail), now, auto_disable_count
+            )
+
+    async def _finish(
+        self,
+        conn: AsyncConnection,
+        job: JobRecord,
+        status: str,
+        error: str,
+        output_tail: str,
+        now: dt.datetime,
+        auto_disable_count: int,
+    ) -> FinishResult:
+        done = (
+            await conn.execute(
+                jobs.update()
+                .where(jobs.c.id == job.id)
+                .values(
+                    status=status,
+                    error=error,
+                    output_tail=output_tail or job.output_tail,
+                    finished_at=now,
+                    lease_expires_at=None,
+                )
+                .returning(*jobs.c)
+            )
+        ).one()
+        finished = _job(done)
+        task_row = (await conn.execute(tasks.select().where(tasks.c.id == job.task_id))).first()
+        if task_row is None:
+            return FinishResult(accepted=True, job=finished)
+        task = _task(task_row)
+        retry: JobRecord | None = None
+        disabled: TaskRecord | None = None
+        if status == db.SUCCEEDED:
+            if task.consecutive_failure_count:
+                await conn.execute(
+                    tasks.update().where(tasks.c.id == task.id).values(consecutive_failure_count=0)
+                )
+        elif status == db.FAILED and job.attempt < task.max_attempts:
+            delay = backoff_delay_s(
+                job.attempt, task.backoff_base_seconds, task.backoff_cap_seconds, self.rng
+            )
+            retry_row = {
+                "task_id": job.task_id,
+                "task_name": job.task_name,
+                "status": QUEUED,
+                "trigger": job.trigger,
+                "lane": job.lane,
+                "task_priority": task.task_priority,
+                "attempt": job.attempt + 1,
+                "enqueued_at": now,
+                "not_before": now + dt.timedelta(seconds=delay),
+                "schedule_id": job.schedule_id,
+                "fire_time": job.fire_time,
+                "retry_of_job_id": job.id,
+                "error": "",
+                "output_tail": "",
+                "abort_requested": False,
+                "late_outcome": "",
+            }
+            try:
+                async with conn.begin_nested():
+                    inserted = await conn.execute(
+                        jobs.insert().values(retry_row).returning(*jobs.c)
+                    )
+                    retry = _job(inserted.one())
+            except IntegrityError:
+                # A manual run queued the task meanwhile; that job is the retry.
+                retry = None
+        elif status == db.FAILED and job.trigger == "SCHEDULER":
+            count = task.consecutive_failure_count + 1
+            values: dict[str, Any] = {"consecutive_failure_count": count}
+            if auto_disable_count > 0 and count >= auto_disable_count and task.enabled:
+                values["enabled"] = False
+                values["disabled_reason"] = (
+                    f"disabled after {count} consecutive failures; last error: {error[:500]}"
+                )
+            updated = (
+                await conn.execute(
+                    tasks.update().where(tasks.c.id == task.id).values(values).returning(*tasks.c)
+                )
+            ).one()
+            if "enabled" in values:
+                disabled = _task(updated)
+        if retry is None and job.schedule_id is not None:
+            await self._anchor_interval(conn, job.schedule_id, now)
+        return FinishResult(accepted=True, job=finished, retry=retry, disabled_task=disabled)
+
+    async def _anchor_interval(
+        self, conn: AsyncConnection, schedule_id: int, finished_at: dt.datetime
+    ) -> None:
+        """Interval schedules fire interval seconds after their previous run finished."""
+        row = (
+            await conn.execute(
+                sa.select(schedules.c.interval_seconds, schedules.c.cron_expression).where(
+                    schedules.c.id == schedule_id, schedules.c.enabled.is_(True)
+                )
+            )
+        ).first()
+        if row is None or row.cron_expression or row.interval_seconds <= 0:
+            return
+        await conn.execute(
+            schedules.update()
+            .where(schedules.c.id == schedule_id)
+            .values(next_run_at=finished_at + dt.timedelta(seconds=row.interval_seconds))
+        )
+
+    async def reap_expired_leases(
+        self, now: dt.datetime, *, auto_disable_count: int
+    ) -> list[FinishResult]:
+        """Fail every RUNNING job whose lease expired before ``now`` ("lease lost"), with
+        the retry policy applied. Returns one result per recovered job."""
+        out = []
+        async with self.db.write() as conn:
+            rows = (
+                await conn.execute(
+                    jobs.select().where(jobs.c.status == RUNNING, jobs.c.lease_expires_at < now)
+                )
+            ).all()
+            for row in rows:
+                job = _job(row)
+                log.warning(
+                    "lease lost; job failed",
+                    extra={"job_id": job.id, "task_id": job.task_id, "worker_id": job.worker_id},
+                )
+                out.append(
+                    await self._finish(
+                        conn, job, db.FAILED, LEASE_LOST, job.output_tail, now, auto_disable_count
+                    )
+                )
+        return out
+
+    async def cancel_job(self, job_id: int, now: dt.datetime) -> JobRecord:
+        """Cancel a queued job (status CANCELLED) and return it.
+
+        Raises NotFound(field="job_id"); FailedPrecondition when it is not queued.
+        """
+        async with self.db.write() as conn:
+            result = await conn.execute(
+                jobs.update()
+                .where(jobs.c.id == job_id, jobs.c.status == QUEUED)
+                .values(status=db.CANCELLED, finished_at=now, error="cancelled")
+                .returning(*jobs.c)
+            )
+            row = result.first()
+            if row is not None:
+                return _job(row)
+            status = await conn.scalar(sa.select(jobs.c.status).where(jobs.c.id == job_id))
+        if status is None:
+            raise NotFound(f"no job with id {job_id}", field="job_id")
+        raise FailedPrecondition(
+            f"job {job_id} is {status}, not QUEUED; abort a running job with AbortTasks",
+            field="job_id",
+        )
+
+    async def abort_tasks(
+        self, task_ids: Sequence[int], now: dt.datetime
+    ) -> list[tuple[int, int, str]]:
+        """For each task: cancel its queued job or flag its running job for abort.
+
+        Returns (task_id, job_id, action) in request order; action is "CANCELLED",
+        "ABORT_REQUESTED" or "NONE" (job_id 0). Raises NotFound(field="task_ids").
+        """
+        out: list[tuple[int, int, str]] = []
+        async with self.db.write() as conn:
+            found = set(
+                (
+                    await conn.execute(sa.select(tasks.c.id).where(tasks.c.id.in_(task_ids)))
+                ).scalars()
+            )
+            missing = [t for t in task_ids if t not in found]
+            if missing:
+                raise NotFound(f"no task with id {missing[0]}", field="task_ids")
+            for task_id in task_ids:
+                active = await self._active_job(conn, task_id)
+                if active is None:
+                    out.append((task_id, 0, "NONE"))
+                    continue
+                m = active._mapping
+                if m["status"] == QUEUED:
+                    await conn.execute(
+                        jobs.update()
+                        .where(jobs.c.id == m["id"])
+                        .values(status=db.CANCELLED, finished_at=now, error="aborted by operator")
+                    )
+                    out.append((task_id, m["id"], "CANCELLED"))
+                else:
+                    await conn.execute(
+                        jobs.update().where(jobs.c.id == m["id"]).values(abort_requested=True)
+                    )
+                    out.append((task_id, m["id"], "ABORT_REQUESTED"))
+        return out
+
+    async def get_job(self, job_id: int) -> JobRecord:
+        """The job with ``job_id``. Raises NotFound(field="job_id")."""
+        async with self.db.read() as conn:
+            row = (await conn.execute(jobs.select().where(jobs.c.id == job_id))).first()
+        if row is None:
+            raise NotFound(f"no job with id {job_id}", field="job_id")
+        return _job(row)
+
+    async def list_jobs(
+        self,
+        *,
+        limit: int,
+        before_id: int | None = None,
+        task_id: int | None = None,
+        statuses: Sequence[str] = (),
+        schedule_id: int | None = None,
+    ) -> list[JobRecord]:
+        """Up to ``limit`` jobs, newest (highest id) first, with id < before_id."""
+        query = jobs.select()
+        if before_id is not None:
+            query = query.where(jobs.c.id < before_id)
+        if task_id is not None:
+            query = query.where(jobs.c.task_id == task_id)
+        if statuses:
+            query = query.where(jobs.c.status.in_(statuses))
+        if schedule_id is not None:
+            query = query.where(jobs.c.schedule_id == schedule_id)
+        async with self.db.read() as conn:
+            rows = (await conn.execute(query.order_by(jobs.c.id.desc()).limit(limit))).all()
+        return [_job(r) for r in rows]
+
+    async def queued_jobs_in_order(self, now: dt.datetime) -> list[JobRecord]:
+        """Every ready queued job in the order the worker will take them."""
+        query = self._queue_order(jobs.select().where(self._ready(now)))
+        async with self.db.read() as conn:
+            rows = (await conn.execute(query)).all()
+        return [_job(r) for r in rows]
+
+    async def running_jobs_to_abort(self) -> list[JobRecord]:
+        """Running jobs flagged for abort whose worker has not been told yet."""
+        query = jobs.select().where(jobs.c.status == RUNNING, jobs.c.abort_requested.is_(True))
+        async with self.db.read() as conn:
+            rows = (await conn.execute(query)).all()
+        return [_job(r) for r in rows]
+
+    # ------------------------------------------------------------------ fires
+
+    async def list_fires(
+        self, schedule_id: int, limit: int, before: dt.datetime | None = None
+    ) -> list[FireRecord]:
+        """Up to ``limit`` fires of a schedule, newest fire time first, before ``before``.
+
+        Raises NotFound(field="schedule_id").
+        """
+        query = fires.select().where(fires.c.schedule_id == schedule_id)
+        if before is not None:
+            query = query.where(fires.c.fire_time < before)
+        async with self.db.read() as conn:
+            exists = await conn.scalar(
+                sa.select(schedules.c.id).where(schedules.c.id == schedule_id)
+            )
+            if exists is None:
+                raise NotFound(f"no schedule with id {schedule_id}", field="schedule_id")
+            rows = (await conn.execute(query.order_by(fires.c.fire_time.desc()).limit(limit))).all()
+        return [_fire(r) for r in rows]
+
+    # ----------------------------------------------------------------- leases
+
+    async def acquire_lease(
+        self, name: str, holder: str, now: dt.datetime, ttl_s: float
+    ) -> int | None:
+        """Take or renew the lease ``name`` ("scheduler" or "worker") for ``holder``.
+
+        One conditional UPDATE: succeeds when ``holder`` already holds it or it expired.
+        Returns the fencing token (incremented on every change of holder), or None when
+        someone else holds it.
+        """
+        expires = now + dt.timedelta(seconds=ttl_s)
+        async with self.db.write() as conn:
+            row = (
+                await conn.execute(sa.select(leases).where(leases.c.name == name))
+            ).first()
+            if row is None:
+                raise InvalidArgument(f"unknown lease {name!r}", field="name")
+            m = row._mapping
+            if m["holder"] == holder:
+                token = m["token"]
+                cond = leases.c.holder == holder
+            else:
+                token = m["token"] + 1
+                cond = sa.and_(leases.c.expires_at < now, leases.c.token == m["token"])
+            result = await conn.execute(
+                leases.update()
+                .where(leases.c.name == name, cond)
+                .values(holder=holder, token=token, expires_at=expires)
+            )
+        return int(token) if result.rowcount == 1 else None
+
+    async def release_lease(self, name: str, holder: str, now: dt.datetime) -> None:
+        """Give up the lease ``name`` if ``holder`` holds it (it expires at once)."""
+        async with self.db.write() as conn:
+            await conn.execute(
+                leases.update()
+                .where(leases.c.name == name, leases.c.holder == holder)
+                .values(expires_at=now - dt.timedelta(seconds=1))
+            )

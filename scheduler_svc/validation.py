@@ -1,0 +1,96 @@
+"""Validation of what clients send, before anything is written.
+
+Every function raises :class:`InvalidArgument` whose ``field`` names the request field
+(e.g. ``task.name``, ``schedule.cron_expression``), so a client sees what to fix.
+"""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+from typing import Any
+
+from scheduler_svc.cron import CronError, CronSchedule, validate_timezone
+from scheduler_svc.errors import InvalidArgument
+from worker_svc.handlers import InvalidParams, UnknownHandler, get_handler
+
+MAX_NAME_CHARS = 200
+MAX_PRIORITY = 1_000_000
+CATCH_UP_POLICIES = ("SKIP", "RUN_ONCE")
+
+
+def name(value: str, field: str) -> str:
+    """A unique name: non-empty after trimming, at most 200 characters, no control chars."""
+    text = value.strip()
+    if not text:
+        raise InvalidArgument("must not be empty", field=field)
+    if len(text) > MAX_NAME_CHARS:
+        raise InvalidArgument(f"must be at most {MAX_NAME_CHARS} characters", field=field)
+    if any(unicodedata.category(ch) == "Cc" for ch in text):
+        raise InvalidArgument("must not contain control characters", field=field)
+    return text
+
+
+def handler_params(handler: str, params: dict[str, Any]) -> None:
+    """The handler exists (built in or an entry point) and accepts ``params``."""
+    if not handler.strip():
+        raise InvalidArgument("must not be empty (e.g. shell, python)", field="task.handler")
+    try:
+        impl = get_handler(handler)
+    except (UnknownHandler, LookupError) as err:
+        raise InvalidArgument(str(err).strip("'\""), field="task.handler") from None
+    try:
+        impl.validate(params)
+    except InvalidParams as err:
+        raise InvalidArgument(str(err), field="task.params") from None
+
+
+def seconds(value: float, field: str, *, minimum: float = 0.0) -> float:
+    """A finite number of seconds >= minimum."""
+    if not math.isfinite(value) or value < minimum:
+        raise InvalidArgument(f"must be a finite number of seconds >= {minimum:g}", field=field)
+    return float(value)
+
+
+def priority(value: int) -> int:
+    """task_priority in [-1,000,000, 1,000,000]."""
+    if not -MAX_PRIORITY <= value <= MAX_PRIORITY:
+        raise InvalidArgument(
+            f"must be between {-MAX_PRIORITY} and {MAX_PRIORITY}", field="task.task_priority"
+        )
+    return value
+
+
+def retry_policy(max_attempts: int, base_s: float, cap_s: float) -> tuple[int, float, float]:
+    """max_attempts in [1, 100], base > 0, cap >= base (seconds)."""
+    if not 1 <= max_attempts <= 100:
+        raise InvalidArgument("must be between 1 and 100", field="task.retry_policy.max_attempts")
+    base = seconds(base_s, "task.retry_policy.backoff_base_seconds", minimum=0.001)
+    cap = seconds(cap_s, "task.retry_policy.backoff_cap_seconds", minimum=base)
+    return max_attempts, base, cap
+
+
+def cron(expression: str, timezone: str) -> CronSchedule:
+    """A valid cron expression in a valid IANA zone that fires at least once.
+
+    The field is ``schedule.cron_expression`` or ``schedule.timezone``; the message names the
+    cron field at fault (e.g. "day_of_month: 32 is out of range 1-31").
+    """
+    try:
+        validate_timezone(timezone)
+    except CronError as err:
+        raise InvalidArgument(str(err), field="schedule.timezone") from None
+    try:
+        return CronSchedule(expression, timezone)
+    except CronError as err:
+        field = "schedule.timezone" if err.field == "timezone" else "schedule.cron_expression"
+        raise InvalidArgument(str(err), field=field) from None
+
+
+def catch_up_policy(value: str) -> str:
+    """SKIP or RUN_ONCE."""
+    if value not in CATCH_UP_POLICIES:
+        raise InvalidArgument(
+            f"must be one of {', '.join(CATCH_UP_POLICIES)}", field="schedule.catch_up_policy"
+        )
+    return value

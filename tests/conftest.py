@@ -1,0 +1,55 @@
+"""Shared fixtures: real tickwork processes on 127.0.0.1 with free ports, real SQLite files."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.harness import Server, WorkerProc
+from tickwork import Client
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Server]:
+    """The embedded service (API + scheduler loop + worker) on a fresh SQLite file."""
+    srv = Server(tmp_path, env={"WORKER_POLL_INTERVAL_SECONDS": "1"})
+    try:
+        yield srv.wait_healthy()
+    finally:
+        srv.stop()
+
+
+@pytest.fixture
+def api_server(tmp_path: Path) -> Iterator[Server]:
+    """A scheduler service without its embedded worker (WORKER_IS_ENABLED=false)."""
+    srv = Server(tmp_path, env={"WORKER_IS_ENABLED": "false"}, name="api")
+    try:
+        yield srv.wait_healthy()
+    finally:
+        srv.stop()
+
+
+@pytest.fixture
+def worker(tmp_path: Path, api_server: Server) -> Iterator[WorkerProc]:
+    """A dedicated ``tickwork worker`` process connected to ``api_server``."""
+    proc = WorkerProc(tmp_path, api_server.address, env={"WORKER_ABORT_GRACE_SECONDS": "2"})
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+@pytest.fixture
+def client(server: Server) -> Iterator[Client]:
+    """A sync SDK client of ``server``."""
+    with Client(server.address) as c:
+        yield c
+
+
+@pytest.fixture
+def api_client(api_server: Server) -> Iterator[Client]:
+    """A sync SDK client of ``api_server``."""
+    with Client(api_server.address) as c:
+        yield c
