@@ -108,9 +108,7 @@ schedule_tasks = sa.Table(
         sa.ForeignKey("schedules.id", ondelete="CASCADE"),
         primary_key=True,
     ),
-    sa.Column(
-        "task_id", _id, sa.ForeignKey("tasks.id", ondelete="CASCADE"), primary_key=True
-    ),
+    sa.Column("task_id", _id, sa.ForeignKey("tasks.id", ondelete="CASCADE"), primary_key=True),
     sa.Column("position", sa.Integer, nullable=False, default=0),
     sa.Index("ix_schedule_tasks_task", "task_id"),
 )

@@ -105,19 +105,24 @@ class Scheduler:
             try:
                 nxt = first_fire_after(schedule, now)
             except CronError as err:
-                log.error("schedule has an invalid expression: %s", err,
-                          extra={"schedule_id": schedule.id})
+                log.error(
+                    "schedule has an invalid expression: %s",
+                    err,
+                    extra={"schedule_id": schedule.id},
+                )
                 continue
             await self.store.set_next_run(schedule.id, None, nxt)
-            log.info("next run computed for a schedule that had none",
-                     extra={"schedule_id": schedule.id})
+            log.info(
+                "next run computed for a schedule that had none", extra={"schedule_id": schedule.id}
+            )
 
     async def _fire(self, schedule: ScheduleRecord, now: dt.datetime) -> None:
         try:
             plan = plan_fire(schedule, now)
         except CronError as err:
-            log.error("schedule has an invalid expression: %s", err,
-                      extra={"schedule_id": schedule.id})
+            log.error(
+                "schedule has an invalid expression: %s", err, extra={"schedule_id": schedule.id}
+            )
             await self.store.set_next_run(schedule.id, schedule.next_run_at, None)
             return
         request = queue_pb2.EnqueueRequest(
@@ -126,15 +131,18 @@ class Scheduler:
             schedule_id=schedule.id,
             fire_time=ts(plan.fire_time),
             missed=not plan.enqueue,
-            missed_fire_times=[ts(t) for t in plan.missed_fire_times],
+            missed_fire_times=[cv_ts for t in plan.missed_fire_times if (cv_ts := ts(t))],
         )
         try:
             response = await self.queue.Enqueue(request)
         except grpc.RpcError as err:
             if isinstance(err, grpc.aio.AioRpcError) and err.code() == grpc.StatusCode.NOT_FOUND:
                 return  # the schedule was deleted meanwhile
-            log.error("enqueue failed; the fire is retried at the next tick: %s", err,
-                      extra={"schedule_id": schedule.id})
+            log.error(
+                "enqueue failed; the fire is retried at the next tick: %s",
+                err,
+                extra={"schedule_id": schedule.id},
+            )
             raise
         log.info(
             "schedule fired",

@@ -129,7 +129,7 @@ class Service:
             with suppress(asyncio.CancelledError, Exception):
                 await task
         if self._channel is not None:
-            await self._channel.close()
+            await self._channel.close(None)
         await self.app.drain()
         await self.db.dispose()
 
@@ -151,7 +151,7 @@ async def create_server(settings: Settings, *, clock: Clock = utc_now) -> Servic
     job_pb2_grpc.add_JobServiceServicer_to_server(JobServicer(app), server)
     queue_pb2_grpc.add_QueueServiceServicer_to_server(QueueServicer(app), server)
     worker_pb2_grpc.add_WorkerServiceServicer_to_server(WorkerServicer(app), server)
-    health_servicer = health.aio.HealthServicer()
+    health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(
         (*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server
@@ -203,9 +203,8 @@ def main(listen: str | None = None, config_path: str | None = None) -> int:
     """``tickwork serve``: settings from the environment, ``listen`` overriding
     TICKWORK_LISTEN. Returns the process exit code."""
     from scheduler_svc.errors import TickworkError
-    from scheduler_svc.settings import SettingsError
-
     from scheduler_svc.logs import setup_logging
+    from scheduler_svc.settings import SettingsError
 
     setup_logging()
     try:

@@ -54,7 +54,9 @@ LEASE_LOST = "lease lost: the worker stopped heartbeating"
 
 _TASK_FIELDS = [f.name for f in fields(TaskRecord)]
 _JOB_FIELDS = [f.name for f in fields(JobRecord)]
-_SCHEDULE_COLUMNS = [f.name for f in fields(ScheduleRecord) if f.name not in ("task_ids", "task_names")]
+_SCHEDULE_COLUMNS = [
+    f.name for f in fields(ScheduleRecord) if f.name not in ("task_ids", "task_names")
+]
 
 
 def _task(row: sa.Row[Any]) -> TaskRecord:
@@ -150,9 +152,7 @@ class Store:
         """
         try:
             async with self.db.write() as conn:
-                current = (
-                    await conn.execute(tasks.select().where(tasks.c.id == task_id))
-                ).first()
+                current = (await conn.execute(tasks.select().where(tasks.c.id == task_id))).first()
                 if current is None:
                     raise NotFound(f"no task with id {task_id}", field="task.id")
                 row = dict(values)
@@ -358,9 +358,7 @@ class Store:
 
     async def earliest_next_run(self) -> dt.datetime | None:
         """The earliest next_run_at among enabled schedules; None when there is none."""
-        query = sa.select(sa.func.min(schedules.c.next_run_at)).where(
-            schedules.c.enabled.is_(True)
-        )
+        query = sa.select(sa.func.min(schedules.c.next_run_at)).where(schedules.c.enabled.is_(True))
         async with self.db.read() as conn:
             value: dt.datetime | None = await conn.scalar(query)
         return value
@@ -521,7 +519,11 @@ class Store:
                 for task in ordered:
                     results.append(
                         await self._enqueue_one(
-                            conn, task, trigger, now, schedule_id if scheduled else None,
+                            conn,
+                            task,
+                            trigger,
+                            now,
+                            schedule_id if scheduled else None,
                             fire_time if scheduled else None,
                         )
                     )
@@ -613,9 +615,7 @@ class Store:
             if row is None:
                 return None
             job = _job(row)
-            task_row = (
-                await conn.execute(tasks.select().where(tasks.c.id == job.task_id))
-            ).one()
+            task_row = (await conn.execute(tasks.select().where(tasks.c.id == job.task_id))).one()
             return job, _task(task_row)
 
     async def next_ready_time(self, now: dt.datetime) -> dt.datetime | None:
@@ -970,9 +970,7 @@ class Store:
         """
         expires = now + dt.timedelta(seconds=ttl_s)
         async with self.db.write() as conn:
-            row = (
-                await conn.execute(sa.select(leases).where(leases.c.name == name))
-            ).first()
+            row = (await conn.execute(sa.select(leases).where(leases.c.name == name))).first()
             if row is None:
                 raise InvalidArgument(f"unknown lease {name!r}", field="name")
             m = row._mapping

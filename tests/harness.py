@@ -28,12 +28,15 @@ def free_port() -> int:
 
 
 def wait_for(
-    check: Callable[[], T | None], *, timeout_s: float = 15.0, interval_s: float = 0.02,
+    check: Callable[[], T | None],
+    *,
+    timeout_s: float = 15.0,
+    interval_s: float = 0.02,
     what: str = "condition",
 ) -> T:
     """Poll ``check`` until it returns something truthy; fail after ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
-    last: Any = None
+    last: T | None = None
     while time.monotonic() < deadline:
         last = check()
         if last:
@@ -102,9 +105,15 @@ def base_env(**extra: str) -> dict[str, str]:
 class Server(Proc):
     """``tickwork serve`` on a free port of 127.0.0.1."""
 
-    def __init__(self, tmp: Path, *, env: Mapping[str, str] | None = None,
-                 database_url: str | None = None, name: str = "server",
-                 port: int | None = None) -> None:
+    def __init__(
+        self,
+        tmp: Path,
+        *,
+        env: Mapping[str, str] | None = None,
+        database_url: str | None = None,
+        name: str = "server",
+        port: int | None = None,
+    ) -> None:
         self.port = port or free_port()
         self.address = f"127.0.0.1:{self.port}"
         self.database_url = database_url or f"sqlite+aiosqlite:///{tmp / 'tickwork.db'}"
@@ -133,8 +142,9 @@ class Server(Proc):
 class WorkerProc(Proc):
     """``tickwork worker --server ADDRESS``."""
 
-    def __init__(self, tmp: Path, address: str, *, env: Mapping[str, str] | None = None,
-                 name: str = "worker") -> None:
+    def __init__(
+        self, tmp: Path, address: str, *, env: Mapping[str, str] | None = None, name: str = "worker"
+    ) -> None:
         full_env = base_env(**(env or {}))
         super().__init__(
             [sys.executable, "-m", "tickwork.cli", "worker", "--server", address],

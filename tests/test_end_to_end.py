@@ -6,18 +6,16 @@ import os
 import time
 
 from tests.harness import Server, WorkerProc, wait_for
-from tickwork import Client, JobStatus, SkipReason
+from tickwork import Client, Job, JobStatus, SkipReason
 
 
-def test_six_field_schedule_fires_and_jobs_succeed(
-    api_client: Client, worker: WorkerProc
-) -> None:
+def test_six_field_schedule_fires_and_jobs_succeed(api_client: Client, worker: WorkerProc) -> None:
     task = api_client.create_task("tick", "shell", {"argv": ["sh", "-c", "echo tick"]})
     schedule = api_client.create_schedule("every-2s", [task.id], cron="*/2 * * * * *")
     assert schedule.cron_description == "Every 2 seconds"
     assert schedule.HasField("next_run_time")
 
-    def two_succeeded() -> list[object] | None:
+    def two_succeeded() -> list[Job] | None:
         jobs = api_client.list_jobs(task="tick", statuses=[JobStatus.JOB_STATUS_SUCCEEDED])
         return jobs if len(jobs) >= 2 else None
 

@@ -115,7 +115,7 @@ def job_status(name: str) -> int:
 
 def job_status_name(value: int) -> str:
     """A JobStatus enum value as the stored status ("QUEUED", ...)."""
-    return job_pb2.JobStatus.Name(value).removeprefix("JOB_STATUS_")  # type: ignore[arg-type]
+    return job_pb2.JobStatus.Name(value).removeprefix("JOB_STATUS_")
 
 
 def trigger(name: str) -> int:
@@ -125,7 +125,7 @@ def trigger(name: str) -> int:
 
 def trigger_name(value: int) -> str:
     """A Trigger enum value as the stored trigger."""
-    return common_pb2.Trigger.Name(value).removeprefix("TRIGGER_")  # type: ignore[arg-type]
+    return common_pb2.Trigger.Name(value).removeprefix("TRIGGER_")
 
 
 def job(r: JobRecord) -> job_pb2.Job:

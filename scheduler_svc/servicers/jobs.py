@@ -51,7 +51,9 @@ class JobServicer(job_pb2_grpc.JobServiceServicer):
             schedule_id=request.schedule_id or None,
         )
         token = str(rows[size - 1].id) if len(rows) > size else ""
-        return job_pb2.ListJobsResponse(jobs=[cv.job(r) for r in rows[:size]], next_page_token=token)
+        return job_pb2.ListJobsResponse(
+            jobs=[cv.job(r) for r in rows[:size]], next_page_token=token
+        )
 
     @stream_errors
     async def WatchJob(

@@ -167,15 +167,11 @@ class ScheduleServicer(schedule_pb2_grpc.ScheduleServiceServicer):
             raise InvalidArgument("required", field="schedule.id")
         paths = tuple(request.update_mask.paths) or WRITABLE
         values = schedule_values(request.schedule, paths)
-        task_ids = (
-            check_task_ids(list(request.schedule.task_ids)) if "task_ids" in paths else None
-        )
+        task_ids = check_task_ids(list(request.schedule.task_ids)) if "task_ids" in paths else None
         current = await self.app.store.get_schedule(sid)
         merged = dataclasses.replace(current, **values)
         check_timing(merged)
-        if TIMING & set(paths) and any(
-            getattr(current, k) != getattr(merged, k) for k in TIMING
-        ):
+        if TIMING & set(paths) and any(getattr(current, k) != getattr(merged, k) for k in TIMING):
             values["next_run_at"] = self.app.next_run(merged)
         stored = await self.app.store.update_schedule(sid, values, task_ids, self.app.clock())
         self.app.schedules_changed()

@@ -54,7 +54,9 @@ def task_values(task: task_pb2.Task, paths: tuple[str, ...]) -> dict[str, Any]:
         elif path == "retry_policy":
             rp = task.retry_policy
             attempts, base, cap = validation.retry_policy(
-                rp.max_attempts or 1, rp.backoff_base_seconds or 10.0, rp.backoff_cap_seconds or 600.0
+                rp.max_attempts or 1,
+                rp.backoff_base_seconds or 10.0,
+                rp.backoff_cap_seconds or 600.0,
             )
             out.update(max_attempts=attempts, backoff_base_seconds=base, backoff_cap_seconds=cap)
         else:

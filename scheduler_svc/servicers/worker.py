@@ -156,9 +156,7 @@ class WorkerSession:
         status = cv.job_status_name(m.status)
         if status not in _OUTCOMES:
             status = "FAILED"
-        result = await self.app.finish_job(
-            m.job_id, m.lease_token, status, m.error, m.output_tail
-        )
+        result = await self.app.finish_job(m.job_id, m.lease_token, status, m.error, m.output_tail)
         if m.job_id == self.job_id:
             self.app.hub.on_abort(m.job_id, None)
             self.job_id, self.lease_token = 0, ""
