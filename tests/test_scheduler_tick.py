@@ -1,0 +1,206 @@
+"""The scheduler loop driven by an injected clock: due fires, self-heal, catch-up after
+downtime, jitter, intervals anchored to the finish, fire records, DST days. No sleeping."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sqlite3
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+from tests.inprocess import Harness, inprocess
+from tickwork import FireOutcome, JobStatus, SkipReason
+
+UTC = dt.UTC
+T0 = dt.datetime(2026, 6, 1, 10, 0, 30, tzinfo=UTC)
+
+
+def at(text: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(text)
+
+
+async def one_task_schedule(h: Harness, cron: str, **kw: object) -> int:
+    await h.client.create_task("job-a", "shell", {"argv": ["true"]})
+    schedule = await h.client.create_schedule("s", ["job-a"], cron=cron, **kw)  # type: ignore[arg-type]
+    return schedule.id
+
+
+async def fire_summary(h: Harness) -> list[tuple[str, str]]:
+    fires = await h.client.list_fires("s", limit=1000)
+    return sorted(
+        (f.fire_time.ToDatetime(tzinfo=UTC).isoformat(), FireOutcome.Name(f.outcome)) for f in fires
+    )
+
+
+async def test_due_schedule_fires_once_and_advances(tmp_path: Path) -> None:
+    async with inprocess(tmp_path, T0) as h:
+        await one_task_schedule(h, "*/5 * * * *")
+        schedule = await h.client.get_schedule("s")
+        assert schedule.next_run_time.ToDatetime(tzinfo=UTC) == at("2026-06-01T10:05:00+00:00")
+        # Not due yet: nothing happens.
+        await h.tick(at("2026-06-01T10:04:59+00:00"))
+        assert await h.client.list_jobs() == []
+        await h.tick(at("2026-06-01T10:05:00.200+00:00"))
+        await h.tick(at("2026-06-01T10:05:01+00:00"))  # a second tick in the same window
+        jobs = await h.client.list_jobs()
+        assert len(jobs) == 1
+        assert jobs[0].fire_time.ToDatetime(tzinfo=UTC) == at("2026-06-01T10:05:00+00:00")
+        assert await fire_summary(h) == [("2026-06-01T10:05:00+00:00", "FIRE_OUTCOME_ENQUEUED")]
+        schedule = await h.client.get_schedule("s")
+        assert schedule.next_run_time.ToDatetime(tzinfo=UTC) == at("2026-06-01T10:10:00+00:00")
+
+
+async def test_tick_returns_the_earliest_next_fire(tmp_path: Path) -> None:
+    async with inprocess(
+        tmp_path, T0, scheduler_poll_interval_s=60.0, scheduler_lease_ttl_s=300.0
+    ) as h:
+        assert await h.tick() == T0 + dt.timedelta(seconds=60)  # nothing scheduled: poll
+        await one_task_schedule(h, "*/10 * * * * *")
+        assert await h.tick() == at("2026-06-01T10:00:40+00:00")
+
+
+async def test_null_next_run_is_healed_without_enqueueing(tmp_path: Path) -> None:
+    async with inprocess(tmp_path, T0) as h:
+        await one_task_schedule(h, "0 * * * *")
+        with sqlite3.connect(tmp_path / "tick.db") as conn:
+            conn.execute("UPDATE schedules SET next_run_at = NULL")
+        assert not (await h.client.get_schedule("s")).HasField("next_run_time")
+        await h.tick(at("2026-06-01T12:30:00+00:00"))
+        schedule = await h.client.get_schedule("s")
+        assert schedule.next_run_time.ToDatetime(tzinfo=UTC) == at("2026-06-01T13:00:00+00:00")
+        assert await h.client.list_jobs() == []
+        assert await fire_summary(h) == []
+
+
+async def test_downtime_with_skip_records_missed_windows_and_enqueues_nothing(
+    tmp_path: Path,
+) -> None:
+    async with inprocess(tmp_path, at("2026-06-01T01:30:00+00:00")) as h:
+        await one_task_schedule(h, "0 * * * *")
+        await h.tick(at("2026-06-01T04:30:00+00:00"))  # down from 01:30 to 04:30
+        assert await h.client.list_jobs() == []
+        assert await fire_summary(h) == [
+            ("2026-06-01T02:00:00+00:00", "FIRE_OUTCOME_MISSED"),
+            ("2026-06-01T03:00:00+00:00", "FIRE_OUTCOME_MISSED"),
+            ("2026-06-01T04:00:00+00:00", "FIRE_OUTCOME_MISSED"),
+        ]
+        schedule = await h.client.get_schedule("s")
+        assert schedule.next_run_time.ToDatetime(tzinfo=UTC) == at("2026-06-01T05:00:00+00:00")
+
+
+async def test_downtime_with_run_once_enqueues_once(tmp_path: Path) -> None:
+    async with inprocess(tmp_path, at("2026-06-01T01:30:00+00:00")) as h:
+        await one_task_schedule(h, "0 * * * *", catch_up_policy="RUN_ONCE")
+        await h.tick(at("2026-06-01T04:30:00+00:00"))
+        jobs = await h.client.list_jobs()
+        assert len(jobs) == 1
+        assert await fire_summary(h) == [
+            ("2026-06-01T02:00:00+00:00", "FIRE_OUTCOME_MISSED"),
+            ("2026-06-01T03:00:00+00:00", "FIRE_OUTCOME_MISSED"),
+            ("2026-06-01T04:00:00+00:00", "FIRE_OUTCOME_ENQUEUED"),
+        ]
+        schedule = await h.client.get_schedule("s")
+        assert schedule.next_run_time.ToDatetime(tzinfo=UTC) == at("2026-06-01T05:00:00+00:00")
+
+
+async def test_tick_jitter_is_not_a_missed_window(tmp_path: Path) -> None:
+    async with inprocess(tmp_path, at("2026-06-01T10:00:00.500+00:00")) as h:
+        await one_task_schedule(h, "* * * * * *")  # every second
+        # The tick runs 3 s late: each window is processed, none is missed.
+        await h.tick(at("2026-06-01T10:00:04+00:00"))
+        summary = await fire_summary(h)
+        assert [s[0][11:19] for s in summary] == ["10:00:01", "10:00:02", "10:00:03", "10:00:04"]
+        assert "FIRE_OUTCOME_MISSED" not in {s[1] for s in summary}
+        # The first enqueued; the others found that job still queued (no worker here).
+        fires = await h.client.list_fires("s")
+        skipped = [f for f in fires if f.outcome == FireOutcome.FIRE_OUTCOME_SKIPPED]
+        assert len(skipped) == 3
+        assert all(f.runs[0].skip_reason == SkipReason.SKIP_REASON_ALREADY_QUEUED for f in skipped)
+
+
+async def test_tasks_of_one_tick_are_enqueued_in_name_order(tmp_path: Path) -> None:
+    async with inprocess(tmp_path, T0) as h:
+        ids = []
+        for name in ("zeta", "alpha", "mike"):
+            ids.append((await h.client.create_task(name, "shell", {"argv": ["true"]})).id)
+        await h.client.create_schedule("s", ids, cron="*/5 * * * *")
+        await h.tick(at("2026-06-01T10:05:00+00:00"))
+        jobs = sorted(await h.client.list_jobs(), key=lambda j: j.id)
+        assert [j.task_name for j in jobs] == ["alpha", "mike", "zeta"]
+
+
+async def test_disabled_task_is_skipped_and_recorded(tmp_path: Path) -> None:
+    async with inprocess(tmp_path, T0) as h:
+        await one_task_schedule(h, "*/5 * * * *")
+        await h.client.disable_task("job-a")
+        await h.tick(at("2026-06-01T10:05:00+00:00"))
+        assert await h.client.list_jobs() == []
+        (fire,) = await h.client.list_fires("s")
+        assert fire.outcome == FireOutcome.FIRE_OUTCOME_SKIPPED
+        assert fire.runs[0].skip_reason == SkipReason.SKIP_REASON_TASK_DISABLED
+
+
+async def test_cron_wins_over_interval(tmp_path: Path) -> None:
+    async with inprocess(tmp_path, T0) as h:
+        await h.client.create_task("job-a", "shell", {"argv": ["true"]})
+        schedule = await h.client.create_schedule(
+            "s", ["job-a"], cron="0 12 * * *", interval_seconds=30
+        )
+        assert schedule.next_run_time.ToDatetime(tzinfo=UTC) == at("2026-06-01T12:00:00+00:00")
+
+
+async def test_interval_is_anchored_to_the_finish_of_the_previous_run(tmp_path: Path) -> None:
+    async with inprocess(tmp_path, T0) as h:
+        await h.client.create_task("job-a", "shell", {"argv": ["true"]})
+        schedule = await h.client.create_schedule("s", ["job-a"], interval_seconds=60)
+        assert schedule.next_run_time.ToDatetime(tzinfo=UTC) == T0 + dt.timedelta(seconds=60)
+        await h.tick(T0 + dt.timedelta(seconds=60))
+        (job,) = await h.client.list_jobs()
+        # The worker takes it and runs it for 100 s.
+        store = h.service.app.store
+        claimed = await store.claim_next_job("w", h.clock.advance(5), 30)
+        assert claimed is not None and claimed[0].id == job.id
+        h.clock.advance(100)
+        await h.service.app.finish_job(job.id, claimed[0].lease_token or "", "SUCCEEDED", "", "")
+        schedule = await h.client.get_schedule("s")
+        finished = (await h.client.get_job(job.id)).finish_time.ToDatetime(tzinfo=UTC)
+        assert finished == T0 + dt.timedelta(seconds=165)
+        assert schedule.next_run_time.ToDatetime(tzinfo=UTC) == finished + dt.timedelta(seconds=60)
+
+
+async def test_a_repeated_fire_enqueues_nothing(tmp_path: Path) -> None:
+    """The (schedule, fire time) row makes a second Enqueue of one window a no-op, as after
+    a crash between Enqueue and moving next_run, or a second scheduler."""
+    async with inprocess(tmp_path, T0) as h:
+        sid = await one_task_schedule(h, "*/5 * * * *")
+        due = at("2026-06-01T10:05:00+00:00")
+        await h.tick(due)
+        first = await h.service.app.enqueue([1], "SCHEDULER", schedule_id=sid, fire_time=due)
+        assert first.duplicate_fire
+        assert len(await h.client.list_jobs()) == 1
+
+
+async def test_fall_back_day_fires_fixed_time_once(tmp_path: Path) -> None:
+    ny = ZoneInfo("America/New_York")
+    start = dt.datetime(2026, 10, 31, 23, 0, tzinfo=ny)
+    async with inprocess(tmp_path, start) as h:
+        await one_task_schedule(h, "30 1 * * *", timezone="America/New_York")
+        # Tick every 5 minutes through the repeated hour (01:00-02:00 happens twice).
+        for _ in range(12 * 5):
+            await h.tick(h.clock.advance(300))
+            # Let the queued job go, as a worker would, so repeats would show as new jobs.
+            for job in await h.client.list_jobs(statuses=[JobStatus.JOB_STATUS_QUEUED]):
+                await h.client.cancel_job(job.id)
+        fires = await fire_summary(h)
+        assert fires == [("2026-11-01T05:30:00+00:00", "FIRE_OUTCOME_ENQUEUED")]  # 01:30 EDT
+
+
+async def test_spring_forward_day_fires_skipped_time_at_gap_end(tmp_path: Path) -> None:
+    berlin = ZoneInfo("Europe/Berlin")
+    start = dt.datetime(2026, 3, 28, 23, 0, tzinfo=berlin)
+    async with inprocess(tmp_path, start) as h:
+        await one_task_schedule(h, "30 2 * * *", timezone="Europe/Berlin")
+        for _ in range(12 * 6):
+            await h.tick(h.clock.advance(300))
+        fires = await fire_summary(h)
+        assert fires == [("2026-03-29T01:00:00+00:00", "FIRE_OUTCOME_ENQUEUED")]  # 03:00 CEST
