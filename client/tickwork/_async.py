@@ -1,0 +1,533 @@
+"""The asyncio client: :class:`AsyncClient`, on a ``grpc.aio`` channel.
+
+Same methods, arguments, answers and errors as :class:`tickwork.Client`; each is a
+coroutine, and :meth:`AsyncClient.watch` is an async iterator. Request building is shared
+through :mod:`tickwork._requests`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Self, TypeVar, Unpack
+
+import grpc
+from grpc import aio
+
+from tickwork import _requests as rq
+from tickwork.errors import JobTimeout, TickworkError, from_rpc_error
+from tickwork.v1.common_pb2 import TaskRun, Trigger
+from tickwork.v1.job_pb2 import (
+    CancelJobRequest,
+    GetJobRequest,
+    Job,
+    JobStatus,
+    WatchJobRequest,
+)
+from tickwork.v1.job_pb2_grpc import JobServiceStub
+from tickwork.v1.schedule_pb2 import (
+    CatchUpPolicy,
+    CreateScheduleRequest,
+    DeleteScheduleRequest,
+    DescribeCronResponse,
+    Fire,
+    ListFiresRequest,
+    ListSchedulesRequest,
+    Schedule,
+)
+from tickwork.v1.schedule_pb2_grpc import ScheduleServiceStub
+from tickwork.v1.task_pb2 import (
+    AbortTasksRequest,
+    CreateTaskRequest,
+    DeleteTaskRequest,
+    ListTasksRequest,
+    Task,
+    TaskAbort,
+)
+from tickwork.v1.task_pb2_grpc import TaskServiceStub
+
+if TYPE_CHECKING:
+    from tickwork.v1.job_pb2_grpc import JobServiceAsyncStub
+    from tickwork.v1.schedule_pb2_grpc import ScheduleServiceAsyncStub
+    from tickwork.v1.task_pb2_grpc import TaskServiceAsyncStub
+
+__all__ = ["AsyncClient"]
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class _Stubs:
+    channel: aio.Channel
+    tasks: TaskServiceAsyncStub
+    jobs: JobServiceAsyncStub
+    schedules: ScheduleServiceAsyncStub
+
+
+class AsyncClient:
+    """asyncio client of the tickwork API.
+
+    Use it as an async context manager, or await :meth:`close`::
+
+        async with AsyncClient("127.0.0.1:50051") as tw:
+            [run] = await tw.run("health-check")
+            job = await tw.wait(run.job_id, timeout=60)
+
+    The channel is opened on the first call, inside the running event loop, so the client
+    may be constructed anywhere. Tasks and schedules are referred to by id (``int``) or name
+    (``str``); times are aware datetimes or UTC Timestamps; durations are seconds. Every
+    method raises a :class:`~tickwork.errors.TickworkError` subclass on failure.
+
+    Args:
+        server (str | None): ``HOST:PORT``; default ``$TICKWORK_SERVER``, else
+            ``127.0.0.1:50051``. The channel is insecure (plaintext).
+        timeout (float | None): deadline of each unary call, seconds; ``None`` for none.
+            Streams (:meth:`watch`, :meth:`wait`) are not bounded by it.
+    """
+
+    def __init__(self, server: str | None = None, *, timeout: float | None = 30.0) -> None:
+        self.server: str = rq.resolve_server(server)
+        self.timeout = timeout
+        self._open: _Stubs | None = None
+
+    async def __aenter__(self) -> Self:
+        self._stubs()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close the channel; calls in flight are cancelled. Idempotent."""
+        stubs, self._open = self._open, None
+        if stubs is not None:
+            await stubs.channel.close(None)
+
+    def __repr__(self) -> str:
+        return f"AsyncClient({self.server!r})"
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def _stubs(self) -> _Stubs:
+        if self._open is None:
+            channel = aio.insecure_channel(self.server)
+            self._open = _Stubs(
+                channel=channel,
+                tasks=TaskServiceStub(channel),
+                jobs=JobServiceStub(channel),
+                schedules=ScheduleServiceStub(channel),
+            )
+        return self._open
+
+    async def _call(self, method: Callable[..., Awaitable[_T]], request: Any) -> _T:
+        """Invoke a unary stub method with the client's deadline, translating errors."""
+        try:
+            return await method(request, timeout=self.timeout)
+        except grpc.RpcError as err:
+            raise from_rpc_error(err) from None
+
+    @staticmethod
+    async def _collect(
+        fetch: Callable[[int, str], Awaitable[tuple[Sequence[_T], str]]], limit: int | None
+    ) -> list[_T]:
+        """Follow page tokens until ``limit`` items (or all, for ``None``) are collected."""
+        items: list[_T] = []
+        token = ""
+        while True:
+            page, token = await fetch(rq.page_size(limit, len(items)), token)
+            items.extend(page)
+            if not token or (limit is not None and len(items) >= limit):
+                return items if limit is None else items[:limit]
+
+    async def _task_id(self, ref: rq.Ref) -> int:
+        """Resolve a task reference to its id (GetTask for a name). Raises NotFound."""
+        ref = rq.check_ref(ref, "task")
+        return ref if isinstance(ref, int) else (await self.get_task(ref)).id
+
+    async def _schedule_id(self, ref: rq.Ref) -> int:
+        """Resolve a schedule reference to its id (GetSchedule for a name). Raises NotFound."""
+        ref = rq.check_ref(ref, "schedule")
+        return ref if isinstance(ref, int) else (await self.get_schedule(ref)).id
+
+    # -- running and jobs -------------------------------------------------------------------
+
+    async def run(self, *tasks: int | str, trigger: Trigger = Trigger.TRIGGER_API) -> list[TaskRun]:
+        """Run tasks now, in the manual lane (before scheduler jobs).
+
+        Args:
+            *tasks (int | str): task ids or names, at least one.
+            trigger (Trigger): ``TRIGGER_API`` (default) or ``TRIGGER_MANUAL`` (a person).
+
+        Returns:
+            list[TaskRun]: one per argument, in argument order: the new job's id, or
+            ``skipped`` with ``skip_reason`` and the job already queued or running;
+            ``promoted`` when a scheduler-queued job was moved to the manual lane.
+
+        Raises:
+            NotFound: an unknown task (then nothing is enqueued).
+            InvalidArgument: no task given, or a bad reference.
+        """
+        request = rq.run_tasks_request(tasks, trigger)
+        response = await self._call(self._stubs().tasks.RunTasks, request)
+        return rq.runs_in_argument_order(tasks, response.runs)
+
+    async def abort(self, *tasks: int | str) -> list[TaskAbort]:
+        """Stop the queued or running job of each task.
+
+        A queued job is cancelled (CANCELLED); a running job is told to stop and ends
+        ABORTED once the worker has stopped its handler.
+
+        Args:
+            *tasks (int | str): task ids or names (names are resolved with GetTask first).
+
+        Returns:
+            list[TaskAbort]: one per task, in argument order, with the job and ``action``.
+
+        Raises:
+            NotFound: an unknown task.
+        """
+        ids = [await self._task_id(t) for t in tasks]
+        request = AbortTasksRequest(task_ids=ids)
+        response = await self._call(self._stubs().tasks.AbortTasks, request)
+        return list(response.aborts)
+
+    async def get_job(self, job_id: int) -> Job:
+        """Return one job. Raises NotFound."""
+        response = await self._call(self._stubs().jobs.GetJob, GetJobRequest(job_id=job_id))
+        return response.job
+
+    async def list_jobs(
+        self,
+        task: int | str | None = None,
+        statuses: Iterable[JobStatus | str] = (),
+        schedule: int | str | None = None,
+        limit: int = 100,
+    ) -> list[Job]:
+        """List jobs, newest (highest id) first.
+
+        Args:
+            task (int | str | None): only this task's jobs.
+            statuses (Iterable[JobStatus | str]): only jobs in these states (enum values or
+                names such as ``"FAILED"``); empty means all.
+            schedule (int | str | None): only jobs fired by this schedule.
+            limit (int): at most this many jobs (pages are followed until reached).
+
+        Raises:
+            NotFound: an unknown task or schedule name.
+            InvalidArgument: a bad status name or limit.
+        """
+        limit = rq.check_limit(limit)
+        base = rq.list_jobs_request(
+            await self._task_id(task) if task is not None else 0,
+            statuses,
+            await self._schedule_id(schedule) if schedule is not None else 0,
+        )
+
+        async def fetch(size: int, token: str) -> tuple[Sequence[Job], str]:
+            base.page_size, base.page_token = size, token
+            response = await self._call(self._stubs().jobs.ListJobs, base)
+            return response.jobs, response.next_page_token
+
+        return await self._collect(fetch, limit)
+
+    async def watch(self, job_id: int) -> AsyncIterator[Job]:
+        """Stream a job's states: the current one at once, then every change (status or
+        output) until it has ended; then the iteration stops.
+
+        Leaving the ``async for`` early cancels the stream.
+
+        Raises:
+            NotFound: no such job (on the first item).
+        """
+        call = self._stubs().jobs.WatchJob(WatchJobRequest(job_id=job_id))
+        try:
+            async for response in call:
+                yield response.job
+        except grpc.RpcError as err:
+            raise from_rpc_error(err) from None
+        finally:
+            call.cancel()
+
+    async def wait(self, job_id: int, timeout: float | None = None) -> Job:  # noqa: ASYNC109
+        """Wait until the job has ended and return it (SUCCEEDED, FAILED, ABORTED or
+        CANCELLED). A failed job's retry is a new job (``retry_of_job_id``): this returns
+        the attempt asked for.
+
+        Args:
+            job_id (int): the job.
+            timeout (float | None): give up after this many seconds; ``None`` waits forever.
+
+        Raises:
+            JobTimeout: the job had not ended within ``timeout`` (it goes on running).
+            NotFound: no such job.
+        """
+        last: Job | None = None
+        call = self._stubs().jobs.WatchJob(WatchJobRequest(job_id=job_id), timeout=timeout)
+        try:
+            async for response in call:
+                last = response.job
+                if rq.is_terminal(last):
+                    return last
+        except grpc.RpcError as err:
+            error = from_rpc_error(err)
+            if timeout is not None and error.code == grpc.StatusCode.DEADLINE_EXCEEDED:
+                raise JobTimeout(job_id, timeout, last) from None
+            raise error from None
+        finally:
+            call.cancel()
+        job = await self.get_job(job_id)
+        if rq.is_terminal(job):
+            return job
+        raise TickworkError(
+            f"the watch of job {job_id} ended before the job did", grpc.StatusCode.UNAVAILABLE
+        )
+
+    async def cancel_job(self, job_id: int) -> Job:
+        """Cancel a queued job and return it (now CANCELLED).
+
+        Raises:
+            NotFound: no such job.
+            FailedPrecondition: the job is not queued (abort a running one with :meth:`abort`).
+        """
+        request = CancelJobRequest(job_id=job_id)
+        return (await self._call(self._stubs().jobs.CancelJob, request)).job
+
+    # -- tasks ------------------------------------------------------------------------------
+
+    async def create_task(
+        self,
+        name: str,
+        handler: str,
+        params: Mapping[str, Any],
+        *,
+        description: str = "",
+        task_priority: int = 100,
+        enabled: bool = True,
+        timeout_seconds: float = 0,
+        max_attempts: int = 1,
+        backoff_base_seconds: float = 10,
+        backoff_cap_seconds: float = 600,
+    ) -> Task:
+        """Create a task and return it with its id.
+
+        Args:
+            name (str): unique, non-empty, at most 200 characters.
+            handler (str): ``"shell"``, ``"python"`` or a registered handler name.
+            params (Mapping[str, Any]): the handler's parameters (JSON-like), e.g.
+                ``{"argv": ["sh", "-c", "echo ok"]}`` or ``{"callable": "pkg.mod:fn"}``.
+            description (str): free text.
+            task_priority (int): higher runs first within a lane; default 100.
+            enabled (bool): a disabled task is never enqueued by the scheduler.
+            timeout_seconds (float): longest run time, seconds; 0 means no limit.
+            max_attempts (int): attempts including the first; 1 means no retry.
+            backoff_base_seconds (float): base of the exponential retry backoff, seconds.
+            backoff_cap_seconds (float): upper bound of one backoff delay, seconds.
+
+        Raises:
+            AlreadyExists: the name is taken.
+            InvalidArgument: a bad field, e.g. params the handler rejects (named).
+        """
+        task = rq.build_task(
+            name,
+            handler,
+            params,
+            description=description,
+            task_priority=task_priority,
+            enabled=enabled,
+            timeout_seconds=timeout_seconds,
+            max_attempts=max_attempts,
+            backoff_base_seconds=backoff_base_seconds,
+            backoff_cap_seconds=backoff_cap_seconds,
+        )
+        request = CreateTaskRequest(task=task)
+        return (await self._call(self._stubs().tasks.CreateTask, request)).task
+
+    async def get_task(self, task: int | str) -> Task:
+        """Return a task by id or name. Raises NotFound."""
+        request = rq.get_task_request(task)
+        return (await self._call(self._stubs().tasks.GetTask, request)).task
+
+    async def list_tasks(self) -> list[Task]:
+        """Return every task, in ascending name order (all pages)."""
+
+        async def fetch(size: int, token: str) -> tuple[Sequence[Task], str]:
+            request = ListTasksRequest(page_size=size, page_token=token)
+            response = await self._call(self._stubs().tasks.ListTasks, request)
+            return response.tasks, response.next_page_token
+
+        return await self._collect(fetch, None)
+
+    async def update_task(self, task: int | str, **fields: Unpack[rq.TaskFields]) -> Task:
+        """Change the given fields of a task and return the stored task.
+
+        Only the keywords given are sent (the update mask is built from their names), e.g.
+        ``await update_task("backup", enabled=False, timeout_seconds=600)``. Keywords are
+        those of :meth:`create_task` plus ``name``; ``max_attempts`` and the backoff keywords
+        change the retry policy, keeping the values not given. Re-enabling resets the
+        failure count.
+
+        Raises:
+            NotFound: no such task.
+            InvalidArgument: no field, or a bad value.
+            AlreadyExists: the new name is taken.
+            TypeError: an unknown keyword.
+        """
+        current = await self.get_task(task)
+        request = rq.update_task_request(current, fields)
+        return (await self._call(self._stubs().tasks.UpdateTask, request)).task
+
+    async def delete_task(self, task: int | str) -> None:
+        """Delete a task, its queued jobs and its place in schedules.
+
+        Raises:
+            NotFound: no such task.
+            FailedPrecondition: the task has a running job.
+        """
+        request = DeleteTaskRequest(task_id=await self._task_id(task))
+        await self._call(self._stubs().tasks.DeleteTask, request)
+
+    async def enable_task(self, task: int | str) -> Task:
+        """Enable a task (resetting its failure count) and return it. Raises NotFound."""
+        return await self.update_task(task, enabled=True)
+
+    async def disable_task(self, task: int | str) -> Task:
+        """Disable a task: the scheduler stops enqueueing it. Returns it. Raises NotFound."""
+        return await self.update_task(task, enabled=False)
+
+    # -- schedules --------------------------------------------------------------------------
+
+    async def create_schedule(
+        self,
+        name: str,
+        tasks: Sequence[int | str],
+        *,
+        cron: str | None = None,
+        interval_seconds: int | None = None,
+        timezone: str = "UTC",
+        catch_up_policy: CatchUpPolicy | str = "SKIP",
+        description: str = "",
+        enabled: bool = True,
+    ) -> Schedule:
+        """Create a schedule and return it with its id, next run time (UTC) and description.
+
+        Args:
+            name (str): unique, non-empty.
+            tasks (Sequence[int | str]): the tasks it runs (ids or names), at least one.
+            cron (str | None): 5 fields, or 6 with seconds first, or a macro (``@daily``).
+            interval_seconds (int | None): run this long after the previous run finished;
+                used when ``cron`` is not given.
+            timezone (str): IANA zone the expression is read in.
+            catch_up_policy (CatchUpPolicy | str): after downtime, ``"SKIP"`` the missed
+                windows or ``"RUN_ONCE"``.
+            description (str): free text.
+            enabled (bool): a disabled schedule does not fire.
+
+        Raises:
+            InvalidArgument: no cron nor interval; an invalid or never-firing expression or an
+                unknown zone (the message names the field).
+            AlreadyExists: the name is taken.
+            NotFound: an unknown task.
+        """
+        schedule = rq.build_schedule(
+            name,
+            [await self._task_id(t) for t in tasks],
+            cron=cron,
+            interval_seconds=interval_seconds,
+            timezone=timezone,
+            catch_up_policy=catch_up_policy,
+            description=description,
+            enabled=enabled,
+        )
+        request = CreateScheduleRequest(schedule=schedule)
+        return (await self._call(self._stubs().schedules.CreateSchedule, request)).schedule
+
+    async def get_schedule(self, schedule: int | str) -> Schedule:
+        """Return a schedule by id or name. Raises NotFound."""
+        request = rq.get_schedule_request(schedule)
+        return (await self._call(self._stubs().schedules.GetSchedule, request)).schedule
+
+    async def list_schedules(self) -> list[Schedule]:
+        """Return every schedule, in ascending name order (all pages)."""
+
+        async def fetch(size: int, token: str) -> tuple[Sequence[Schedule], str]:
+            request = ListSchedulesRequest(page_size=size, page_token=token)
+            response = await self._call(self._stubs().schedules.ListSchedules, request)
+            return response.schedules, response.next_page_token
+
+        return await self._collect(fetch, None)
+
+    async def update_schedule(
+        self, schedule: int | str, **fields: Unpack[rq.ScheduleFields]
+    ) -> Schedule:
+        """Change the given fields of a schedule and return the stored schedule.
+
+        Keywords: ``name``, ``description``, ``cron``, ``interval_seconds``, ``timezone``,
+        ``catch_up_policy``, ``enabled``, ``tasks`` (ids or names, replacing the list).
+        ``interval_seconds`` without ``cron`` also clears the cron expression. The server
+        recomputes the next run time when the timing or enabled state changes.
+
+        Raises:
+            NotFound: no such schedule or task.
+            InvalidArgument: no field or a bad value (named).
+            AlreadyExists: the new name is taken.
+            TypeError: an unknown keyword.
+        """
+        schedule_id = await self._schedule_id(schedule)
+        task_ids = [await self._task_id(t) for t in fields["tasks"]] if "tasks" in fields else None
+        request = rq.update_schedule_request(schedule_id, fields, task_ids)
+        return (await self._call(self._stubs().schedules.UpdateSchedule, request)).schedule
+
+    async def delete_schedule(self, schedule: int | str) -> None:
+        """Delete a schedule and its fire history (its tasks stay). Raises NotFound."""
+        request = DeleteScheduleRequest(schedule_id=await self._schedule_id(schedule))
+        await self._call(self._stubs().schedules.DeleteSchedule, request)
+
+    async def list_fires(self, schedule: int | str, limit: int = 100) -> list[Fire]:
+        """Return a schedule's recorded fires, newest fire time first: what came of each
+        (enqueued job ids, skipped and why, or missed under catch-up SKIP).
+
+        Raises:
+            NotFound: no such schedule.
+            InvalidArgument: a bad limit.
+        """
+        limit = rq.check_limit(limit)
+        schedule_id = await self._schedule_id(schedule)
+
+        async def fetch(size: int, token: str) -> tuple[Sequence[Fire], str]:
+            request = ListFiresRequest(schedule_id=schedule_id, page_size=size, page_token=token)
+            response = await self._call(self._stubs().schedules.ListFires, request)
+            return response.fires, response.next_page_token
+
+        return await self._collect(fetch, limit)
+
+    async def describe_cron(
+        self,
+        expression: str,
+        timezone: str = "UTC",
+        after: datetime | None = None,
+        count: int = 5,
+    ) -> DescribeCronResponse:
+        """Describe a cron expression in words and preview its next fire times.
+
+        Args:
+            expression (str): the cron expression.
+            timezone (str): IANA zone it is read in.
+            after (datetime | None): preview strictly after this aware instant; default now.
+            count (int): how many fire times, 1 to 1000.
+
+        Returns:
+            DescribeCronResponse: ``description`` and ``fire_times`` (each with the UTC
+            ``fire_time``, the ISO 8601 ``local_time`` and any ``dst_note``).
+
+        Raises:
+            InvalidArgument: a bad expression, zone, count, or a naive ``after``.
+        """
+        request = rq.describe_cron_request(expression, timezone, after, count)
+        return await self._call(self._stubs().schedules.DescribeCron, request)

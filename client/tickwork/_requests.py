@@ -1,0 +1,485 @@
+"""Request building shared by the sync and asyncio clients: pure functions, no I/O.
+
+Everything that turns SDK arguments into protobuf requests (and a few answers back into
+Python values) lives here, so :mod:`tickwork._sync` and :mod:`tickwork._async` only differ
+in how they call the stubs. Argument errors raise :class:`~tickwork.errors.InvalidArgument`
+(also a ``ValueError``) naming the argument, before anything is sent.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, TypedDict, cast
+
+from google.protobuf import json_format
+from google.protobuf.field_mask_pb2 import FieldMask
+from google.protobuf.struct_pb2 import Struct
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from tickwork.errors import InvalidArgument
+from tickwork.v1.common_pb2 import TaskRun, Trigger
+from tickwork.v1.job_pb2 import Job, JobStatus, ListJobsRequest
+from tickwork.v1.schedule_pb2 import (
+    CatchUpPolicy,
+    DescribeCronRequest,
+    GetScheduleRequest,
+    Schedule,
+    UpdateScheduleRequest,
+)
+from tickwork.v1.task_pb2 import (
+    GetTaskRequest,
+    RetryPolicy,
+    RunTasksRequest,
+    Task,
+    UpdateTaskRequest,
+)
+
+DEFAULT_SERVER = "127.0.0.1:50051"
+"""Address used when neither an argument nor ``TICKWORK_SERVER`` gives one."""
+
+SERVER_ENV = "TICKWORK_SERVER"
+"""Environment variable holding the default ``HOST:PORT`` of the tickwork API."""
+
+MAX_PAGE_SIZE = 1000
+"""Largest page the list RPCs return."""
+
+TERMINAL_STATUSES: frozenset[int] = frozenset(
+    {
+        JobStatus.JOB_STATUS_SUCCEEDED,
+        JobStatus.JOB_STATUS_FAILED,
+        JobStatus.JOB_STATUS_ABORTED,
+        JobStatus.JOB_STATUS_CANCELLED,
+    }
+)
+"""Job states after which a job never changes again."""
+
+Ref = int | str
+"""A task or schedule reference: an id (int) or a name (str)."""
+
+
+class TaskFields(TypedDict, total=False):
+    """Keyword arguments of ``update_task``: the writable Task fields.
+
+    ``max_attempts``, ``backoff_base_seconds`` and ``backoff_cap_seconds`` update the
+    task's retry policy (the other two keep their current values).
+    """
+
+    name: str
+    description: str
+    handler: str
+    params: Mapping[str, Any]
+    task_priority: int
+    enabled: bool
+    timeout_seconds: float
+    max_attempts: int
+    backoff_base_seconds: float
+    backoff_cap_seconds: float
+
+
+class ScheduleFields(TypedDict, total=False):
+    """Keyword arguments of ``update_schedule``: the writable Schedule fields.
+
+    ``cron`` is the cron expression; ``tasks`` the task ids or names (replacing the list).
+    Giving ``interval_seconds`` without ``cron`` also clears the cron expression, since a
+    cron expression would otherwise win over the interval.
+    """
+
+    name: str
+    description: str
+    cron: str
+    interval_seconds: int
+    timezone: str
+    catch_up_policy: CatchUpPolicy | str
+    enabled: bool
+    tasks: Sequence[Ref]
+
+
+_RETRY_FIELDS = ("max_attempts", "backoff_base_seconds", "backoff_cap_seconds")
+_TASK_FIELDS = frozenset(TaskFields.__annotations__)
+_SCHEDULE_FIELDS = frozenset(ScheduleFields.__annotations__)
+# SDK keyword -> Schedule field path in the update mask.
+_SCHEDULE_PATHS = {"cron": "cron_expression", "tasks": "task_ids"}
+
+
+def resolve_server(server: str | None) -> str:
+    """Return the ``HOST:PORT`` to dial: ``server``, else ``$TICKWORK_SERVER``, else the
+    default ``127.0.0.1:50051``."""
+    return server or os.environ.get(SERVER_ENV) or DEFAULT_SERVER
+
+
+def check_ref(ref: object, what: str = "task") -> Ref:
+    """Validate a task or schedule reference.
+
+    Args:
+        ref (object): an id (positive int) or a name (non-empty str).
+        what (str): ``"task"`` or ``"schedule"``, for the message.
+
+    Returns:
+        int | str: ``ref`` unchanged.
+
+    Raises:
+        InvalidArgument: ``ref`` is a bool, a non-positive int, an empty string or another type.
+    """
+    if isinstance(ref, bool) or not isinstance(ref, int | str):
+        raise InvalidArgument(f"{what}: expected an id (int) or a name (str), got {ref!r}")
+    if isinstance(ref, int) and ref <= 0:
+        raise InvalidArgument(f"{what}: id must be positive, got {ref}")
+    if isinstance(ref, str) and not ref:
+        raise InvalidArgument(f"{what}: name must not be empty")
+    return ref
+
+
+def get_task_request(ref: Ref) -> GetTaskRequest:
+    """Build GetTask by id (int) or by name (str); raises InvalidArgument on a bad ref."""
+    ref = check_ref(ref, "task")
+    if isinstance(ref, int):
+        return GetTaskRequest(task_id=ref)
+    return GetTaskRequest(name=ref)
+
+
+def get_schedule_request(ref: Ref) -> GetScheduleRequest:
+    """Build GetSchedule by id (int) or by name (str); raises InvalidArgument on a bad ref."""
+    ref = check_ref(ref, "schedule")
+    if isinstance(ref, int):
+        return GetScheduleRequest(schedule_id=ref)
+    return GetScheduleRequest(name=ref)
+
+
+def run_tasks_request(refs: Sequence[Ref], trigger: Trigger) -> RunTasksRequest:
+    """Build RunTasks from ids and names.
+
+    Raises:
+        InvalidArgument: no task given, or a bad reference.
+    """
+    if not refs:
+        raise InvalidArgument("tasks: name at least one task id or name")
+    checked = [check_ref(r, "task") for r in refs]
+    return RunTasksRequest(
+        task_ids=[r for r in checked if isinstance(r, int)],
+        task_names=[r for r in checked if isinstance(r, str)],
+        trigger=trigger,
+    )
+
+
+def runs_in_argument_order(refs: Sequence[Ref], runs: Sequence[TaskRun]) -> list[TaskRun]:
+    """Reorder RunTasks' answer (ids first, then names) into the caller's argument order.
+
+    Args:
+        refs (Sequence[int | str]): the references as the caller gave them.
+        runs (Sequence[TaskRun]): the server's runs, one per reference.
+
+    Returns:
+        list[TaskRun]: ``runs[i]`` belongs to ``refs[i]``. When the counts differ (a server
+        that merged duplicates) the server's order is kept.
+    """
+    if len(runs) != len(refs):
+        return list(runs)
+    n_ids = sum(1 for r in refs if isinstance(r, int))
+    by_id = iter(runs[:n_ids])
+    by_name = iter(runs[n_ids:])
+    return [next(by_id) if isinstance(r, int) else next(by_name) for r in refs]
+
+
+def parse_job_status(value: JobStatus | str | int) -> JobStatus:
+    """Turn ``"failed"``, ``"FAILED"``, ``"JOB_STATUS_FAILED"`` or the enum into a JobStatus.
+
+    Raises:
+        InvalidArgument: an unknown name or number, or UNSPECIFIED.
+    """
+    return cast("JobStatus", _parse_enum(JobStatus, "JOB_STATUS_", value, "status"))
+
+
+def parse_catch_up_policy(value: CatchUpPolicy | str | int) -> CatchUpPolicy:
+    """Turn ``"SKIP"``, ``"run_once"``, ``"CATCH_UP_POLICY_RUN_ONCE"`` or the enum into a
+    CatchUpPolicy.
+
+    Raises:
+        InvalidArgument: an unknown name or number, or UNSPECIFIED.
+    """
+    policy = _parse_enum(CatchUpPolicy, "CATCH_UP_POLICY_", value, "catch_up_policy")
+    return cast("CatchUpPolicy", policy)
+
+
+def _parse_enum(enum: Any, prefix: str, value: object, field: str) -> int:
+    """Look ``value`` (a name with or without ``prefix``, or a number) up in ``enum``."""
+    known: dict[str, int] = {
+        str(name): int(number)
+        for name, number in enum.items()
+        if not str(name).endswith("_UNSPECIFIED")
+    }
+    if isinstance(value, str):
+        key = value.strip().upper().replace("-", "_")
+        key = key if key.startswith(prefix) else prefix + key
+        if key in known:
+            return known[key]
+    elif isinstance(value, int) and not isinstance(value, bool) and value in known.values():
+        return value
+    short = ", ".join(name.removeprefix(prefix) for name in known)
+    raise InvalidArgument(f"{field}: expected one of {short}, got {value!r}")
+
+
+def enum_label(enum: Any, value: int) -> str:
+    """Short name of an enum value: ``JOB_STATUS_FAILED`` -> ``"FAILED"``.
+
+    Args:
+        enum: a generated protobuf enum (``JobStatus``, ``Trigger``, ...).
+        value (int): its number; unknown numbers come back as the number.
+    """
+    try:
+        name = str(enum.Name(value))
+    except ValueError:
+        return str(value)
+    prefix = str(enum.keys()[0]).removesuffix("UNSPECIFIED")
+    return name.removeprefix(prefix)
+
+
+def to_struct(params: Mapping[str, Any], field: str = "params") -> Struct:
+    """Convert a JSON-like mapping into a ``google.protobuf.Struct``.
+
+    Numbers become doubles (JSON semantics). Raises InvalidArgument naming ``field`` when a
+    value is not JSON-representable.
+    """
+    if not isinstance(params, Mapping):
+        raise InvalidArgument(f"{field}: expected a mapping, got {type(params).__name__}")
+    struct = Struct()
+    try:
+        struct.update(dict(params))
+    except (ValueError, TypeError, AttributeError) as err:
+        raise InvalidArgument(f"{field}: not JSON-representable: {err}") from None
+    return struct
+
+
+def struct_to_dict(struct: Struct) -> dict[str, Any]:
+    """Convert a Struct back into a plain dict (numbers come back as floats)."""
+    return dict(json_format.MessageToDict(struct))
+
+
+def to_timestamp(value: datetime, field: str) -> Timestamp:
+    """Convert an aware datetime into a Timestamp.
+
+    Raises:
+        InvalidArgument: ``value`` is naive (its zone would be a guess).
+    """
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidArgument(f"{field}: needs a timezone-aware datetime, got {value!r}")
+    ts = Timestamp()
+    ts.FromDatetime(value.astimezone(UTC))
+    return ts
+
+
+def to_datetime(ts: Timestamp) -> datetime:
+    """Convert a Timestamp into an aware UTC datetime."""
+    return ts.ToDatetime(tzinfo=UTC)
+
+
+def is_terminal(job: Job) -> bool:
+    """True when the job has ended (SUCCEEDED, FAILED, ABORTED or CANCELLED)."""
+    return job.status in TERMINAL_STATUSES
+
+
+def page_size(limit: int | None, collected: int) -> int:
+    """Page size for the next list call: what is still wanted, at most 1000."""
+    if limit is None:
+        return MAX_PAGE_SIZE
+    return max(1, min(MAX_PAGE_SIZE, limit - collected))
+
+
+def check_limit(limit: int) -> int:
+    """Validate a ``limit`` argument (at least 1); raises InvalidArgument."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise InvalidArgument(f"limit: expected a positive int, got {limit!r}")
+    return limit
+
+
+def list_jobs_request(
+    task_id: int, statuses: Iterable[JobStatus | str], schedule_id: int
+) -> ListJobsRequest:
+    """Build the first ListJobs request (page size and token are set per page)."""
+    return ListJobsRequest(
+        task_id=task_id,
+        statuses=[parse_job_status(s) for s in statuses],
+        schedule_id=schedule_id,
+    )
+
+
+def build_task(
+    name: str,
+    handler: str,
+    params: Mapping[str, Any],
+    *,
+    description: str,
+    task_priority: int,
+    enabled: bool,
+    timeout_seconds: float,
+    max_attempts: int,
+    backoff_base_seconds: float,
+    backoff_cap_seconds: float,
+) -> Task:
+    """Build a Task with every writable field set explicitly (see ``create_task``)."""
+    return Task(
+        name=name,
+        description=description,
+        handler=handler,
+        params=to_struct(params),
+        task_priority=task_priority,
+        enabled=enabled,
+        timeout_seconds=timeout_seconds,
+        retry_policy=RetryPolicy(
+            max_attempts=max_attempts,
+            backoff_base_seconds=backoff_base_seconds,
+            backoff_cap_seconds=backoff_cap_seconds,
+        ),
+    )
+
+
+TASK_MASK = (
+    "name",
+    "description",
+    "handler",
+    "params",
+    "task_priority",
+    "enabled",
+    "timeout_seconds",
+    "retry_policy",
+)
+"""Every writable Task field: the full update mask."""
+
+SCHEDULE_MASK = (
+    "name",
+    "description",
+    "cron_expression",
+    "interval_seconds",
+    "timezone",
+    "catch_up_policy",
+    "enabled",
+    "task_ids",
+)
+"""Every writable Schedule field: the full update mask."""
+
+
+def update_task_request(current: Task, fields: TaskFields) -> UpdateTaskRequest:
+    """Build UpdateTask changing only ``fields`` of ``current``.
+
+    Args:
+        current (Task): the stored task (its id names it; its retry policy fills the retry
+            values not given).
+        fields (TaskFields): the new values, by SDK keyword.
+
+    Returns:
+        UpdateTaskRequest: the task with the new values and a mask of exactly the given
+        fields (the three retry keywords map to the one path ``retry_policy``).
+
+    Raises:
+        TypeError: an unknown keyword.
+        InvalidArgument: no field given, or params not JSON-representable.
+    """
+    unknown = sorted(set(fields) - _TASK_FIELDS)
+    if unknown:
+        raise TypeError(
+            f"update_task() got unknown field(s) {', '.join(unknown)}; "
+            f"expected some of {', '.join(sorted(_TASK_FIELDS))}"
+        )
+    if not fields:
+        raise InvalidArgument("update_task: give at least one field to change")
+    task = Task(id=current.id)
+    paths: list[str] = []
+    for key, value in fields.items():
+        if key in _RETRY_FIELDS:
+            continue
+        if key == "params":
+            task.params.CopyFrom(to_struct(fields["params"]))
+        else:
+            setattr(task, key, value)
+        paths.append(key)
+    if any(k in fields for k in _RETRY_FIELDS):
+        retry = RetryPolicy()
+        retry.CopyFrom(current.retry_policy)
+        if not current.HasField("retry_policy"):
+            retry.max_attempts, retry.backoff_base_seconds, retry.backoff_cap_seconds = 1, 10, 600
+        for key in _RETRY_FIELDS:
+            if key in fields:
+                setattr(retry, key, fields[key])  # type: ignore[literal-required]
+        task.retry_policy.CopyFrom(retry)
+        paths.append("retry_policy")
+    return UpdateTaskRequest(task=task, update_mask=FieldMask(paths=paths))
+
+
+def build_schedule(
+    name: str,
+    task_ids: Sequence[int],
+    *,
+    cron: str | None,
+    interval_seconds: int | None,
+    timezone: str,
+    catch_up_policy: CatchUpPolicy | str,
+    description: str,
+    enabled: bool,
+) -> Schedule:
+    """Build a Schedule with every writable field set explicitly (see ``create_schedule``).
+
+    Raises:
+        InvalidArgument: neither ``cron`` nor ``interval_seconds`` given, or a bad policy.
+    """
+    if not cron and not interval_seconds:
+        raise InvalidArgument("schedule: give cron or interval_seconds")
+    return Schedule(
+        name=name,
+        description=description,
+        cron_expression=cron or "",
+        interval_seconds=0 if cron else interval_seconds or 0,
+        timezone=timezone,
+        catch_up_policy=parse_catch_up_policy(catch_up_policy),
+        enabled=enabled,
+        task_ids=list(task_ids),
+    )
+
+
+def update_schedule_request(
+    schedule_id: int, fields: ScheduleFields, task_ids: Sequence[int] | None
+) -> UpdateScheduleRequest:
+    """Build UpdateSchedule changing only ``fields``.
+
+    Args:
+        schedule_id (int): the schedule.
+        fields (ScheduleFields): the new values, by SDK keyword.
+        task_ids (Sequence[int] | None): ``fields["tasks"]`` resolved to ids, when given.
+
+    Raises:
+        TypeError: an unknown keyword.
+        InvalidArgument: no field given, or a bad catch-up policy.
+    """
+    unknown = sorted(set(fields) - _SCHEDULE_FIELDS)
+    if unknown:
+        raise TypeError(
+            f"update_schedule() got unknown field(s) {', '.join(unknown)}; "
+            f"expected some of {', '.join(sorted(_SCHEDULE_FIELDS))}"
+        )
+    if not fields:
+        raise InvalidArgument("update_schedule: give at least one field to change")
+    schedule = Schedule(id=schedule_id)
+    paths: list[str] = []
+    for key, value in fields.items():
+        path = _SCHEDULE_PATHS.get(key, key)
+        if key == "tasks":
+            schedule.task_ids.extend(task_ids or [])
+        elif key == "catch_up_policy":
+            schedule.catch_up_policy = parse_catch_up_policy(fields["catch_up_policy"])
+        else:
+            setattr(schedule, path, value)
+        paths.append(path)
+    if "interval_seconds" in fields and "cron" not in fields:
+        schedule.cron_expression = ""
+        paths.append("cron_expression")
+    return UpdateScheduleRequest(schedule=schedule, update_mask=FieldMask(paths=paths))
+
+
+def describe_cron_request(
+    expression: str, timezone: str, after: datetime | None, count: int
+) -> DescribeCronRequest:
+    """Build DescribeCron; ``after`` must be aware (None means the server's now)."""
+    request = DescribeCronRequest(cron_expression=expression, timezone=timezone, count=count)
+    if after is not None:
+        request.after.CopyFrom(to_timestamp(after, "after"))
+    return request

@@ -1,0 +1,494 @@
+"""The blocking client: :class:`Client`, on the synchronous gRPC channel (no asyncio)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from datetime import datetime
+from types import TracebackType
+from typing import Any, Self, TypeVar, Unpack
+
+import grpc
+
+from tickwork import _requests as rq
+from tickwork.errors import JobTimeout, TickworkError, from_rpc_error
+from tickwork.v1.common_pb2 import TaskRun, Trigger
+from tickwork.v1.job_pb2 import (
+    CancelJobRequest,
+    GetJobRequest,
+    Job,
+    JobStatus,
+    WatchJobRequest,
+)
+from tickwork.v1.job_pb2_grpc import JobServiceStub
+from tickwork.v1.schedule_pb2 import (
+    CatchUpPolicy,
+    CreateScheduleRequest,
+    DeleteScheduleRequest,
+    DescribeCronResponse,
+    Fire,
+    ListFiresRequest,
+    ListSchedulesRequest,
+    Schedule,
+)
+from tickwork.v1.schedule_pb2_grpc import ScheduleServiceStub
+from tickwork.v1.task_pb2 import (
+    AbortTasksRequest,
+    CreateTaskRequest,
+    DeleteTaskRequest,
+    ListTasksRequest,
+    Task,
+    TaskAbort,
+)
+from tickwork.v1.task_pb2_grpc import TaskServiceStub
+
+__all__ = ["Client"]
+
+_T = TypeVar("_T")
+
+
+class Client:
+    """Blocking client of the tickwork API.
+
+    Use it as a context manager, or call :meth:`close`::
+
+        with Client("127.0.0.1:50051") as tw:
+            [run] = tw.run("health-check")
+            job = tw.wait(run.job_id, timeout=60)
+
+    Tasks and schedules are referred to by id (``int``) or name (``str``). Times are aware
+    ``datetime`` objects or protobuf Timestamps in UTC; durations are seconds. Every method
+    raises a :class:`~tickwork.errors.TickworkError` subclass on failure (``Unavailable``
+    when the server cannot be reached), never a raw ``grpc.RpcError``.
+
+    Args:
+        server (str | None): ``HOST:PORT``; default ``$TICKWORK_SERVER``, else
+            ``127.0.0.1:50051``. The channel is insecure (plaintext).
+        timeout (float | None): deadline of each unary call, seconds; ``None`` for none.
+            Streams (:meth:`watch`, :meth:`wait`) are not bounded by it.
+    """
+
+    def __init__(self, server: str | None = None, *, timeout: float | None = 30.0) -> None:
+        self.server: str = rq.resolve_server(server)
+        self.timeout = timeout
+        self._channel = grpc.insecure_channel(self.server)
+        self._tasks = TaskServiceStub(self._channel)
+        self._jobs = JobServiceStub(self._channel)
+        self._schedules = ScheduleServiceStub(self._channel)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the channel; calls in flight are cancelled. Idempotent."""
+        self._channel.close()
+
+    def __repr__(self) -> str:
+        return f"Client({self.server!r})"
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def _call(self, method: Callable[..., _T], request: Any) -> _T:
+        """Invoke a unary stub method with the client's deadline, translating errors."""
+        try:
+            return method(request, timeout=self.timeout)
+        except grpc.RpcError as err:
+            raise from_rpc_error(err) from None
+
+    def _collect(
+        self, fetch: Callable[[int, str], tuple[Sequence[_T], str]], limit: int | None
+    ) -> list[_T]:
+        """Follow page tokens until ``limit`` items (or all, for ``None``) are collected."""
+        items: list[_T] = []
+        token = ""
+        while True:
+            page, token = fetch(rq.page_size(limit, len(items)), token)
+            items.extend(page)
+            if not token or (limit is not None and len(items) >= limit):
+                return items if limit is None else items[:limit]
+
+    def _task_id(self, ref: rq.Ref) -> int:
+        """Resolve a task reference to its id (GetTask for a name). Raises NotFound."""
+        ref = rq.check_ref(ref, "task")
+        return ref if isinstance(ref, int) else self.get_task(ref).id
+
+    def _schedule_id(self, ref: rq.Ref) -> int:
+        """Resolve a schedule reference to its id (GetSchedule for a name). Raises NotFound."""
+        ref = rq.check_ref(ref, "schedule")
+        return ref if isinstance(ref, int) else self.get_schedule(ref).id
+
+    # -- running and jobs -------------------------------------------------------------------
+
+    def run(self, *tasks: int | str, trigger: Trigger = Trigger.TRIGGER_API) -> list[TaskRun]:
+        """Run tasks now, in the manual lane (before scheduler jobs).
+
+        Args:
+            *tasks (int | str): task ids or names, at least one.
+            trigger (Trigger): ``TRIGGER_API`` (default) or ``TRIGGER_MANUAL`` (a person).
+
+        Returns:
+            list[TaskRun]: one per argument, in argument order: the new job's id, or
+            ``skipped`` with ``skip_reason`` and the job already queued or running;
+            ``promoted`` when a scheduler-queued job was moved to the manual lane.
+
+        Raises:
+            NotFound: an unknown task (then nothing is enqueued).
+            InvalidArgument: no task given, or a bad reference.
+        """
+        request = rq.run_tasks_request(tasks, trigger)
+        response = self._call(self._tasks.RunTasks, request)
+        return rq.runs_in_argument_order(tasks, response.runs)
+
+    def abort(self, *tasks: int | str) -> list[TaskAbort]:
+        """Stop the queued or running job of each task.
+
+        A queued job is cancelled (CANCELLED); a running job is told to stop and ends
+        ABORTED once the worker has stopped its handler.
+
+        Args:
+            *tasks (int | str): task ids or names (names are resolved with GetTask first).
+
+        Returns:
+            list[TaskAbort]: one per task, in argument order, with the job and ``action``
+            (CANCELLED, ABORT_REQUESTED, or NONE when nothing was queued or running).
+
+        Raises:
+            NotFound: an unknown task.
+        """
+        ids = [self._task_id(t) for t in tasks]
+        response = self._call(self._tasks.AbortTasks, AbortTasksRequest(task_ids=ids))
+        return list(response.aborts)
+
+    def get_job(self, job_id: int) -> Job:
+        """Return one job. Raises NotFound."""
+        return self._call(self._jobs.GetJob, GetJobRequest(job_id=job_id)).job
+
+    def list_jobs(
+        self,
+        task: int | str | None = None,
+        statuses: Iterable[JobStatus | str] = (),
+        schedule: int | str | None = None,
+        limit: int = 100,
+    ) -> list[Job]:
+        """List jobs, newest (highest id) first.
+
+        Args:
+            task (int | str | None): only this task's jobs.
+            statuses (Iterable[JobStatus | str]): only jobs in these states (enum values or
+                names such as ``"FAILED"``); empty means all.
+            schedule (int | str | None): only jobs fired by this schedule.
+            limit (int): at most this many jobs (pages are followed until reached).
+
+        Raises:
+            NotFound: an unknown task or schedule name.
+            InvalidArgument: a bad status name or limit.
+        """
+        limit = rq.check_limit(limit)
+        base = rq.list_jobs_request(
+            self._task_id(task) if task is not None else 0,
+            statuses,
+            self._schedule_id(schedule) if schedule is not None else 0,
+        )
+
+        def fetch(size: int, token: str) -> tuple[Sequence[Job], str]:
+            base.page_size, base.page_token = size, token
+            response = self._call(self._jobs.ListJobs, base)
+            return response.jobs, response.next_page_token
+
+        return self._collect(fetch, limit)
+
+    def watch(self, job_id: int) -> Iterator[Job]:
+        """Stream a job's states: the current one at once, then every change (status or
+        output) until it has ended; then the iterator stops.
+
+        Breaking out of the loop cancels the stream.
+
+        Raises:
+            NotFound: no such job (on the first ``next()``).
+        """
+        call = self._jobs.WatchJob(WatchJobRequest(job_id=job_id))
+        try:
+            for response in call:
+                yield response.job
+        except grpc.RpcError as err:
+            raise from_rpc_error(err) from None
+        finally:
+            call.cancel()  # type: ignore[no-untyped-call]  # grpc-stubs leaves it untyped
+
+    def wait(self, job_id: int, timeout: float | None = None) -> Job:
+        """Block until the job has ended and return it (SUCCEEDED, FAILED, ABORTED or
+        CANCELLED). A failed job's retry is a new job (``retry_of_job_id``): this returns
+        the attempt asked for.
+
+        Args:
+            job_id (int): the job.
+            timeout (float | None): give up after this many seconds; ``None`` waits forever.
+
+        Raises:
+            JobTimeout: the job had not ended within ``timeout`` (it goes on running).
+            NotFound: no such job.
+        """
+        last: Job | None = None
+        call = self._jobs.WatchJob(WatchJobRequest(job_id=job_id), timeout=timeout)
+        try:
+            for response in call:
+                last = response.job
+                if rq.is_terminal(last):
+                    return last
+        except grpc.RpcError as err:
+            error = from_rpc_error(err)
+            if timeout is not None and error.code == grpc.StatusCode.DEADLINE_EXCEEDED:
+                raise JobTimeout(job_id, timeout, last) from None
+            raise error from None
+        finally:
+            call.cancel()  # type: ignore[no-untyped-call]  # grpc-stubs leaves it untyped
+        job = self.get_job(job_id)
+        if rq.is_terminal(job):
+            return job
+        raise TickworkError(
+            f"the watch of job {job_id} ended before the job did", grpc.StatusCode.UNAVAILABLE
+        )
+
+    def cancel_job(self, job_id: int) -> Job:
+        """Cancel a queued job and return it (now CANCELLED).
+
+        Raises:
+            NotFound: no such job.
+            FailedPrecondition: the job is not queued (abort a running one with :meth:`abort`).
+        """
+        return self._call(self._jobs.CancelJob, CancelJobRequest(job_id=job_id)).job
+
+    # -- tasks ------------------------------------------------------------------------------
+
+    def create_task(
+        self,
+        name: str,
+        handler: str,
+        params: Mapping[str, Any],
+        *,
+        description: str = "",
+        task_priority: int = 100,
+        enabled: bool = True,
+        timeout_seconds: float = 0,
+        max_attempts: int = 1,
+        backoff_base_seconds: float = 10,
+        backoff_cap_seconds: float = 600,
+    ) -> Task:
+        """Create a task and return it with its id.
+
+        Args:
+            name (str): unique, non-empty, at most 200 characters.
+            handler (str): ``"shell"``, ``"python"`` or a registered handler name.
+            params (Mapping[str, Any]): the handler's parameters (JSON-like), e.g.
+                ``{"argv": ["sh", "-c", "echo ok"]}`` or ``{"callable": "pkg.mod:fn"}``.
+            description (str): free text.
+            task_priority (int): higher runs first within a lane; default 100.
+            enabled (bool): a disabled task is never enqueued by the scheduler.
+            timeout_seconds (float): longest run time, seconds; 0 means no limit.
+            max_attempts (int): attempts including the first; 1 means no retry.
+            backoff_base_seconds (float): base of the exponential retry backoff, seconds.
+            backoff_cap_seconds (float): upper bound of one backoff delay, seconds.
+
+        Raises:
+            AlreadyExists: the name is taken.
+            InvalidArgument: a bad field, e.g. params the handler rejects (named).
+        """
+        task = rq.build_task(
+            name,
+            handler,
+            params,
+            description=description,
+            task_priority=task_priority,
+            enabled=enabled,
+            timeout_seconds=timeout_seconds,
+            max_attempts=max_attempts,
+            backoff_base_seconds=backoff_base_seconds,
+            backoff_cap_seconds=backoff_cap_seconds,
+        )
+        return self._call(self._tasks.CreateTask, CreateTaskRequest(task=task)).task
+
+    def get_task(self, task: int | str) -> Task:
+        """Return a task by id or name. Raises NotFound."""
+        return self._call(self._tasks.GetTask, rq.get_task_request(task)).task
+
+    def list_tasks(self) -> list[Task]:
+        """Return every task, in ascending name order (all pages)."""
+
+        def fetch(size: int, token: str) -> tuple[Sequence[Task], str]:
+            request = ListTasksRequest(page_size=size, page_token=token)
+            response = self._call(self._tasks.ListTasks, request)
+            return response.tasks, response.next_page_token
+
+        return self._collect(fetch, None)
+
+    def update_task(self, task: int | str, **fields: Unpack[rq.TaskFields]) -> Task:
+        """Change the given fields of a task and return the stored task.
+
+        Only the keywords given are sent (the update mask is built from their names), e.g.
+        ``update_task("backup", enabled=False, timeout_seconds=600)``. Keywords are those of
+        :meth:`create_task` plus ``name``; ``max_attempts`` and the backoff keywords change
+        the retry policy, keeping the values not given. Re-enabling resets the failure count.
+
+        Raises:
+            NotFound: no such task.
+            InvalidArgument: no field, or a bad value.
+            AlreadyExists: the new name is taken.
+            TypeError: an unknown keyword.
+        """
+        current = self.get_task(task)
+        request = rq.update_task_request(current, fields)
+        return self._call(self._tasks.UpdateTask, request).task
+
+    def delete_task(self, task: int | str) -> None:
+        """Delete a task, its queued jobs and its place in schedules.
+
+        Raises:
+            NotFound: no such task.
+            FailedPrecondition: the task has a running job.
+        """
+        request = DeleteTaskRequest(task_id=self._task_id(task))
+        self._call(self._tasks.DeleteTask, request)
+
+    def enable_task(self, task: int | str) -> Task:
+        """Enable a task (resetting its failure count) and return it. Raises NotFound."""
+        return self.update_task(task, enabled=True)
+
+    def disable_task(self, task: int | str) -> Task:
+        """Disable a task: the scheduler stops enqueueing it. Returns it. Raises NotFound."""
+        return self.update_task(task, enabled=False)
+
+    # -- schedules --------------------------------------------------------------------------
+
+    def create_schedule(
+        self,
+        name: str,
+        tasks: Sequence[int | str],
+        *,
+        cron: str | None = None,
+        interval_seconds: int | None = None,
+        timezone: str = "UTC",
+        catch_up_policy: CatchUpPolicy | str = "SKIP",
+        description: str = "",
+        enabled: bool = True,
+    ) -> Schedule:
+        """Create a schedule and return it with its id, next run time (UTC) and description.
+
+        Args:
+            name (str): unique, non-empty.
+            tasks (Sequence[int | str]): the tasks it runs (ids or names), at least one.
+            cron (str | None): 5 fields, or 6 with seconds first, or a macro (``@daily``).
+            interval_seconds (int | None): run this long after the previous run finished;
+                used when ``cron`` is not given.
+            timezone (str): IANA zone the expression is read in.
+            catch_up_policy (CatchUpPolicy | str): after downtime, ``"SKIP"`` the missed
+                windows or ``"RUN_ONCE"``.
+            description (str): free text.
+            enabled (bool): a disabled schedule does not fire.
+
+        Raises:
+            InvalidArgument: no cron nor interval; an invalid or never-firing expression or an
+                unknown zone (the message names the field).
+            AlreadyExists: the name is taken.
+            NotFound: an unknown task.
+        """
+        schedule = rq.build_schedule(
+            name,
+            [self._task_id(t) for t in tasks],
+            cron=cron,
+            interval_seconds=interval_seconds,
+            timezone=timezone,
+            catch_up_policy=catch_up_policy,
+            description=description,
+            enabled=enabled,
+        )
+        request = CreateScheduleRequest(schedule=schedule)
+        return self._call(self._schedules.CreateSchedule, request).schedule
+
+    def get_schedule(self, schedule: int | str) -> Schedule:
+        """Return a schedule by id or name. Raises NotFound."""
+        request = rq.get_schedule_request(schedule)
+        return self._call(self._schedules.GetSchedule, request).schedule
+
+    def list_schedules(self) -> list[Schedule]:
+        """Return every schedule, in ascending name order (all pages)."""
+
+        def fetch(size: int, token: str) -> tuple[Sequence[Schedule], str]:
+            request = ListSchedulesRequest(page_size=size, page_token=token)
+            response = self._call(self._schedules.ListSchedules, request)
+            return response.schedules, response.next_page_token
+
+        return self._collect(fetch, None)
+
+    def update_schedule(self, schedule: int | str, **fields: Unpack[rq.ScheduleFields]) -> Schedule:
+        """Change the given fields of a schedule and return the stored schedule.
+
+        Keywords: ``name``, ``description``, ``cron``, ``interval_seconds``, ``timezone``,
+        ``catch_up_policy``, ``enabled``, ``tasks`` (ids or names, replacing the list).
+        ``interval_seconds`` without ``cron`` also clears the cron expression. The server
+        recomputes the next run time when the timing or enabled state changes.
+
+        Raises:
+            NotFound: no such schedule or task.
+            InvalidArgument: no field or a bad value (named).
+            AlreadyExists: the new name is taken.
+            TypeError: an unknown keyword.
+        """
+        schedule_id = self._schedule_id(schedule)
+        task_ids = [self._task_id(t) for t in fields["tasks"]] if "tasks" in fields else None
+        request = rq.update_schedule_request(schedule_id, fields, task_ids)
+        return self._call(self._schedules.UpdateSchedule, request).schedule
+
+    def delete_schedule(self, schedule: int | str) -> None:
+        """Delete a schedule and its fire history (its tasks stay). Raises NotFound."""
+        request = DeleteScheduleRequest(schedule_id=self._schedule_id(schedule))
+        self._call(self._schedules.DeleteSchedule, request)
+
+    def list_fires(self, schedule: int | str, limit: int = 100) -> list[Fire]:
+        """Return a schedule's recorded fires, newest fire time first: what came of each
+        (enqueued job ids, skipped and why, or missed under catch-up SKIP).
+
+        Raises:
+            NotFound: no such schedule.
+            InvalidArgument: a bad limit.
+        """
+        limit = rq.check_limit(limit)
+        schedule_id = self._schedule_id(schedule)
+
+        def fetch(size: int, token: str) -> tuple[Sequence[Fire], str]:
+            request = ListFiresRequest(schedule_id=schedule_id, page_size=size, page_token=token)
+            response = self._call(self._schedules.ListFires, request)
+            return response.fires, response.next_page_token
+
+        return self._collect(fetch, limit)
+
+    def describe_cron(
+        self,
+        expression: str,
+        timezone: str = "UTC",
+        after: datetime | None = None,
+        count: int = 5,
+    ) -> DescribeCronResponse:
+        """Describe a cron expression in words and preview its next fire times.
+
+        Args:
+            expression (str): the cron expression.
+            timezone (str): IANA zone it is read in.
+            after (datetime | None): preview strictly after this aware instant; default now.
+            count (int): how many fire times, 1 to 1000.
+
+        Returns:
+            DescribeCronResponse: ``description`` and ``fire_times`` (each with the UTC
+            ``fire_time``, the ISO 8601 ``local_time`` and any ``dst_note``).
+
+        Raises:
+            InvalidArgument: a bad expression, zone, count, or a naive ``after``.
+        """
+        request = rq.describe_cron_request(expression, timezone, after, count)
+        return self._call(self._schedules.DescribeCron, request)

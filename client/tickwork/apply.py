@@ -1,0 +1,595 @@
+"""Declarative configuration: a TOML file of tasks and schedules, applied idempotently.
+
+File format (every key but ``name``, ``handler`` and the schedule's timing is optional)::
+
+    [[tasks]]
+    name = "health-check"
+    handler = "shell"
+    params = { argv = ["sh", "-c", "echo ok"] }
+    description = "..."
+    task_priority = 100
+    timeout_seconds = 30
+    retry = { max_attempts = 3, backoff_base_seconds = 5, backoff_cap_seconds = 60 }
+    enabled = true
+
+    [[schedules]]
+    name = "every-10s"
+    cron = "*/10 * * * * *"        # or: interval_seconds = 30
+    timezone = "UTC"
+    catch_up_policy = "SKIP"       # or "RUN_ONCE"
+    tasks = ["health-check"]
+    description = "..."
+    enabled = true
+
+:func:`load_config` parses and validates the file (no I/O besides reading it);
+:func:`apply_config` upserts it by name through a :class:`~tickwork.Client`. Tasks and
+schedules on the server that the file does not name are left alone.
+
+``enabled`` is managed only when the file gives it: a task the scheduler disabled after
+repeated failures stays disabled when a file without ``enabled`` is applied again.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+import zoneinfo
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from tickwork import _requests as rq
+from tickwork._sync import Client
+from tickwork.errors import InvalidArgument, NotFound
+from tickwork.v1.schedule_pb2 import CatchUpPolicy, Schedule
+from tickwork.v1.task_pb2 import Task
+
+__all__ = [
+    "ApplyChange",
+    "ApplyReport",
+    "Config",
+    "ConfigError",
+    "ScheduleSpec",
+    "TaskSpec",
+    "apply_config",
+    "load_config",
+    "parse_config",
+]
+
+
+class ConfigError(InvalidArgument):
+    """The configuration file is unreadable or malformed.
+
+    ``details`` holds one line per problem, each starting with the key at fault, e.g.
+    ``tasks[2].handler: required``.
+
+    Attributes:
+        problems (list[tuple[str, str]]): ``(key, message)`` pairs, in file order.
+        source (str): the file's path, or ``"<config>"``.
+    """
+
+    def __init__(self, problems: Sequence[tuple[str, str]], source: str = "<config>") -> None:
+        """Create the error from ``(key, message)`` pairs (at least one)."""
+        self.problems = list(problems)
+        self.source = source
+        super().__init__("\n".join(f"{key}: {msg}" if key else msg for key, msg in problems))
+
+    @property
+    def key(self) -> str:
+        """The key of the first problem, e.g. ``"tasks[2].handler"``."""
+        return self.problems[0][0]
+
+    def __str__(self) -> str:
+        """Return ``"<source>: <problem>"`` lines."""
+        return "\n".join(f"{self.source}: {line}" for line in self.details.splitlines())
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """A task as the file describes it. Seconds are floats; ``enabled=None`` means the file
+    does not manage the enabled state (new tasks are created enabled)."""
+
+    name: str
+    handler: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    description: str = ""
+    task_priority: int = 100
+    timeout_seconds: float = 0.0
+    max_attempts: int = 1
+    backoff_base_seconds: float = 10.0
+    backoff_cap_seconds: float = 600.0
+    enabled: bool | None = None
+
+
+@dataclass(frozen=True)
+class ScheduleSpec:
+    """A schedule as the file describes it: exactly one of ``cron`` and
+    ``interval_seconds``; ``tasks`` are task names; ``catch_up_policy`` is ``"SKIP"`` or
+    ``"RUN_ONCE"``; ``enabled=None`` means unmanaged (new schedules are created enabled)."""
+
+    name: str
+    tasks: tuple[str, ...]
+    cron: str | None = None
+    interval_seconds: int | None = None
+    timezone: str = "UTC"
+    catch_up_policy: str = "SKIP"
+    description: str = ""
+    enabled: bool | None = None
+
+
+@dataclass(frozen=True)
+class Config:
+    """A parsed configuration: tasks and schedules in file order."""
+
+    tasks: tuple[TaskSpec, ...] = ()
+    schedules: tuple[ScheduleSpec, ...] = ()
+    source: str = "<config>"
+
+
+@dataclass(frozen=True)
+class ApplyChange:
+    """What :func:`apply_config` did to one task or schedule.
+
+    Attributes:
+        kind: ``"task"`` or ``"schedule"``.
+        name: its name.
+        action: ``"created"``, ``"updated"`` or ``"unchanged"``.
+        fields: for ``"updated"``, the fields that differed (SDK names), sorted.
+    """
+
+    kind: Literal["task", "schedule"]
+    name: str
+    action: Literal["created", "updated", "unchanged"]
+    fields: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        """Return e.g. ``"task health-check: updated (params, timeout_seconds)"``."""
+        extra = f" ({', '.join(self.fields)})" if self.fields else ""
+        return f"{self.kind} {self.name}: {self.action}{extra}"
+
+
+@dataclass
+class ApplyReport:
+    """The outcome of :func:`apply_config`: one change per task, then per schedule, in
+    file order."""
+
+    changes: list[ApplyChange] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        """True when anything was created or updated."""
+        return any(c.action != "unchanged" for c in self.changes)
+
+    def count(self, action: str) -> int:
+        """How many changes have this action (``"created"``, ``"updated"``, ``"unchanged"``)."""
+        return sum(1 for c in self.changes if c.action == action)
+
+    def summary(self) -> str:
+        """Return e.g. ``"1 created, 0 updated, 3 unchanged"``."""
+        return ", ".join(f"{self.count(a)} {a}" for a in ("created", "updated", "unchanged"))
+
+    def __str__(self) -> str:
+        """One line per change, then the summary."""
+        return "\n".join([*(str(c) for c in self.changes), self.summary()])
+
+
+# -- parsing ------------------------------------------------------------------------------
+
+
+def load_config(path: str | os.PathLike[str]) -> Config:
+    """Read and validate a TOML configuration file.
+
+    Args:
+        path (str | PathLike): the file.
+
+    Returns:
+        Config: the tasks and schedules, with defaults filled in.
+
+    Raises:
+        ConfigError: the file cannot be read, is not TOML, or a key is missing, unknown or
+            of the wrong type (every problem is listed, each naming its key).
+    """
+    source = os.fspath(path)
+    try:
+        with open(source, "rb") as fh:
+            data = tomllib.load(fh)
+    except OSError as err:
+        raise ConfigError([("", f"cannot read: {err.strerror or err}")], source) from None
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError([("", f"invalid TOML: {err}")], source) from None
+    return parse_config(data, source)
+
+
+def parse_config(data: Mapping[str, Any], source: str = "<config>") -> Config:
+    """Validate an already-decoded configuration (the dict ``tomllib`` returns).
+
+    Raises:
+        ConfigError: every problem found, each naming its key.
+    """
+    problems = _Problems()
+    for key in data:
+        if key not in ("tasks", "schedules"):
+            problems.add(key, "unknown key (expected tasks, schedules)")
+    tasks = tuple(
+        t
+        for i, item in enumerate(_tables(data, "tasks", problems))
+        if (t := _task(i, item, problems))
+    )
+    schedules = tuple(
+        s
+        for i, item in enumerate(_tables(data, "schedules", problems))
+        if (s := _schedule(i, item, problems))
+    )
+    _check_unique("tasks", [t.name for t in tasks], problems)
+    _check_unique("schedules", [s.name for s in schedules], problems)
+    if problems:
+        raise ConfigError(problems, source)
+    return Config(tasks=tasks, schedules=schedules, source=source)
+
+
+class _Problems(list[tuple[str, str]]):
+    def add(self, key: str, message: str) -> None:
+        self.append((key, message))
+
+
+_TASK_KEYS = (
+    "name",
+    "handler",
+    "params",
+    "description",
+    "task_priority",
+    "timeout_seconds",
+    "retry",
+    "enabled",
+)
+_RETRY_KEYS = ("max_attempts", "backoff_base_seconds", "backoff_cap_seconds")
+_SCHEDULE_KEYS = (
+    "name",
+    "cron",
+    "interval_seconds",
+    "timezone",
+    "catch_up_policy",
+    "tasks",
+    "description",
+    "enabled",
+)
+
+
+def _tables(data: Mapping[str, Any], key: str, problems: _Problems) -> list[Mapping[str, Any]]:
+    value = data.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, Mapping) for v in value):
+        problems.add(key, f"expected an array of tables ([[{key}]])")
+        return []
+    return value
+
+
+def _unknown(
+    prefix: str, item: Mapping[str, Any], allowed: Sequence[str], problems: _Problems
+) -> None:
+    for key in item:
+        if key not in allowed:
+            problems.add(f"{prefix}.{key}", f"unknown key (expected one of {', '.join(allowed)})")
+
+
+def _type_name(value: object) -> str:
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, Mapping):
+        return "table"
+    names = {bool: "boolean", int: "integer", float: "float", str: "string"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _get(
+    item: Mapping[str, Any],
+    prefix: str,
+    key: str,
+    kind: Literal["str", "int", "number", "bool", "table"],
+    problems: _Problems,
+    *,
+    required: bool = False,
+) -> Any:
+    """Return ``item[key]`` if it has the right type, else None (recording a problem)."""
+    if key not in item:
+        if required:
+            problems.add(f"{prefix}.{key}", "required")
+        return None
+    value = item[key]
+    ok = {
+        "str": isinstance(value, str),
+        "int": isinstance(value, int) and not isinstance(value, bool),
+        "number": isinstance(value, int | float) and not isinstance(value, bool),
+        "bool": isinstance(value, bool),
+        "table": isinstance(value, Mapping),
+    }[kind]
+    if not ok:
+        expected = {"str": "a string", "int": "an integer", "number": "a number",
+                    "bool": "true or false", "table": "a table"}[kind]  # fmt: skip
+        problems.add(f"{prefix}.{key}", f"expected {expected}, got {_type_name(value)} {value!r}")
+        return None
+    if kind == "str" and required and not value.strip():
+        problems.add(f"{prefix}.{key}", "must not be empty")
+        return None
+    return value
+
+
+def _task(i: int, item: Mapping[str, Any], problems: _Problems) -> TaskSpec | None:
+    prefix = f"tasks[{i}]"
+    before = len(problems)
+    _unknown(prefix, item, _TASK_KEYS, problems)
+    name = _get(item, prefix, "name", "str", problems, required=True)
+    handler = _get(item, prefix, "handler", "str", problems, required=True)
+    params = _get(item, prefix, "params", "table", problems)
+    description = _get(item, prefix, "description", "str", problems)
+    priority = _get(item, prefix, "task_priority", "int", problems)
+    timeout = _get(item, prefix, "timeout_seconds", "number", problems)
+    enabled = _get(item, prefix, "enabled", "bool", problems)
+    if timeout is not None and timeout < 0:
+        problems.add(f"{prefix}.timeout_seconds", f"must be >= 0 (0 means no limit), got {timeout}")
+    retry = _get(item, prefix, "retry", "table", problems) or {}
+    rprefix = f"{prefix}.retry"
+    _unknown(rprefix, retry, _RETRY_KEYS, problems)
+    attempts = _get(retry, rprefix, "max_attempts", "int", problems)
+    base = _get(retry, rprefix, "backoff_base_seconds", "number", problems)
+    cap = _get(retry, rprefix, "backoff_cap_seconds", "number", problems)
+    if attempts is not None and not 1 <= attempts <= 100:
+        problems.add(f"{rprefix}.max_attempts", f"must be between 1 and 100, got {attempts}")
+    for key, value in (("backoff_base_seconds", base), ("backoff_cap_seconds", cap)):
+        if value is not None and value <= 0:
+            problems.add(f"{rprefix}.{key}", f"must be > 0 seconds, got {value}")
+    if params is not None:
+        try:
+            rq.to_struct(params)
+        except InvalidArgument as err:
+            problems.add(f"{prefix}.params", err.details.removeprefix("params: "))
+    if len(problems) > before:
+        return None
+    return TaskSpec(
+        name=name,
+        handler=handler,
+        params=dict(params or {}),
+        description=description or "",
+        task_priority=100 if priority is None else priority,
+        timeout_seconds=float(timeout or 0),
+        max_attempts=1 if attempts is None else attempts,
+        backoff_base_seconds=10.0 if base is None else float(base),
+        backoff_cap_seconds=600.0 if cap is None else float(cap),
+        enabled=enabled,
+    )
+
+
+def _schedule(i: int, item: Mapping[str, Any], problems: _Problems) -> ScheduleSpec | None:
+    prefix = f"schedules[{i}]"
+    before = len(problems)
+    _unknown(prefix, item, _SCHEDULE_KEYS, problems)
+    name = _get(item, prefix, "name", "str", problems, required=True)
+    cron = _get(item, prefix, "cron", "str", problems)
+    interval = _get(item, prefix, "interval_seconds", "int", problems)
+    timezone = _get(item, prefix, "timezone", "str", problems)
+    policy = _get(item, prefix, "catch_up_policy", "str", problems)
+    description = _get(item, prefix, "description", "str", problems)
+    enabled = _get(item, prefix, "enabled", "bool", problems)
+    if "cron" not in item and "interval_seconds" not in item:
+        problems.add(prefix, "give cron or interval_seconds")
+    elif "cron" in item and "interval_seconds" in item:
+        problems.add(prefix, "give cron or interval_seconds, not both")
+    if cron is not None and not cron.strip():
+        problems.add(f"{prefix}.cron", "must not be empty")
+    if interval is not None and interval < 1:
+        problems.add(f"{prefix}.interval_seconds", f"must be at least 1, got {interval}")
+    if timezone is not None:
+        try:
+            zoneinfo.ZoneInfo(timezone)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            problems.add(f"{prefix}.timezone", f"unknown IANA time zone {timezone!r}")
+    if policy is not None:
+        try:
+            policy = CatchUpPolicy.Name(rq.parse_catch_up_policy(policy)).removeprefix(
+                "CATCH_UP_POLICY_"
+            )
+        except InvalidArgument as err:
+            problems.add(f"{prefix}.catch_up_policy", err.details.split(": ", 1)[1])
+    tasks = item.get("tasks")
+    if "tasks" not in item:
+        problems.add(f"{prefix}.tasks", "required")
+    elif not isinstance(tasks, list) or not all(isinstance(t, str) and t for t in tasks):
+        problems.add(f"{prefix}.tasks", f"expected an array of task names, got {tasks!r}")
+    elif not tasks:
+        problems.add(f"{prefix}.tasks", "name at least one task")
+    elif len(set(tasks)) != len(tasks):
+        problems.add(f"{prefix}.tasks", "a task is named twice")
+    if len(problems) > before:
+        return None
+    return ScheduleSpec(
+        name=name,
+        tasks=tuple(tasks or ()),
+        cron=" ".join(cron.split()) if cron else None,
+        interval_seconds=interval,
+        timezone=timezone or "UTC",
+        catch_up_policy=policy or "SKIP",
+        description=description or "",
+        enabled=enabled,
+    )
+
+
+def _check_unique(kind: str, names: Sequence[str], problems: _Problems) -> None:
+    seen: dict[str, int] = {}
+    for i, name in enumerate(names):
+        if name in seen:
+            problems.add(
+                f"{kind}[{i}].name", f"duplicate name {name!r} (also {kind}[{seen[name]}])"
+            )
+        else:
+            seen[name] = i
+
+
+# -- applying -----------------------------------------------------------------------------
+
+
+def apply_config(client: Client, config: Config) -> ApplyReport:
+    """Make the server's tasks and schedules match ``config``, by name.
+
+    Tasks first, then schedules (which name their tasks; a name not in the file must exist
+    on the server). Each one missing on the server is created; one that differs is updated
+    with a mask of every field the file manages; one that matches is left alone. Applying
+    the same config twice reports only ``"unchanged"`` the second time.
+
+    Args:
+        client (Client): a connected client.
+        config (Config): from :func:`load_config` or :func:`parse_config`.
+
+    Returns:
+        ApplyReport: one change per task and per schedule, in file order.
+
+    Raises:
+        NotFound: a schedule names a task that is neither in the file nor on the server.
+        InvalidArgument: the server rejected a value (e.g. a cron expression; named).
+        TickworkError: any other server error (what was applied before it stays applied).
+    """
+    report = ApplyReport()
+    task_ids: dict[str, int] = {}
+    for spec in config.tasks:
+        task_id, change = _apply_task(client, spec)
+        task_ids[spec.name] = task_id
+        report.changes.append(change)
+    for i, sched in enumerate(config.schedules):
+        ids: list[int] = []
+        for name in sched.tasks:
+            if name not in task_ids:
+                try:
+                    task_ids[name] = client.get_task(name).id
+                except NotFound:
+                    raise NotFound(
+                        f"schedules[{i}].tasks: no task named {name!r} in the file or on the server"
+                    ) from None
+            ids.append(task_ids[name])
+        report.changes.append(_apply_schedule(client, sched, ids))
+    return report
+
+
+def _apply_task(client: Client, spec: TaskSpec) -> tuple[int, ApplyChange]:
+    try:
+        current = client.get_task(spec.name)
+    except NotFound:
+        created = client.create_task(
+            spec.name,
+            spec.handler,
+            spec.params,
+            description=spec.description,
+            task_priority=spec.task_priority,
+            enabled=True if spec.enabled is None else spec.enabled,
+            timeout_seconds=spec.timeout_seconds,
+            max_attempts=spec.max_attempts,
+            backoff_base_seconds=spec.backoff_base_seconds,
+            backoff_cap_seconds=spec.backoff_cap_seconds,
+        )
+        return created.id, ApplyChange("task", spec.name, "created")
+    diff = task_diff(spec, current)
+    if not diff:
+        return current.id, ApplyChange("task", spec.name, "unchanged")
+    fields: rq.TaskFields = {
+        "name": spec.name,
+        "description": spec.description,
+        "handler": spec.handler,
+        "params": spec.params,
+        "task_priority": spec.task_priority,
+        "timeout_seconds": spec.timeout_seconds,
+        "max_attempts": spec.max_attempts,
+        "backoff_base_seconds": spec.backoff_base_seconds,
+        "backoff_cap_seconds": spec.backoff_cap_seconds,
+    }
+    if spec.enabled is not None:
+        fields["enabled"] = spec.enabled
+    client.update_task(current.id, **fields)
+    return current.id, ApplyChange("task", spec.name, "updated", diff)
+
+
+def task_diff(spec: TaskSpec, current: Task) -> tuple[str, ...]:
+    """The fields (SDK names, sorted) in which the stored task differs from ``spec``;
+    empty when they match. ``enabled`` counts only when the spec manages it."""
+    retry = current.retry_policy if current.HasField("retry_policy") else None
+    stored: dict[str, object] = {
+        "description": current.description,
+        "handler": current.handler,
+        "params": current.params,
+        "task_priority": current.task_priority if current.HasField("task_priority") else 100,
+        "timeout_seconds": current.timeout_seconds,
+        "max_attempts": retry.max_attempts if retry else 1,
+        "backoff_base_seconds": retry.backoff_base_seconds if retry else 10.0,
+        "backoff_cap_seconds": retry.backoff_cap_seconds if retry else 600.0,
+        "enabled": current.enabled if current.HasField("enabled") else True,
+    }
+    wanted: dict[str, object] = {
+        "description": spec.description,
+        "handler": spec.handler,
+        "params": rq.to_struct(spec.params),
+        "task_priority": spec.task_priority,
+        "timeout_seconds": spec.timeout_seconds,
+        "max_attempts": spec.max_attempts,
+        "backoff_base_seconds": spec.backoff_base_seconds,
+        "backoff_cap_seconds": spec.backoff_cap_seconds,
+    }
+    if spec.enabled is not None:
+        wanted["enabled"] = spec.enabled
+    return tuple(sorted(k for k, v in wanted.items() if stored[k] != v))
+
+
+def _apply_schedule(client: Client, spec: ScheduleSpec, task_ids: list[int]) -> ApplyChange:
+    try:
+        current = client.get_schedule(spec.name)
+    except NotFound:
+        client.create_schedule(
+            spec.name,
+            task_ids,
+            cron=spec.cron,
+            interval_seconds=spec.interval_seconds,
+            timezone=spec.timezone,
+            catch_up_policy=spec.catch_up_policy,
+            description=spec.description,
+            enabled=True if spec.enabled is None else spec.enabled,
+        )
+        return ApplyChange("schedule", spec.name, "created")
+    diff = schedule_diff(spec, task_ids, current)
+    if not diff:
+        return ApplyChange("schedule", spec.name, "unchanged")
+    fields: rq.ScheduleFields = {
+        "name": spec.name,
+        "description": spec.description,
+        "cron": spec.cron or "",
+        "interval_seconds": 0 if spec.cron else spec.interval_seconds or 0,
+        "timezone": spec.timezone,
+        "catch_up_policy": spec.catch_up_policy,
+        "tasks": task_ids,
+    }
+    if spec.enabled is not None:
+        fields["enabled"] = spec.enabled
+    client.update_schedule(current.id, **fields)
+    return ApplyChange("schedule", spec.name, "updated", diff)
+
+
+def schedule_diff(
+    spec: ScheduleSpec, task_ids: Sequence[int], current: Schedule
+) -> tuple[str, ...]:
+    """The fields (SDK names, sorted) in which the stored schedule differs from ``spec``
+    with its tasks resolved to ``task_ids``; task order does not matter."""
+    policy = current.catch_up_policy or CatchUpPolicy.CATCH_UP_POLICY_SKIP
+    stored: dict[str, object] = {
+        "description": current.description,
+        "cron": current.cron_expression,
+        "interval_seconds": 0 if current.cron_expression else current.interval_seconds,
+        "timezone": current.timezone or "UTC",
+        "catch_up_policy": policy,
+        "tasks": sorted(current.task_ids),
+        "enabled": current.enabled if current.HasField("enabled") else True,
+    }
+    wanted: dict[str, object] = {
+        "description": spec.description,
+        "cron": spec.cron or "",
+        "interval_seconds": 0 if spec.cron else spec.interval_seconds or 0,
+        "timezone": spec.timezone,
+        "catch_up_policy": rq.parse_catch_up_policy(spec.catch_up_policy),
+        "tasks": sorted(task_ids),
+    }
+    if spec.enabled is not None:
+        wanted["enabled"] = spec.enabled
+    return tuple(sorted(k for k, v in wanted.items() if stored[k] != v))

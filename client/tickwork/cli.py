@@ -1,0 +1,530 @@
+"""The ``tickwork`` command line: run the service, apply config, and operate tasks, jobs and
+schedules.
+
+``main(argv)`` returns the exit status: 0 on success, 1 on a failed operation (including a
+job that did not succeed under ``--wait`` or ``jobs watch``), 2 on a usage or validation
+error. Errors go to stderr as ``error: <STATUS>: <details>``; an unreachable server reads
+``error: cannot reach tickwork at HOST:PORT``. No traceback is shown for either.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import TextIO
+from zoneinfo import ZoneInfo
+
+from google.protobuf.message import Message
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from tickwork import _requests as rq
+from tickwork._sync import Client
+from tickwork.apply import ConfigError, apply_config, load_config
+from tickwork.errors import InvalidArgument, TickworkError, Unavailable
+from tickwork.v1.common_pb2 import SkipReason, TaskRun, Trigger
+from tickwork.v1.job_pb2 import Job, JobStatus
+from tickwork.v1.schedule_pb2 import FireOutcome
+from tickwork.v1.task_pb2 import Task
+
+__all__ = ["main"]
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+_SKIP_TEXT = {
+    SkipReason.SKIP_REASON_ALREADY_QUEUED: "already queued",
+    SkipReason.SKIP_REASON_ALREADY_RUNNING: "already running",
+    SkipReason.SKIP_REASON_TASK_DISABLED: "task disabled",
+}
+# Same wording as the server's DescribeCron (scheduler_svc.servicers.schedules.DST_NOTES).
+_DST_TEXT = {
+    "MOVED_FROM_GAP": (
+        "moved: the wall time does not exist on this day (DST gap); "
+        "fires at the first instant after the gap"
+    ),
+    "FIRST_PASS_ONLY": (
+        "single: the wall time occurs twice on this day (DST fall back); "
+        "fires in the first pass only"
+    ),
+}
+
+Command = Callable[[argparse.Namespace, TextIO], int]
+
+
+# -- argument types -----------------------------------------------------------------------
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text!r}")
+    return value
+
+
+def _count(text: str) -> int:
+    value = _positive_int(text)
+    if value > 1000:
+        raise argparse.ArgumentTypeError(f"at most 1000, got {value}")
+    return value
+
+
+# -- parser -------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Build the argument parser (exposed for documentation and tests)."""
+    server_help = f"tickwork API address (default: ${rq.SERVER_ENV} or {rq.DEFAULT_SERVER})"
+    parser = argparse.ArgumentParser(
+        prog="tickwork",
+        description="tickwork: run tasks on cron and interval schedules, and on demand.",
+    )
+    parser.add_argument("--server", metavar="HOST:PORT", default=None, help=server_help)
+    # Lets every networked subcommand take --server after its name too.
+    net = argparse.ArgumentParser(add_help=False)
+    net.add_argument("--server", metavar="HOST:PORT", default=argparse.SUPPRESS, help=server_help)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    p = sub.add_parser(
+        "serve",
+        help="run the scheduler service (API, queue, scheduler loop, embedded worker)",
+        description="Run the scheduler service until SIGINT or SIGTERM.",
+    )
+    p.add_argument("--listen", metavar="HOST:PORT", help="address to listen on")
+    p.add_argument("--config", metavar="FILE", help="TOML config to apply once started")
+    p.set_defaults(func=_cmd_serve)
+
+    p = sub.add_parser(
+        "worker",
+        parents=[net],
+        help="run a dedicated worker",
+        description="Run a worker that takes jobs from the scheduler service at --server.",
+    )
+    p.set_defaults(func=_cmd_worker)
+
+    p = sub.add_parser(
+        "apply",
+        parents=[net],
+        help="create or update tasks and schedules from a TOML file",
+        description="Upsert the file's tasks and schedules by name (idempotent).",
+    )
+    p.add_argument("-f", "--file", metavar="FILE", required=True, help="TOML config file")
+    p.set_defaults(func=_cmd_apply)
+
+    tasks = sub.add_parser("tasks", help="list, run, enable and disable tasks")
+    tsub = tasks.add_subparsers(dest="tasks_command", metavar="ACTION", required=True)
+    p = tsub.add_parser("list", parents=[net], help="list tasks")
+    p.set_defaults(func=_cmd_tasks_list)
+    p = tsub.add_parser(
+        "run",
+        parents=[net],
+        help="run a task now (manual lane)",
+        description="Run a task now. Exit status with --wait: 0 when the job SUCCEEDED, "
+        "1 otherwise.",
+    )
+    p.add_argument("name", metavar="NAME", help="task name")
+    p.add_argument("--wait", action="store_true", help="wait for the job to end")
+    p.add_argument(
+        "--timeout", type=_seconds, metavar="S", help="with --wait: give up after S seconds"
+    )
+    p.set_defaults(func=_cmd_tasks_run)
+    for action, enabled in (("enable", True), ("disable", False)):
+        p = tsub.add_parser(action, parents=[net], help=f"{action} a task")
+        p.add_argument("name", metavar="NAME", help="task name")
+        p.set_defaults(func=_cmd_tasks_enable, enabled=enabled)
+
+    jobs = sub.add_parser("jobs", help="list, inspect, watch and cancel jobs")
+    jsub = jobs.add_subparsers(dest="jobs_command", metavar="ACTION", required=True)
+    p = jsub.add_parser("list", parents=[net], help="list jobs, newest first")
+    p.add_argument("--task", metavar="NAME", help="only this task's jobs")
+    p.add_argument(
+        "--status",
+        action="append",
+        default=[],
+        metavar="STATUS",
+        help="only jobs in this state (QUEUED, RUNNING, SUCCEEDED, FAILED, ABORTED, "
+        "CANCELLED); repeat or separate with commas",
+    )
+    p.add_argument("--limit", type=_positive_int, default=20, metavar="N", help="default 20")
+    p.set_defaults(func=_cmd_jobs_list)
+    p = jsub.add_parser("get", parents=[net], help="show every field of a job")
+    p.add_argument("job_id", type=_positive_int, metavar="ID")
+    p.set_defaults(func=_cmd_jobs_get)
+    p = jsub.add_parser(
+        "watch",
+        parents=[net],
+        help="print a job's state changes until it ends",
+        description="Print one line per state change until the job ends. Exit status: 0 "
+        "when it SUCCEEDED, 1 otherwise.",
+    )
+    p.add_argument("job_id", type=_positive_int, metavar="ID")
+    p.set_defaults(func=_cmd_jobs_watch)
+    p = jsub.add_parser("cancel", parents=[net], help="cancel a queued job")
+    p.add_argument("job_id", type=_positive_int, metavar="ID")
+    p.set_defaults(func=_cmd_jobs_cancel)
+
+    schedules = sub.add_parser("schedules", help="list schedules and their fires")
+    ssub = schedules.add_subparsers(dest="schedules_command", metavar="ACTION", required=True)
+    p = ssub.add_parser("list", parents=[net], help="list schedules with their next run")
+    p.set_defaults(func=_cmd_schedules_list)
+    p = ssub.add_parser(
+        "fires", parents=[net], help="what came of a schedule's fire times, newest first"
+    )
+    p.add_argument("name", metavar="NAME", help="schedule name")
+    p.add_argument("--limit", type=_positive_int, default=20, metavar="N", help="default 20")
+    p.set_defaults(func=_cmd_schedules_fires)
+
+    p = sub.add_parser(
+        "cron",
+        help="describe a cron expression and preview its fire times (offline)",
+        description="Describe a cron expression and print its next fire times in ISO 8601 "
+        "with the zone's offset, strictly after --after, each followed by its DST note if "
+        "any. Works without a server.",
+    )
+    p.add_argument("expression", metavar="EXPR", help='e.g. "0 2 * * *" or "*/10 * * * * *"')
+    p.add_argument("--tz", default="UTC", metavar="ZONE", help="IANA time zone (default UTC)")
+    p.add_argument(
+        "--after",
+        metavar="ISO8601",
+        help="start instant (default now); without an offset it is read in --tz",
+    )
+    p.add_argument("--count", type=_count, default=5, metavar="N", help="default 5, max 1000")
+    p.set_defaults(func=_cmd_cron)
+    return parser
+
+
+# -- entry point --------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the ``tickwork`` command line.
+
+    Args:
+        argv (list[str] | None): the arguments after the program name; default ``sys.argv``.
+
+    Returns:
+        int: the exit status (0 ok, 1 failed, 2 usage or validation error).
+    """
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:  # argparse: --help (0) or a usage error (2)
+        return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
+    args.server = rq.resolve_server(args.server)
+    command: Command = args.func
+    try:
+        return command(args, sys.stdout)
+    except TickworkError as err:
+        _print_error(err, args.server)
+        return EXIT_USAGE if isinstance(err, InvalidArgument) else EXIT_FAILED
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # e.g. `tickwork jobs list | head`
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_FAILED
+
+
+def _print_error(err: TickworkError, server: str) -> None:
+    if isinstance(err, Unavailable):
+        print(f"error: cannot reach tickwork at {server} ({err})", file=sys.stderr)
+    elif isinstance(err, ConfigError):
+        for line in str(err).splitlines():
+            print(f"error: {line}", file=sys.stderr)
+    else:
+        print(f"error: {err}", file=sys.stderr)
+
+
+# -- formatting ---------------------------------------------------------------------------
+
+
+def _when(message: Message, field: str) -> str:
+    """A Timestamp field as ``2026-03-29T01:00:00Z``, or ``-`` when unset."""
+    if not message.HasField(field):
+        return "-"
+    ts: Timestamp = getattr(message, field)
+    return _iso_utc(rq.to_datetime(ts))
+
+
+def _iso_utc(value: datetime) -> str:
+    return value.astimezone(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], out: TextIO) -> None:
+    """Print left-aligned columns separated by two spaces; the last column is not padded."""
+    widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers))]
+    for row in [headers, *rows]:
+        cells = [c.ljust(w) for c, w in zip(row[:-1], widths, strict=False)]
+        print("  ".join([*cells, row[-1]]).rstrip(), file=out)
+
+
+def _first_line(text: str, width: int = 60) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def _status(job: Job) -> str:
+    return rq.enum_label(JobStatus, job.status)
+
+
+def _duration(job: Job) -> str:
+    if not (job.HasField("start_time") and job.HasField("finish_time")):
+        return ""
+    elapsed = (rq.to_datetime(job.finish_time) - rq.to_datetime(job.start_time)).total_seconds()
+    return f"{elapsed:.1f} s" if elapsed >= 1 else f"{elapsed * 1000:.0f} ms"
+
+
+def _run_text(run: TaskRun) -> str:
+    name = run.task_name or f"task {run.task_id}"
+    if run.skipped:
+        reason = _SKIP_TEXT.get(run.skip_reason, "skipped")
+        return f"{name}: skipped ({reason}" + (f", job {run.job_id})" if run.job_id else ")")
+    return f"{name}: job {run.job_id}" + (" (promoted)" if run.promoted else "")
+
+
+def _print_outcome(job: Job, out: TextIO) -> None:
+    took = _duration(job)
+    print(
+        f"job {job.id} {_status(job)} (attempt {job.attempt}" + (f", {took})" if took else ")"),
+        file=out,
+    )
+    if job.error:
+        print(f"error: {job.error.rstrip()}", file=out)
+    if job.output_tail.strip():
+        print("output (tail):", file=out)
+        for line in job.output_tail.rstrip().splitlines():
+            print(f"  {line}", file=out)
+
+
+# -- commands -----------------------------------------------------------------------------
+
+
+def _cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
+    from scheduler_svc.server import main as serve_main
+
+    return serve_main(args.listen, args.config)
+
+
+def _cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
+    import worker_svc
+
+    return worker_svc.main(args.server)
+
+
+def _cmd_apply(args: argparse.Namespace, out: TextIO) -> int:
+    config = load_config(args.file)
+    with Client(args.server) as client:
+        report = apply_config(client, config)
+    print(report, file=out)
+    return EXIT_OK
+
+
+def _cmd_tasks_list(args: argparse.Namespace, out: TextIO) -> int:
+    with Client(args.server) as client:
+        tasks = client.list_tasks()
+    rows = [
+        [
+            str(t.id),
+            t.name,
+            t.handler,
+            "yes" if t.enabled else "no",
+            str(t.task_priority),
+            str(t.consecutive_failure_count),
+            _first_line(t.disabled_reason or t.description),
+        ]
+        for t in tasks
+    ]
+    headers = ["ID", "NAME", "HANDLER", "ENABLED", "PRIORITY", "FAILURES", "NOTE"]
+    _table(headers, rows, out)
+    return EXIT_OK
+
+
+def _cmd_tasks_run(args: argparse.Namespace, out: TextIO) -> int:
+    if args.timeout is not None and not args.wait:
+        raise InvalidArgument("--timeout: only with --wait")
+    with Client(args.server) as client:
+        [run] = client.run(args.name, trigger=Trigger.TRIGGER_MANUAL)
+        if run.skipped:
+            reason = _SKIP_TEXT.get(run.skip_reason, "skipped")
+            suffix = f" (job {run.job_id})" if run.job_id else ""
+            print(f"skipped: {reason}{suffix}", file=out)
+        else:
+            print(
+                f"job {run.job_id}" + (" (promoted to the manual lane)" if run.promoted else ""),
+                file=out,
+            )
+        if not args.wait:
+            return EXIT_OK
+        if not run.job_id:
+            return EXIT_FAILED
+        job = client.wait(run.job_id, timeout=args.timeout)
+    _print_outcome(job, out)
+    return EXIT_OK if job.status == JobStatus.JOB_STATUS_SUCCEEDED else EXIT_FAILED
+
+
+def _cmd_tasks_enable(args: argparse.Namespace, out: TextIO) -> int:
+    with Client(args.server) as client:
+        task: Task = (client.enable_task if args.enabled else client.disable_task)(args.name)
+    print(f"task {task.name}: {'enabled' if task.enabled else 'disabled'}", file=out)
+    return EXIT_OK
+
+
+def _cmd_jobs_list(args: argparse.Namespace, out: TextIO) -> int:
+    statuses = [s for text in args.status for s in text.split(",") if s.strip()]
+    with Client(args.server) as client:
+        jobs = client.list_jobs(task=args.task, statuses=statuses, limit=args.limit)
+    rows = [
+        [
+            str(j.id),
+            j.task_name,
+            _status(j),
+            rq.enum_label(Trigger, j.trigger),
+            str(j.attempt),
+            _when(j, "enqueue_time"),
+            _when(j, "start_time"),
+            _when(j, "finish_time"),
+            _first_line(j.error),
+        ]
+        for j in jobs
+    ]
+    headers = [
+        "ID", "TASK", "STATUS", "TRIGGER", "ATTEMPT", "ENQUEUED", "STARTED", "FINISHED", "ERROR",
+    ]  # fmt: skip
+    _table(headers, rows, out)
+    return EXIT_OK
+
+
+def _cmd_jobs_get(args: argparse.Namespace, out: TextIO) -> int:
+    with Client(args.server) as client:
+        job = client.get_job(args.job_id)
+    fields = [f for f in job.DESCRIPTOR.fields if f.name != "output_tail"]
+    width = max(len(f.name) for f in job.DESCRIPTOR.fields)
+    for f in fields:
+        value = getattr(job, f.name)
+        if isinstance(value, Timestamp):
+            text = _when(job, f.name)
+        elif f.enum_type is not None:
+            number = f.enum_type.values_by_number.get(value)
+            prefix = f.enum_type.values[0].name.removesuffix("UNSPECIFIED")
+            text = number.name.removeprefix(prefix) if number is not None else str(value)
+        else:
+            text = str(value)
+        lines = text.rstrip().splitlines() or [""]
+        print(f"{f.name.ljust(width)}  {lines[0]}", file=out)
+        for line in lines[1:]:
+            print(f"{'':{width}}  {line}", file=out)
+    print("output_tail:", file=out)
+    for line in job.output_tail.rstrip().splitlines():
+        print(f"  {line}", file=out)
+    return EXIT_OK
+
+
+def _cmd_jobs_watch(args: argparse.Namespace, out: TextIO) -> int:
+    last: Job | None = None
+    with Client(args.server) as client:
+        for job in client.watch(args.job_id):
+            if last is None or job.status != last.status:
+                field = {
+                    JobStatus.JOB_STATUS_QUEUED: "enqueue_time",
+                    JobStatus.JOB_STATUS_RUNNING: "start_time",
+                }.get(job.status, "finish_time")
+                stamp = _when(job, field)
+                if stamp == "-":
+                    stamp = _iso_utc(datetime.now(UTC))
+                line = f"{stamp}  job {job.id}  {job.task_name}  {_status(job)}"
+                if job.status == JobStatus.JOB_STATUS_RUNNING:
+                    line += f"  (attempt {job.attempt})"
+                if rq.is_terminal(job) and job.error:
+                    line += f"  {_first_line(job.error, 100)}"
+                print(line, file=out, flush=True)
+            last = job
+    if last is None or not rq.is_terminal(last):
+        return EXIT_FAILED
+    return EXIT_OK if last.status == JobStatus.JOB_STATUS_SUCCEEDED else EXIT_FAILED
+
+
+def _cmd_jobs_cancel(args: argparse.Namespace, out: TextIO) -> int:
+    with Client(args.server) as client:
+        job = client.cancel_job(args.job_id)
+    print(f"job {job.id} {_status(job)}", file=out)
+    return EXIT_OK
+
+
+def _cmd_schedules_list(args: argparse.Namespace, out: TextIO) -> int:
+    with Client(args.server) as client:
+        schedules = client.list_schedules()
+    rows = [
+        [
+            str(s.id),
+            s.name,
+            s.cron_description or s.cron_expression or f"every {s.interval_seconds} s",
+            s.timezone,
+            "yes" if s.enabled else "no",
+            _when(s, "next_run_time"),
+            ", ".join(s.task_names) or ", ".join(str(i) for i in s.task_ids),
+        ]
+        for s in schedules
+    ]
+    headers = ["ID", "NAME", "CRON", "TIMEZONE", "ENABLED", "NEXT RUN (UTC)", "TASKS"]
+    _table(headers, rows, out)
+    return EXIT_OK
+
+
+def _cmd_schedules_fires(args: argparse.Namespace, out: TextIO) -> int:
+    with Client(args.server) as client:
+        fires = client.list_fires(args.name, limit=args.limit)
+    rows = [
+        [
+            _when(f, "fire_time"),
+            rq.enum_label(FireOutcome, f.outcome),
+            "; ".join(_run_text(r) for r in f.runs) or "-",
+        ]
+        for f in fires
+    ]
+    _table(["FIRE TIME (UTC)", "OUTCOME", "TASKS"], rows, out)
+    return EXIT_OK
+
+
+def _cmd_cron(args: argparse.Namespace, out: TextIO) -> int:
+    from scheduler_svc.cron import CronError, CronSchedule
+
+    try:
+        schedule = CronSchedule(args.expression, args.tz)
+    except CronError as err:
+        raise InvalidArgument(str(err)) from None
+    after = datetime.now(UTC)
+    if args.after is not None:
+        try:
+            after = datetime.fromisoformat(args.after)
+        except ValueError:
+            raise InvalidArgument(f"--after: not an ISO 8601 date-time: {args.after!r}") from None
+        if after.tzinfo is None:
+            after = after.replace(tzinfo=ZoneInfo(args.tz))
+    print(schedule.describe(), file=out)
+    zone = ZoneInfo(args.tz)
+    for preview in schedule.next_fire_times(after, args.count):
+        line = preview.fire_time.astimezone(zone).isoformat()
+        note = _DST_TEXT.get(preview.dst_note.name)
+        print(f"{line}  {note}" if note else line, file=out)
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

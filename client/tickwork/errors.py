@@ -1,0 +1,180 @@
+"""The SDK's one error hierarchy: gRPC status codes turned back into typed exceptions.
+
+Every public method of :class:`tickwork.Client` and :class:`tickwork.AsyncClient` raises a
+:class:`TickworkError` (or a subclass) instead of a raw ``grpc.RpcError``; the translation
+happens in one place, :func:`from_rpc_error`. Each error carries the status ``code`` and the
+server's ``details`` text, which names the field at fault for INVALID_ARGUMENT.
+
+Not-found errors are also :class:`LookupError` and invalid-argument errors also
+:class:`ValueError`, so callers may catch the builtin kinds.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import grpc
+
+from tickwork.v1.job_pb2 import Job
+
+__all__ = [
+    "AlreadyExists",
+    "DeadlineExceeded",
+    "FailedPrecondition",
+    "InvalidArgument",
+    "JobTimeout",
+    "NotFound",
+    "PermissionDenied",
+    "TickworkError",
+    "Unauthenticated",
+    "Unavailable",
+    "from_rpc_error",
+]
+
+
+class TickworkError(Exception):
+    """Base of every error the SDK raises.
+
+    Attributes:
+        code (grpc.StatusCode): the gRPC status of the failed call (for errors raised by
+            the SDK itself, the status the server would have used).
+        details (str): the server's message, e.g. ``"cron_expression: day-of-month: 30 is
+            never in month 2"``.
+    """
+
+    default_code: ClassVar[grpc.StatusCode] = grpc.StatusCode.UNKNOWN
+
+    def __init__(self, details: str, code: grpc.StatusCode | None = None) -> None:
+        """Create the error.
+
+        Args:
+            details (str): human-readable message.
+            code (grpc.StatusCode | None): the status; ``None`` means the class's default.
+        """
+        super().__init__(details)
+        self.code: grpc.StatusCode = code if code is not None else self.default_code
+        self.details: str = details
+
+    @property
+    def status_name(self) -> str:
+        """The status code's name, e.g. ``"NOT_FOUND"``."""
+        return str(self.code.name)
+
+    def __str__(self) -> str:
+        """Return ``"<STATUS>: <details>"``."""
+        return f"{self.status_name}: {self.details}"
+
+
+class NotFound(TickworkError, LookupError):
+    """No task, schedule or job with that id or name (NOT_FOUND)."""
+
+    default_code = grpc.StatusCode.NOT_FOUND
+
+
+class InvalidArgument(TickworkError, ValueError):
+    """A field is missing or malformed; ``details`` names it (INVALID_ARGUMENT)."""
+
+    default_code = grpc.StatusCode.INVALID_ARGUMENT
+
+
+class AlreadyExists(TickworkError):
+    """The name is taken (ALREADY_EXISTS)."""
+
+    default_code = grpc.StatusCode.ALREADY_EXISTS
+
+
+class FailedPrecondition(TickworkError):
+    """The object is not in a state that allows the call, e.g. cancelling a running job
+    (FAILED_PRECONDITION)."""
+
+    default_code = grpc.StatusCode.FAILED_PRECONDITION
+
+
+class PermissionDenied(TickworkError):
+    """The caller may not do this (PERMISSION_DENIED)."""
+
+    default_code = grpc.StatusCode.PERMISSION_DENIED
+
+
+class Unauthenticated(TickworkError):
+    """The caller did not authenticate (UNAUTHENTICATED)."""
+
+    default_code = grpc.StatusCode.UNAUTHENTICATED
+
+
+class Unavailable(TickworkError):
+    """The server cannot be reached or is shutting down (UNAVAILABLE)."""
+
+    default_code = grpc.StatusCode.UNAVAILABLE
+
+
+class DeadlineExceeded(TickworkError):
+    """The call did not finish within its deadline (DEADLINE_EXCEEDED)."""
+
+    default_code = grpc.StatusCode.DEADLINE_EXCEEDED
+
+
+class JobTimeout(TickworkError, TimeoutError):
+    """``wait()`` gave up before the job finished; the job itself goes on.
+
+    Attributes:
+        job_id (int): the job waited for.
+        timeout_s (float): how long ``wait()`` waited, seconds.
+        last_seen (Job | None): the job's last state seen while waiting, if any.
+    """
+
+    default_code = grpc.StatusCode.DEADLINE_EXCEEDED
+
+    def __init__(self, job_id: int, timeout_s: float, last_seen: Job | None = None) -> None:
+        """Create the error.
+
+        Args:
+            job_id (int): the job waited for.
+            timeout_s (float): how long the wait lasted, seconds.
+            last_seen (Job | None): the last state seen, if any.
+        """
+        super().__init__(f"job {job_id} did not finish within {timeout_s:g} s")
+        self.job_id = job_id
+        self.timeout_s = timeout_s
+        self.last_seen = last_seen
+
+
+_BY_CODE: dict[grpc.StatusCode, type[TickworkError]] = {
+    cls.default_code: cls
+    for cls in (
+        NotFound,
+        InvalidArgument,
+        AlreadyExists,
+        FailedPrecondition,
+        PermissionDenied,
+        Unauthenticated,
+        Unavailable,
+        DeadlineExceeded,
+    )
+}
+# OUT_OF_RANGE is the "bad value" cousin of INVALID_ARGUMENT.
+_BY_CODE[grpc.StatusCode.OUT_OF_RANGE] = InvalidArgument
+
+
+def from_rpc_error(err: grpc.RpcError) -> TickworkError:
+    """Translate a failed gRPC call into the matching typed error.
+
+    Works for the sync stack's ``grpc.RpcError`` (which is also a ``grpc.Call``) and for
+    ``grpc.aio.AioRpcError``. Codes without a dedicated class give a plain
+    :class:`TickworkError` carrying that code.
+
+    Args:
+        err (grpc.RpcError): the error raised by a stub call.
+
+    Returns:
+        TickworkError: the typed error, to be raised ``from None`` or ``from err``.
+    """
+    code_fn = getattr(err, "code", None)
+    details_fn = getattr(err, "details", None)
+    code = code_fn() if callable(code_fn) else None
+    details = details_fn() if callable(details_fn) else None
+    if not isinstance(code, grpc.StatusCode):
+        code = grpc.StatusCode.UNKNOWN
+    text = details if isinstance(details, str) and details else str(code.name)
+    cls = _BY_CODE.get(code, TickworkError)
+    return cls(text, code)

@@ -1,0 +1,221 @@
+"""The ``tickwork`` command line without a server: ``cron`` previews, argument errors, and
+the messages for an unreachable server or a bad config file."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tickwork.cli import main
+
+REPO = Path(__file__).resolve().parent.parent
+GAP_NOTE = (
+    "moved: the wall time does not exist on this day (DST gap); "
+    "fires at the first instant after the gap"
+)
+FOLD_NOTE = (
+    "single: the wall time occurs twice on this day (DST fall back); fires in the first pass only"
+)
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m tickwork.cli ARGS`` from the repository root (bounded wait)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TICKWORK_")}
+    paths = [str(REPO / "client"), str(REPO), env.get("PYTHONPATH", "")]
+    env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
+    return subprocess.run(
+        [sys.executable, "-m", "tickwork.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+
+
+# -- cron ---------------------------------------------------------------------------------
+#
+# Europe/Berlin 2026: clocks go 02:00 CET -> 03:00 CEST on Sun 29 March (02:00-02:59 never
+#   happens) and 03:00 CEST -> 02:00 CET on Sun 25 October (02:00-02:59 happens twice).
+# America/New_York 2026: 02:00 EST -> 03:00 EDT on Sun 8 March; 02:00 EDT -> 01:00 EST on
+#   Sun 1 November (01:00-01:59 happens twice).
+
+
+def test_cron_describes_and_lists_fire_times_with_offsets() -> None:
+    result = cli("cron", "0 2 * * *", "--tz", "Europe/Berlin", "--after", "2026-01-01T00:00:00Z")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "At 02:00 AM",
+        "2026-01-01T02:00:00+01:00",
+        "2026-01-02T02:00:00+01:00",
+        "2026-01-03T02:00:00+01:00",
+        "2026-01-04T02:00:00+01:00",
+        "2026-01-05T02:00:00+01:00",
+    ]
+    assert result.stderr == ""
+
+
+def test_cron_spring_forward_moves_a_fixed_time_past_the_gap() -> None:
+    result = cli(
+        "cron", "30 2 * * *", "--tz", "Europe/Berlin", "--after", "2026-03-27T12:00:00+01:00",
+        "--count", "3",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "At 02:30 AM",
+        "2026-03-28T02:30:00+01:00",
+        f"2026-03-29T03:00:00+02:00  {GAP_NOTE}",
+        "2026-03-30T02:30:00+02:00",
+    ]
+
+
+def test_cron_fall_back_fixed_time_fires_in_the_first_pass_only() -> None:
+    result = cli(
+        "cron", "30 1 * * *", "--tz", "America/New_York", "--after", "2026-10-31T12:00:00-04:00",
+        "--count", "2",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[1:] == [
+        f"2026-11-01T01:30:00-04:00  {FOLD_NOTE}",
+        "2026-11-02T01:30:00-05:00",
+    ]
+
+
+def test_cron_fall_back_wildcard_fires_in_both_passes() -> None:
+    result = cli(
+        "cron", "0 * * * *", "--tz", "America/New_York", "--after", "2026-11-01T00:30:00-04:00",
+        "--count", "3",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[1:] == [
+        "2026-11-01T01:00:00-04:00",
+        "2026-11-01T01:00:00-05:00",
+        "2026-11-01T02:00:00-05:00",
+    ]
+
+
+def test_cron_six_fields_seconds_first_and_strictly_after() -> None:
+    result = cli("cron", "*/10 * * * * *", "--after", "2026-05-01T12:00:00Z", "--count", "2")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "Every 10 seconds"
+    # 12:00:00 itself matches but is not strictly after the start.
+    assert lines[1:] == ["2026-05-01T12:00:10+00:00", "2026-05-01T12:00:20+00:00"]
+
+
+def test_cron_after_without_offset_is_read_in_the_zone() -> None:
+    result = cli(
+        "cron", "0 9 * * *", "--tz", "Asia/Tokyo", "--after", "2026-06-01T08:00", "--count", "1"
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[1:] == ["2026-06-01T09:00:00+09:00"]
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["0 0 30 2 *"], "can never fire"),
+        (["61 * * * *"], "minute"),
+        (["* * * *"], "expected 5 fields"),
+        (["0 2 * * *", "--tz", "Mars/Olympus_Mons"], "timezone"),
+        (["0 2 * * *", "--after", "tomorrow"], "--after"),
+    ],
+)
+def test_cron_bad_input_exits_2_with_the_message(args: list[str], needle: str) -> None:
+    result = cli("cron", *args)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.startswith("error: INVALID_ARGUMENT: ")
+    assert needle in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+# -- argument errors (in process) ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["frobnicate"],
+        ["tasks"],
+        ["tasks", "run"],
+        ["jobs", "get", "twelve"],
+        ["jobs", "get", "0"],
+        ["jobs", "list", "--limit", "-3"],
+        ["tasks", "run", "x", "--wait", "--timeout", "soon"],
+        ["apply"],
+        ["cron", "0 2 * * *", "--count", "0"],
+        ["cron", "0 2 * * *", "--count", "1001"],
+    ],
+)
+def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "usage: tickwork" in err
+    assert "Traceback" not in err
+
+
+def test_help_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    for command in ("serve", "worker", "apply", "tasks", "jobs", "schedules", "cron"):
+        assert command in out
+
+
+def test_bad_status_name_is_a_validation_error(capsys: pytest.CaptureFixture[str]) -> None:
+    # Rejected before any call: the server address does not matter.
+    assert main(["--server", "127.0.0.1:1", "jobs", "list", "--status", "DONE"]) == 2
+    assert "status: expected one of QUEUED, RUNNING" in capsys.readouterr().err
+
+
+def test_timeout_needs_wait(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--server", "127.0.0.1:1", "tasks", "run", "x", "--timeout", "5"]) == 2
+    assert capsys.readouterr().err == "error: INVALID_ARGUMENT: --timeout: only with --wait\n"
+
+
+def test_bad_config_file_exits_2_naming_the_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text('[[tasks]]\nname = "a"\nhandler = "shell"\n[[tasks]]\nname = "b"\n')
+    assert main(["--server", "127.0.0.1:1", "apply", "-f", str(path)]) == 2
+    assert capsys.readouterr().err == f"error: {path}: tasks[1].handler: required\n"
+
+
+# -- unreachable server -------------------------------------------------------------------
+
+
+def test_unreachable_server_is_one_line_not_a_traceback() -> None:
+    result = cli("--server", "127.0.0.1:1", "tasks", "list")
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: cannot reach tickwork at 127.0.0.1:1")
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["jobs", "list"],
+        ["jobs", "get", "1"],
+        ["schedules", "list"],
+        ["tasks", "run", "x", "--wait"],
+        ["jobs", "watch", "3"],
+    ],
+)
+def test_server_from_environment(
+    argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TICKWORK_SERVER", "127.0.0.1:1")
+    assert main(argv) == 1
+    assert capsys.readouterr().err.startswith("error: cannot reach tickwork at 127.0.0.1:1 ")
+
+
+def test_server_option_after_the_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["tasks", "list", "--server", "127.0.0.1:1"]) == 1
+    assert "cannot reach tickwork at 127.0.0.1:1 " in capsys.readouterr().err
