@@ -1,0 +1,113 @@
+"""Functions and handlers that tests/test_handlers.py runs through the handlers.
+
+Imported by the ``python`` handler as ``handler_fixtures:<name>`` once the tests directory is on
+``sys.path`` (the tests put it there with ``monkeypatch.syspath_prepend``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+from worker_svc.handlers import HandlerResult, JobContext
+
+NOT_CALLABLE = 42
+
+RELEASE = threading.Event()
+"""Set by a test to let ``block_until_released`` return."""
+
+EVENTS: list[str] = []
+"""What the functions below report about themselves (started, cancelled, ...)."""
+
+
+def add(a: int, b: int) -> int:
+    """Return a + b (sync)."""
+    return a + b
+
+
+async def async_add(a: int, b: int) -> int:
+    """Return a + b (async)."""
+    await asyncio.sleep(0)
+    return a + b
+
+
+def returns_none() -> None:
+    """Return nothing."""
+
+
+def fail(message: str) -> None:
+    """Raise ValueError(message)."""
+    raise ValueError(message)
+
+
+async def async_fail(message: str) -> None:
+    """Raise RuntimeError(message) from a coroutine."""
+    await asyncio.sleep(0)
+    raise RuntimeError(message)
+
+
+def raise_timeout() -> None:
+    """Raise the function's own TimeoutError (not a handler timeout)."""
+    raise TimeoutError("own timeout")
+
+
+def greet(ctx: JobContext, greeting: str) -> str:
+    """Log a greeting naming the job; return the task name (sync, with ctx)."""
+    ctx.log("stdout", f"{greeting} job {ctx.job_id} attempt {ctx.attempt}")
+    ctx.log("stderr", "a warning")
+    return ctx.task_name
+
+
+async def async_greet(greeting: str, *, ctx: JobContext) -> dict[str, Any]:
+    """Log a greeting; return a dict (async, ctx keyword-only)."""
+    ctx.log("stdout", greeting)
+    return {"task_id": ctx.task_id}
+
+
+def takes_kwargs(**kwargs: Any) -> list[str]:
+    """Return the sorted keyword names (``ctx`` is not passed to ``**kwargs``)."""
+    return sorted(kwargs)
+
+
+def log_lines(ctx: JobContext, count: int) -> int:
+    """Log ``count`` numbered lines from the worker thread (sync)."""
+    for i in range(count):
+        ctx.log("stdout", f"line {i}")
+    return count
+
+
+async def wait_forever(ctx: JobContext) -> None:
+    """Log "waiting", then wait until cancelled; record the cancellation."""
+    ctx.log("stdout", "waiting")
+    try:
+        await asyncio.Event().wait()
+    except asyncio.CancelledError:
+        EVENTS.append("cancelled")
+        raise
+
+
+def block_until_released(ctx: JobContext) -> str:
+    """Log "blocking", then block this thread until RELEASE is set (at most 30 s)."""
+    ctx.log("stdout", "blocking")
+    released = RELEASE.wait(timeout=30)
+    EVENTS.append("released" if released else "gave up")
+    return "released"
+
+
+class EchoHandler:
+    """A third-party handler, loaded through an entry point."""
+
+    name = "echo"
+
+    def validate(self, params: dict[str, Any]) -> None:
+        """Accept anything."""
+
+    async def run(self, params: dict[str, Any], ctx: JobContext) -> HandlerResult:
+        """Return the params' text as the output."""
+        return HandlerResult(output_tail=str(params.get("text", "")))
+
+
+def not_a_handler() -> object:
+    """A factory whose product is not a Handler."""
+    return object()

@@ -1,0 +1,360 @@
+"""The ``python`` handler: call a function named ``package.module:function``."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import dataclasses
+import importlib
+import inspect
+import keyword
+import logging
+import os
+import sys
+import threading
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ._base import HandlerResult, InvalidParams, JobContext, JobFailed, normalize_timeout_s
+from ._output import OutputTail
+
+__all__ = ["PythonHandler"]
+
+logger = logging.getLogger(__name__)
+
+_PARAMS = ("callable", "kwargs")
+_STREAMS = ("stdout", "stderr")
+_INTERNAL_DIRS = (os.path.dirname(__file__), os.path.dirname(asyncio.__file__))
+"""Traceback frames from these directories (this package, asyncio) are left out."""
+
+
+def _import_from_cwd() -> None:
+    """Modules resolve against the worker's working directory too, as with ``python -m``
+    (and Celery's worker): a project's own ``jobs.py`` works without installing it."""
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.append(cwd)
+
+
+@dataclass(frozen=True)
+class _PythonParams:
+    module: str
+    qualname: str
+    kwargs: Mapping[str, Any]
+
+    @property
+    def target(self) -> str:
+        return f"{self.module}:{self.qualname}"
+
+
+class PythonHandler:
+    """Call a Python function in the worker process.
+
+    Params (a JSON object):
+
+    - ``callable`` (str, required): ``"package.module:function"``; the part after the colon
+      may be dotted (``"module:Class.method"``).
+    - ``kwargs`` (dict, optional): keyword arguments for the function.
+
+    If the function has a parameter named ``ctx`` (positional-or-keyword or keyword-only;
+    ``**kwargs`` does not count), it also receives the ``JobContext``. Lines it passes to
+    ``ctx.log(stream, line)`` are forwarded to the worker's sink and kept in the output tail;
+    ``ctx.log`` may be called from any thread. ``print`` output is not captured.
+
+    The module is imported in a thread of its own, so a slow import does not block the event
+    loop. ``async def`` functions are awaited on the worker's event loop, so they must not
+    block it; cancelling the job (abort) or its timeout (``ctx.timeout_s``) cancels them.
+    Other functions run in a new daemon thread (like ``asyncio.to_thread``, with the caller's
+    context variables, but not in the default executor, so that an abandoned call never
+    blocks the worker's shutdown). **An abort or a timeout of a synchronous function can only
+    stop waiting for it: Python cannot kill a thread, so the function keeps running in the
+    background until it returns**, and what it logs after that is dropped. Long-running
+    synchronous work that must be abortable belongs in the ``shell`` handler.
+
+    A return value other than ``None`` is appended to the output tail (``str`` as is, other
+    values as ``repr``).
+    """
+
+    name: str = "python"
+
+    def validate(self, params: dict[str, Any]) -> None:
+        """Check the params' shape only: ``"module:function"`` syntax; nothing is imported.
+
+        Args:
+            params (dict[str, Any]): the Task's params.
+
+        Raises:
+            InvalidParams: a param is missing, malformed or unknown; the message names it.
+        """
+        _parse(params)
+
+    async def run(self, params: dict[str, Any], ctx: JobContext) -> HandlerResult:
+        """Import the function, call it and report its return value.
+
+        Args:
+            params (dict[str, Any]): the Task's params (see the class docstring).
+            ctx (JobContext): the job; passed to the function if it takes ``ctx``.
+
+        Returns:
+            HandlerResult: the logged lines and the rendered return value, last 4096 characters.
+
+        Raises:
+            InvalidParams: the params do not fit, or ``kwargs`` do not fit the function's
+                signature.
+            JobFailed: the module cannot be imported or has no such function, the function
+                raised (``"<ExcType>: message"``, with the traceback in ``output_tail``), or it
+                ran longer than ``ctx.timeout_s`` (``"timed out after N s"``).
+            asyncio.CancelledError: the job was aborted.
+        """
+        spec = _parse(params)
+        timeout_s = normalize_timeout_s(ctx.timeout_s)
+        output = _Output(ctx, asyncio.get_running_loop())
+        job_ctx = dataclasses.replace(ctx, log=output.log)
+        call = _Call(spec, job_ctx)
+        deadline = asyncio.timeout(timeout_s)
+        try:
+            async with deadline:
+                result = await call.run()
+        except JobFailed as exc:
+            if not exc.output_tail:
+                exc.output_tail = output.tail.text()
+            raise
+        except TimeoutError as exc:
+            if not deadline.expired():  # the function's own TimeoutError
+                raise _failure(exc, output) from exc
+            note = " (the function keeps running in its thread)" if call.in_thread else ""
+            logger.warning(
+                "job %d: %s timed out after %g s%s",
+                ctx.job_id,
+                spec.target,
+                timeout_s,
+                note,
+                extra={"job_id": ctx.job_id, "task_id": ctx.task_id},
+            )
+            raise JobFailed(f"timed out after {timeout_s:g} s{note}", output.tail.text()) from None
+        except (Exception, SystemExit) as exc:
+            raise _failure(exc, output) from exc
+        except asyncio.CancelledError:
+            if call.in_thread:
+                logger.warning(
+                    "job %d: aborted; %s keeps running in its thread until it returns",
+                    ctx.job_id,
+                    spec.target,
+                    extra={"job_id": ctx.job_id, "task_id": ctx.task_id},
+                )
+            raise
+        finally:
+            output.close()
+
+        if result is not None:
+            output.tail.add(result if isinstance(result, str) else repr(result))
+        return HandlerResult(output_tail=output.tail.text())
+
+
+class _Call:
+    """One call of the target: resolve it, bind the arguments, run it where it belongs."""
+
+    def __init__(self, spec: _PythonParams, ctx: JobContext) -> None:
+        self._spec = spec
+        self._ctx = ctx
+        self.in_thread = False
+        """Whether the function is running (or ran) in a thread of its own."""
+
+    async def run(self) -> Any:
+        func = await self._resolve()
+        kwargs = self._arguments(func)
+        if inspect.iscoroutinefunction(func):
+            return await func(**kwargs)
+        self.in_thread = True
+        result = await _call_in_thread(func, kwargs, name=f"tickwork-job-{self._ctx.job_id}")
+        if inspect.isawaitable(result):  # e.g. an object whose __call__ is async
+            result = await result
+        return result
+
+    async def _resolve(self) -> Callable[..., Any]:
+        spec = self._spec
+        _import_from_cwd()
+        try:
+            module = await _call_in_thread(
+                importlib.import_module,
+                {"name": spec.module},
+                name=f"tickwork-job-{self._ctx.job_id}-import",
+            )
+        except Exception as exc:
+            raise JobFailed(
+                f"cannot import module {spec.module!r}: {_summary(exc)}", _format_traceback(exc)
+            ) from exc
+        target: Any = module
+        for part in spec.qualname.split("."):
+            try:
+                target = getattr(target, part)
+            except AttributeError:
+                raise JobFailed(
+                    f"{spec.target}: {getattr(target, '__name__', spec.module)!r} "
+                    f"has no attribute {part!r}"
+                ) from None
+        if not callable(target):
+            raise JobFailed(f"{spec.target} is not callable ({type(target).__name__})")
+        return target  # type: ignore[no-any-return]
+
+    def _arguments(self, func: Callable[..., Any]) -> dict[str, Any]:
+        kwargs = dict(self._spec.kwargs)
+        try:
+            signature = inspect.signature(func)
+        except (TypeError, ValueError):  # some builtins have none: call and see
+            return kwargs
+        ctx_param = signature.parameters.get("ctx")
+        if ctx_param is not None and ctx_param.kind in (
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            inspect.Parameter.KEYWORD_ONLY,
+        ):
+            if "ctx" in kwargs:
+                raise InvalidParams(
+                    f"param 'kwargs.ctx' is not allowed: {self._spec.target} takes the job context"
+                    " as ctx"
+                )
+            kwargs["ctx"] = self._ctx
+        try:
+            signature.bind(**kwargs)
+        except TypeError as exc:
+            raise InvalidParams(f"param 'kwargs' does not fit {self._spec.target}: {exc}") from exc
+        return kwargs
+
+
+async def _call_in_thread(func: Callable[..., Any], kwargs: dict[str, Any], *, name: str) -> Any:
+    """Run ``func(**kwargs)`` in a new daemon thread and wait for its outcome.
+
+    Cancelling the waiter does not stop the thread; its outcome is then discarded.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(result: Any, error: BaseException | None) -> None:  # on the loop
+        if future.done():
+            return
+        if error is None:
+            future.set_result(result)
+        else:
+            future.set_exception(error)
+
+    def target() -> None:  # in the thread
+        result: Any = None
+        error: BaseException | None = None
+        try:
+            result = context.run(func, **kwargs)
+        except BaseException as exc:  # delivered to the waiter, which decides
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+            loop.call_soon_threadsafe(settle, result, error)
+
+    threading.Thread(target=target, name=name, daemon=True).start()
+    return await future
+
+
+class _Output:
+    """The job's ``ctx.log`` as seen by the function: thread-safe, teed into the tail."""
+
+    def __init__(self, ctx: JobContext, loop: asyncio.AbstractEventLoop) -> None:
+        self._ctx = ctx
+        self._loop = loop
+        self._loop_thread = threading.get_ident()
+        self._open = True
+        self._log_failed = False
+        self.tail = OutputTail()
+
+    def log(self, stream: str, line: str) -> None:
+        """Log a line (or several, split at ``"\\n"``) on ``stream``, from any thread.
+
+        Raises:
+            ValueError: ``stream`` is neither ``"stdout"`` nor ``"stderr"``.
+        """
+        if stream not in _STREAMS:
+            raise ValueError(f"stream must be 'stdout' or 'stderr', got {stream!r}")
+        if threading.get_ident() == self._loop_thread:
+            self._emit(stream, str(line))
+        else:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: the job is long over
+                self._loop.call_soon_threadsafe(self._emit, stream, str(line))
+
+    def close(self) -> None:
+        """Drop whatever is logged from now on (by a function abandoned in its thread)."""
+        self._open = False
+
+    def _emit(self, stream: str, text: str) -> None:
+        if not self._open:
+            return
+        for line in text.split("\n"):
+            self.tail.add(line)
+            try:
+                self._ctx.log(stream, line)
+            except Exception:
+                if not self._log_failed:
+                    self._log_failed = True
+                    logger.exception(
+                        "job %d: ctx.log failed; further output is only kept in the tail",
+                        self._ctx.job_id,
+                        extra={"job_id": self._ctx.job_id, "task_id": self._ctx.task_id},
+                    )
+
+
+def _summary(exc: BaseException) -> str:
+    """``"<ExcType>: message"``, or the type alone when the message is empty."""
+    message = str(exc)
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+def _format_traceback(exc: BaseException) -> str:
+    """The traceback of ``exc`` without the leading frames of this package and asyncio."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename.startswith(_INTERNAL_DIRS):
+        tb = tb.tb_next
+    return "".join(traceback.format_exception(type(exc), exc, tb)).rstrip("\n")
+
+
+def _failure(exc: BaseException, output: _Output) -> JobFailed:
+    """The JobFailed for an exception raised by the function."""
+    output.tail.add(_format_traceback(exc))
+    return JobFailed(_summary(exc), output.tail.text())
+
+
+def _parse(params: dict[str, Any]) -> _PythonParams:
+    """Validate ``params`` and return them typed.
+
+    Raises:
+        InvalidParams: naming the param at fault.
+    """
+    if not isinstance(params, dict):
+        raise InvalidParams(f"params must be a JSON object, got {type(params).__name__}")
+    unknown = sorted(set(params) - set(_PARAMS))
+    if unknown:
+        raise InvalidParams(f"unknown param {unknown[0]!r} (python accepts: {', '.join(_PARAMS)})")
+
+    target = params.get("callable")
+    if not isinstance(target, str):
+        raise InvalidParams("param 'callable' must be a string 'package.module:function'")
+    module, sep, qualname = target.partition(":")
+    if not sep or not _is_dotted_name(module) or not _is_dotted_name(qualname):
+        raise InvalidParams(
+            f"param 'callable' must look like 'package.module:function', got {target!r}"
+        )
+
+    kwargs = params.get("kwargs", {})
+    if kwargs is None:
+        kwargs = {}
+    if not isinstance(kwargs, dict) or not all(isinstance(k, str) for k in kwargs):
+        raise InvalidParams("param 'kwargs' must be an object")
+    bad = [k for k in kwargs if not k.isidentifier()]
+    if bad:
+        raise InvalidParams(f"param 'kwargs' has a key that is not a Python name: {bad[0]!r}")
+
+    return _PythonParams(module=module, qualname=qualname, kwargs=dict(kwargs))
+
+
+def _is_dotted_name(text: str) -> bool:
+    """Whether ``text`` is ``name(.name)*`` with Python identifiers that are not keywords."""
+    parts = text.split(".")
+    return all(p.isidentifier() and not keyword.iskeyword(p) for p in parts)
