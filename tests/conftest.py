@@ -7,14 +7,25 @@ from pathlib import Path
 
 import pytest
 
+from tests.databases import BACKENDS, create_database, drop_database
 from tests.harness import Server, WorkerProc
 from tickwork import Client
 
 
+@pytest.fixture(params=BACKENDS)
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh database for this test, once per backend (SQLite file, PostgreSQL)."""
+    url = create_database(request.param, tmp_path)
+    try:
+        yield url
+    finally:
+        drop_database(url)
+
+
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
-    """The embedded service (API + scheduler loop + worker) on a fresh SQLite file."""
-    srv = Server(tmp_path, env={"WORKER_POLL_INTERVAL_SECONDS": "1"})
+def server(tmp_path: Path, database_url: str) -> Iterator[Server]:
+    """The embedded service (API + scheduler loop + worker) on a fresh database."""
+    srv = Server(tmp_path, env={"WORKER_POLL_INTERVAL_SECONDS": "1"}, database_url=database_url)
     try:
         yield srv.wait_healthy()
     finally:
@@ -22,9 +33,11 @@ def server(tmp_path: Path) -> Iterator[Server]:
 
 
 @pytest.fixture
-def api_server(tmp_path: Path) -> Iterator[Server]:
+def api_server(tmp_path: Path, database_url: str) -> Iterator[Server]:
     """A scheduler service without its embedded worker (WORKER_IS_ENABLED=false)."""
-    srv = Server(tmp_path, env={"WORKER_IS_ENABLED": "false"}, name="api")
+    srv = Server(
+        tmp_path, env={"WORKER_IS_ENABLED": "false"}, name="api", database_url=database_url
+    )
     try:
         yield srv.wait_healthy()
     finally:

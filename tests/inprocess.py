@@ -58,14 +58,14 @@ class Harness:
 
 @asynccontextmanager
 async def inprocess(
-    tmp: Path, start: dt.datetime, database_url: str | None = None, **settings: object
+    tmp: Path, database_url: str, start: dt.datetime, **settings: object
 ) -> AsyncIterator[Harness]:
     """A started in-process service at ``start`` with no loops running."""
     clock = FakeClock(start)
     cfg = Settings.from_env(
         {},
         listen="127.0.0.1:0",
-        database_url=database_url or f"sqlite+aiosqlite:///{tmp / 'tick.db'}",
+        database_url=database_url,
         scheduler_is_enabled=False,
         worker_is_enabled=False,
         **settings,

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 from typing import Any
 
 import grpc
 import pytest
 
+from tests.databases import run_sql
 from tests.harness import Server
 from tickwork import Client, TickworkError
 
@@ -16,9 +16,7 @@ TABLES = ("tasks", "schedules", "schedule_tasks", "jobs", "fires")
 
 
 def snapshot(server: Server) -> dict[str, list[Any]]:
-    path = server.database_url.split("///", 1)[1]
-    with sqlite3.connect(path) as conn:
-        return {t: conn.execute(f"SELECT * FROM {t} ORDER BY 1").fetchall() for t in TABLES}
+    return {t: run_sql(server.database_url, f"SELECT * FROM {t} ORDER BY 1, 2") for t in TABLES}
 
 
 @pytest.fixture

@@ -4,10 +4,10 @@ downtime, jitter, intervals anchored to the finish, fire records, DST days. No s
 from __future__ import annotations
 
 import datetime as dt
-import sqlite3
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+from tests.databases import run_sql_async
 from tests.inprocess import Harness, inprocess
 from tickwork import FireOutcome, JobStatus, SkipReason
 
@@ -32,8 +32,8 @@ async def fire_summary(h: Harness) -> list[tuple[str, str]]:
     )
 
 
-async def test_due_schedule_fires_once_and_advances(tmp_path: Path) -> None:
-    async with inprocess(tmp_path, T0) as h:
+async def test_due_schedule_fires_once_and_advances(tmp_path: Path, database_url: str) -> None:
+    async with inprocess(tmp_path, database_url, T0) as h:
         await one_task_schedule(h, "*/5 * * * *")
         schedule = await h.client.get_schedule("s")
         assert schedule.next_run_time.ToDatetime(tzinfo=UTC) == at("2026-06-01T10:05:00+00:00")
@@ -50,20 +50,23 @@ async def test_due_schedule_fires_once_and_advances(tmp_path: Path) -> None:
         assert schedule.next_run_time.ToDatetime(tzinfo=UTC) == at("2026-06-01T10:10:00+00:00")
 
 
-async def test_tick_returns_the_earliest_next_fire(tmp_path: Path) -> None:
+async def test_tick_returns_the_earliest_next_fire(tmp_path: Path, database_url: str) -> None:
     async with inprocess(
-        tmp_path, T0, scheduler_poll_interval_s=60.0, scheduler_lease_ttl_s=300.0
+        tmp_path, database_url, T0, scheduler_poll_interval_s=60.0, scheduler_lease_ttl_s=300.0
     ) as h:
         assert await h.tick() == T0 + dt.timedelta(seconds=60)  # nothing scheduled: poll
         await one_task_schedule(h, "*/10 * * * * *")
         assert await h.tick() == at("2026-06-01T10:00:40+00:00")
 
 
-async def test_null_next_run_is_healed_without_enqueueing(tmp_path: Path) -> None:
-    async with inprocess(tmp_path, T0) as h:
+async def test_null_next_run_is_healed_without_enqueueing(
+    tmp_path: Path, database_url: str
+) -> None:
+    async with inprocess(tmp_path, database_url, T0) as h:
         await one_task_schedule(h, "0 * * * *")
-        with sqlite3.connect(tmp_path / "tick.db") as conn:
-            conn.execute("UPDATE schedules SET next_run_at = NULL")
+        await run_sql_async(
+            h.service.settings.database_url, "UPDATE schedules SET next_run_at = NULL"
+        )
         assert not (await h.client.get_schedule("s")).HasField("next_run_time")
         await h.tick(at("2026-06-01T12:30:00+00:00"))
         schedule = await h.client.get_schedule("s")
@@ -73,9 +76,9 @@ async def test_null_next_run_is_healed_without_enqueueing(tmp_path: Path) -> Non
 
 
 async def test_downtime_with_skip_records_missed_windows_and_enqueues_nothing(
-    tmp_path: Path,
+    tmp_path: Path, database_url: str
 ) -> None:
-    async with inprocess(tmp_path, at("2026-06-01T01:30:00+00:00")) as h:
+    async with inprocess(tmp_path, database_url, at("2026-06-01T01:30:00+00:00")) as h:
         await one_task_schedule(h, "0 * * * *")
         await h.tick(at("2026-06-01T04:30:00+00:00"))  # down from 01:30 to 04:30
         assert await h.client.list_jobs() == []
@@ -88,8 +91,8 @@ async def test_downtime_with_skip_records_missed_windows_and_enqueues_nothing(
         assert schedule.next_run_time.ToDatetime(tzinfo=UTC) == at("2026-06-01T05:00:00+00:00")
 
 
-async def test_downtime_with_run_once_enqueues_once(tmp_path: Path) -> None:
-    async with inprocess(tmp_path, at("2026-06-01T01:30:00+00:00")) as h:
+async def test_downtime_with_run_once_enqueues_once(tmp_path: Path, database_url: str) -> None:
+    async with inprocess(tmp_path, database_url, at("2026-06-01T01:30:00+00:00")) as h:
         await one_task_schedule(h, "0 * * * *", catch_up_policy="RUN_ONCE")
         await h.tick(at("2026-06-01T04:30:00+00:00"))
         jobs = await h.client.list_jobs()
@@ -103,8 +106,8 @@ async def test_downtime_with_run_once_enqueues_once(tmp_path: Path) -> None:
         assert schedule.next_run_time.ToDatetime(tzinfo=UTC) == at("2026-06-01T05:00:00+00:00")
 
 
-async def test_tick_jitter_is_not_a_missed_window(tmp_path: Path) -> None:
-    async with inprocess(tmp_path, at("2026-06-01T10:00:00.500+00:00")) as h:
+async def test_tick_jitter_is_not_a_missed_window(tmp_path: Path, database_url: str) -> None:
+    async with inprocess(tmp_path, database_url, at("2026-06-01T10:00:00.500+00:00")) as h:
         await one_task_schedule(h, "* * * * * *")  # every second
         # The tick runs 3 s late: each window is processed, none is missed.
         await h.tick(at("2026-06-01T10:00:04+00:00"))
@@ -118,8 +121,10 @@ async def test_tick_jitter_is_not_a_missed_window(tmp_path: Path) -> None:
         assert all(f.runs[0].skip_reason == SkipReason.SKIP_REASON_ALREADY_QUEUED for f in skipped)
 
 
-async def test_tasks_of_one_tick_are_enqueued_in_name_order(tmp_path: Path) -> None:
-    async with inprocess(tmp_path, T0) as h:
+async def test_tasks_of_one_tick_are_enqueued_in_name_order(
+    tmp_path: Path, database_url: str
+) -> None:
+    async with inprocess(tmp_path, database_url, T0) as h:
         ids = []
         for name in ("zeta", "alpha", "mike"):
             ids.append((await h.client.create_task(name, "shell", {"argv": ["true"]})).id)
@@ -129,8 +134,8 @@ async def test_tasks_of_one_tick_are_enqueued_in_name_order(tmp_path: Path) -> N
         assert [j.task_name for j in jobs] == ["alpha", "mike", "zeta"]
 
 
-async def test_disabled_task_is_skipped_and_recorded(tmp_path: Path) -> None:
-    async with inprocess(tmp_path, T0) as h:
+async def test_disabled_task_is_skipped_and_recorded(tmp_path: Path, database_url: str) -> None:
+    async with inprocess(tmp_path, database_url, T0) as h:
         await one_task_schedule(h, "*/5 * * * *")
         await h.client.disable_task("job-a")
         await h.tick(at("2026-06-01T10:05:00+00:00"))
@@ -140,8 +145,8 @@ async def test_disabled_task_is_skipped_and_recorded(tmp_path: Path) -> None:
         assert fire.runs[0].skip_reason == SkipReason.SKIP_REASON_TASK_DISABLED
 
 
-async def test_cron_wins_over_interval(tmp_path: Path) -> None:
-    async with inprocess(tmp_path, T0) as h:
+async def test_cron_wins_over_interval(tmp_path: Path, database_url: str) -> None:
+    async with inprocess(tmp_path, database_url, T0) as h:
         await h.client.create_task("job-a", "shell", {"argv": ["true"]})
         schedule = await h.client.create_schedule(
             "s", ["job-a"], cron="0 12 * * *", interval_seconds=30
@@ -149,8 +154,10 @@ async def test_cron_wins_over_interval(tmp_path: Path) -> None:
         assert schedule.next_run_time.ToDatetime(tzinfo=UTC) == at("2026-06-01T12:00:00+00:00")
 
 
-async def test_interval_is_anchored_to_the_finish_of_the_previous_run(tmp_path: Path) -> None:
-    async with inprocess(tmp_path, T0) as h:
+async def test_interval_is_anchored_to_the_finish_of_the_previous_run(
+    tmp_path: Path, database_url: str
+) -> None:
+    async with inprocess(tmp_path, database_url, T0) as h:
         await h.client.create_task("job-a", "shell", {"argv": ["true"]})
         schedule = await h.client.create_schedule("s", ["job-a"], interval_seconds=60)
         assert schedule.next_run_time.ToDatetime(tzinfo=UTC) == T0 + dt.timedelta(seconds=60)
@@ -168,10 +175,10 @@ async def test_interval_is_anchored_to_the_finish_of_the_previous_run(tmp_path: 
         assert schedule.next_run_time.ToDatetime(tzinfo=UTC) == finished + dt.timedelta(seconds=60)
 
 
-async def test_a_repeated_fire_enqueues_nothing(tmp_path: Path) -> None:
+async def test_a_repeated_fire_enqueues_nothing(tmp_path: Path, database_url: str) -> None:
     """The (schedule, fire time) row makes a second Enqueue of one window a no-op, as after
     a crash between Enqueue and moving next_run, or a second scheduler."""
-    async with inprocess(tmp_path, T0) as h:
+    async with inprocess(tmp_path, database_url, T0) as h:
         sid = await one_task_schedule(h, "*/5 * * * *")
         due = at("2026-06-01T10:05:00+00:00")
         await h.tick(due)
@@ -180,10 +187,10 @@ async def test_a_repeated_fire_enqueues_nothing(tmp_path: Path) -> None:
         assert len(await h.client.list_jobs()) == 1
 
 
-async def test_fall_back_day_fires_fixed_time_once(tmp_path: Path) -> None:
+async def test_fall_back_day_fires_fixed_time_once(tmp_path: Path, database_url: str) -> None:
     ny = ZoneInfo("America/New_York")
     start = dt.datetime(2026, 10, 31, 23, 0, tzinfo=ny)
-    async with inprocess(tmp_path, start) as h:
+    async with inprocess(tmp_path, database_url, start) as h:
         await one_task_schedule(h, "30 1 * * *", timezone="America/New_York")
         # Tick every 5 minutes through the repeated hour (01:00-02:00 happens twice).
         for _ in range(12 * 5):
@@ -195,10 +202,12 @@ async def test_fall_back_day_fires_fixed_time_once(tmp_path: Path) -> None:
         assert fires == [("2026-11-01T05:30:00+00:00", "FIRE_OUTCOME_ENQUEUED")]  # 01:30 EDT
 
 
-async def test_spring_forward_day_fires_skipped_time_at_gap_end(tmp_path: Path) -> None:
+async def test_spring_forward_day_fires_skipped_time_at_gap_end(
+    tmp_path: Path, database_url: str
+) -> None:
     berlin = ZoneInfo("Europe/Berlin")
     start = dt.datetime(2026, 3, 28, 23, 0, tzinfo=berlin)
-    async with inprocess(tmp_path, start) as h:
+    async with inprocess(tmp_path, database_url, start) as h:
         await one_task_schedule(h, "30 2 * * *", timezone="Europe/Berlin")
         for _ in range(12 * 6):
             await h.tick(h.clock.advance(300))
