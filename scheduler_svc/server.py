@@ -120,8 +120,11 @@ class Service:
             self.worker.stop()
         for task in self._tasks:
             if task.get_name() == "embedded-worker":
+                # The running job gets the worker's shutdown grace, then is aborted and
+                # reported; the server keeps serving the stream until then.
+                worker_grace = self.worker.settings.shutdown_grace_s
                 with suppress(Exception, asyncio.CancelledError):
-                    await asyncio.wait_for(asyncio.shield(task), grace_s + 5)
+                    await asyncio.wait_for(asyncio.shield(task), worker_grace + 10)
         await self.server.stop(grace_s)
         for task in self._tasks:
             task.cancel()

@@ -1,0 +1,85 @@
+"""A running job's output on its way to the server: pending batches and a bounded tail."""
+
+from __future__ import annotations
+
+import collections
+
+__all__ = ["JobOutput"]
+
+_MAX_PENDING_LINES = 10_000
+"""Lines kept while waiting to be sent; beyond this the oldest are dropped (and counted)."""
+_MAX_BATCH_LINES = 500
+"""Most lines in one LogLines message."""
+_MAX_BATCH_CHARS = 256 * 1024
+"""Most characters in one LogLines message (a single longer line is sent on its own)."""
+_TAIL_CHARS = 4096
+"""Characters of output kept for the Outcome when the handler gives none (abort, crash)."""
+
+
+class JobOutput:
+    """Collects a job's output lines: ``add`` is the job's ``JobContext.log``.
+
+    Memory is bounded: at most 10,000 lines wait to be sent (older ones are dropped, and a
+    note saying how many goes out with the next batch), and the tail keeps 4096 characters.
+    """
+
+    def __init__(self) -> None:
+        """Create an empty output."""
+        self._pending: collections.deque[tuple[str, str]] = collections.deque()
+        self._dropped = 0
+        self._tail: collections.deque[str] = collections.deque()
+        self._tail_chars = 0  # sum of len(line) + 1 over self._tail
+
+    def add(self, stream: str, line: str) -> None:
+        """Record one line; never blocks.
+
+        Args:
+            stream (str): ``"stdout"`` or ``"stderr"``.
+            line (str): the line, without its line ending.
+        """
+        if len(self._pending) >= _MAX_PENDING_LINES:
+            self._pending.popleft()
+            self._dropped += 1
+        self._pending.append((stream, line))
+        self._tail.append(line)
+        self._tail_chars += len(line) + 1
+        while len(self._tail) > 1 and self._tail_chars - len(self._tail[0]) - 1 >= _TAIL_CHARS:
+            self._tail_chars -= len(self._tail.popleft()) + 1
+
+    def take_batches(self) -> list[tuple[str, list[str]]]:
+        """Remove and return the pending lines, grouped for LogLines messages.
+
+        Returns:
+            list[tuple[str, list[str]]]: (stream, lines) pairs in output order; consecutive
+            lines of one stream share a batch of at most 500 lines and 256 KiB. When lines
+            were dropped, the first batch is a ``stderr`` note saying how many.
+        """
+        batches: list[tuple[str, list[str]]] = []
+        if self._dropped:
+            note = f"[tickwork: {self._dropped} lines of output were dropped before sending]"
+            batches.append(("stderr", [note]))
+            self._dropped = 0
+        chars = 0
+        while self._pending:
+            stream, line = self._pending.popleft()
+            if (
+                batches
+                and batches[-1][0] == stream
+                and len(batches[-1][1]) < _MAX_BATCH_LINES
+                and chars + len(line) <= _MAX_BATCH_CHARS
+            ):
+                batches[-1][1].append(line)
+                chars += len(line)
+            else:
+                batches.append((stream, [line]))
+                chars = len(line)
+        return batches
+
+    def tail(self) -> str:
+        """Return the last 4096 characters of the output, lines joined by ``"\\n"``.
+
+        Returns:
+            str: the tail; ``""`` when there was no output.
+        """
+        text = "\n".join(self._tail)
+        return text[-_TAIL_CHARS:]

@@ -1,0 +1,138 @@
+"""Settings of the worker service, built once from the environment."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+__all__ = ["DEFAULT_SERVER", "WorkerSettings"]
+
+DEFAULT_SERVER = "127.0.0.1:50051"
+"""The scheduler service address a worker connects to when none is given."""
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    """How a worker connects, waits and stops. All durations are in seconds.
+
+    Attributes:
+        server (str): gRPC target of the scheduler service, ``"HOST:PORT"`` (any target
+            ``grpc.aio.insecure_channel`` accepts). Env ``TICKWORK_SERVER``.
+        poll_interval_s (float): > 0. The longest the server keeps a PollJob waiting before
+            it answers NoJob. Informative on the worker (the server bounds the wait): it only
+            bounds how long a stopping worker waits for the answer to its last poll.
+            Env ``WORKER_POLL_INTERVAL_SECONDS``.
+        shutdown_grace_s (float): >= 0. On stop (SIGTERM, SIGINT) the running job may finish
+            within this; then it is aborted and reported ABORTED.
+            Env ``WORKER_SHUTDOWN_GRACE_SECONDS``.
+        abort_grace_s (float): >= 0. Handed to handlers as ``JobContext.abort_grace_s``: the
+            time between SIGTERM and SIGKILL when a job's process is stopped.
+            Env ``WORKER_ABORT_GRACE_SECONDS``.
+        reconnect_backoff_base_s (float): > 0. First delay before reconnecting after the
+            stream broke or the server was unreachable; doubles per failed attempt.
+        reconnect_backoff_cap_s (float): >= ``reconnect_backoff_base_s``. Largest such delay
+            (before jitter, which only shortens it to between half and all of it).
+        log_flush_interval_s (float): > 0. A running job's output lines are sent in batches
+            at most this often.
+        handshake_timeout_s (float): > 0. Longest wait for the server's Welcome after Hello
+            before the connection counts as failed.
+        outcome_ack_timeout_s (float): > 0. Longest wait for OutcomeAck after an Outcome
+            before the connection counts as broken.
+
+    Raises:
+        ValueError: on construction, when a value is out of range; the message names it.
+    """
+
+    server: str = DEFAULT_SERVER
+    poll_interval_s: float = 3.0
+    shutdown_grace_s: float = 30.0
+    abort_grace_s: float = 5.0
+    reconnect_backoff_base_s: float = 0.5
+    reconnect_backoff_cap_s: float = 10.0
+    log_flush_interval_s: float = 0.2
+    handshake_timeout_s: float = 10.0
+    outcome_ack_timeout_s: float = 30.0
+
+    def __post_init__(self) -> None:
+        """Validate the values.
+
+        Raises:
+            ValueError: a value is out of range; the message names the field.
+        """
+        if not self.server or self.server != self.server.strip() or " " in self.server:
+            raise ValueError(f"server must be a HOST:PORT target, got {self.server!r}")
+        positive = (
+            "poll_interval_s",
+            "reconnect_backoff_base_s",
+            "reconnect_backoff_cap_s",
+            "log_flush_interval_s",
+            "handshake_timeout_s",
+            "outcome_ack_timeout_s",
+        )
+        for name in positive:
+            value = getattr(self, name)
+            if not math.isfinite(value) or value <= 0:
+                raise ValueError(f"{name} must be a finite number of seconds > 0, got {value!r}")
+        for name in ("shutdown_grace_s", "abort_grace_s"):
+            value = getattr(self, name)
+            if not math.isfinite(value) or value < 0:
+                raise ValueError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
+        if self.reconnect_backoff_cap_s < self.reconnect_backoff_base_s:
+            raise ValueError(
+                "reconnect_backoff_cap_s must be >= reconnect_backoff_base_s, got "
+                f"{self.reconnect_backoff_cap_s!r} < {self.reconnect_backoff_base_s!r}"
+            )
+
+    @classmethod
+    def from_env(
+        cls, server: str | None = None, environ: Mapping[str, str] | None = None
+    ) -> WorkerSettings:
+        """Build the settings from the environment; unset or empty variables keep defaults.
+
+        Args:
+            server (str | None): the scheduler service address; overrides ``TICKWORK_SERVER``
+                when given (the ``--server`` option).
+            environ (Mapping[str, str] | None): the variables to read; ``os.environ`` if None.
+
+        Returns:
+            WorkerSettings: the validated settings.
+
+        Raises:
+            ValueError: a variable is not a number, or a value is out of range; the message
+                names the variable or field.
+        """
+        env = os.environ if environ is None else environ
+        defaults = cls()
+        return cls(
+            server=server or env.get("TICKWORK_SERVER") or defaults.server,
+            poll_interval_s=_seconds(env, "WORKER_POLL_INTERVAL_SECONDS", defaults.poll_interval_s),
+            shutdown_grace_s=_seconds(
+                env, "WORKER_SHUTDOWN_GRACE_SECONDS", defaults.shutdown_grace_s
+            ),
+            abort_grace_s=_seconds(env, "WORKER_ABORT_GRACE_SECONDS", defaults.abort_grace_s),
+        )
+
+
+def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    """Read a duration in seconds from ``env[name]``.
+
+    Args:
+        env (Mapping[str, str]): the environment.
+        name (str): the variable name.
+        default (float): seconds to use when the variable is unset or empty.
+
+    Returns:
+        float: the duration in seconds (range checks are left to ``WorkerSettings``).
+
+    Raises:
+        ValueError: the value is not a number; the message names the variable.
+    """
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a number of seconds, got {raw!r}") from None

@@ -1,0 +1,751 @@
+"""The worker loop: connect, poll, run one job at a time, heartbeat, report, reconnect.
+
+The protocol (``tickwork.v1.WorkerService.Connect``, one bidirectional stream):
+
+1. The worker sends ``Hello(worker_id, handlers)``; the server answers ``Welcome(active,
+   heartbeat_interval_seconds, lease_ttl_seconds)``.
+2. The worker sends ``PollJob``; the server answers ``NoJob`` (poll again) or
+   ``AssignJob``. A standby worker gets no job (NoJob, or no answer at all) until it has
+   become active.
+3. While the job runs the worker sends ``Heartbeat`` every heartbeat interval and the
+   job's output as ``LogLines`` batches; the server may send ``AbortJob`` at any time.
+4. The worker sends the remaining ``LogLines``, then ``Outcome`` (SUCCEEDED, FAILED or
+   ABORTED), waits for ``OutcomeAck`` and goes back to 2.
+
+When the stream breaks, the running job is stopped (its lease expires on the server, which
+recovers the job) and the worker reconnects with exponential backoff and jitter. On
+``stop()`` the worker polls no more, lets the running job finish within the shutdown grace,
+then aborts it, reports its outcome, closes the stream and returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import random
+import socket
+import uuid
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import grpc.aio
+from google.protobuf import json_format, struct_pb2
+
+from tickwork.v1 import job_pb2, worker_pb2, worker_pb2_grpc
+from worker_svc._connection import Connection, StreamBroken
+from worker_svc._job_output import JobOutput
+from worker_svc.handlers import JobContext, JobFailed, get_handler, handler_names
+from worker_svc.settings import WorkerSettings
+
+__all__ = ["Worker", "run_worker"]
+
+logger = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
+
+_DEFAULT_HEARTBEAT_INTERVAL_S = 5.0
+"""Used when the server's Welcome gives no usable heartbeat interval."""
+_POLL_DRAIN_MARGIN_S = 1.0
+"""A stopping worker waits this much longer than the poll interval for its last poll's answer."""
+
+_ABORT_SHUTDOWN = "worker shutting down"
+_ABORT_CANCELLED = "worker cancelled"
+_ABORT_STREAM_LOST = "connection to the server lost"
+
+Request = worker_pb2.ConnectRequest
+Response = worker_pb2.ConnectResponse
+
+
+def _new_worker_id() -> str:
+    """Return ``"host:pid:uuid8"``, unique to this worker object.
+
+    Returns:
+        str: the worker id sent in Hello.
+    """
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def _json_numbers(value: Any) -> Any:
+    """Return ``value`` with integral floats made ints, recursively.
+
+    A ``google.protobuf.Struct`` holds every number as a double; the Task's params were JSON,
+    where ``3`` is an int, and handlers validated them as such.
+
+    Args:
+        value (Any): a value decoded from a Struct.
+
+    Returns:
+        Any: the same value with ``3.0`` turned into ``3`` wherever it occurs.
+    """
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _json_numbers(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_json_numbers(item) for item in value]
+    return value
+
+
+def _params_from_struct(params: struct_pb2.Struct) -> dict[str, Any]:
+    """Decode a job's params.
+
+    Args:
+        params (struct_pb2.Struct): ``AssignJob.params``.
+
+    Returns:
+        dict[str, Any]: the params as JSON values (integral numbers as ``int``).
+    """
+    decoded: dict[str, Any] = _json_numbers(json_format.MessageToDict(params))
+    return decoded
+
+
+async def _shielded(coro: Coroutine[Any, Any, _T]) -> _T:
+    """Run ``coro`` to completion even if the caller is cancelled meanwhile.
+
+    Args:
+        coro (Coroutine[Any, Any, _T]): the work that must not be interrupted.
+
+    Returns:
+        _T: its result.
+
+    Raises:
+        asyncio.CancelledError: the caller was cancelled; raised after ``coro`` finished
+            (unless the caller is cancelled a second time while waiting for it).
+        Exception: whatever ``coro`` raised.
+    """
+    task = asyncio.ensure_future(coro)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        if not task.done():
+            await asyncio.wait([task])
+        raise
+
+
+@dataclass(frozen=True)
+class _Result:
+    """How a job ended, as reported in Outcome."""
+
+    status: job_pb2.JobStatus
+    error: str
+    output_tail: str
+
+
+@dataclass
+class _RunningJob:
+    """The job being run: its handler task and why it was aborted, if it was."""
+
+    job_id: int
+    task: asyncio.Task[_Result]
+    log_extra: dict[str, Any]
+    abort_reason: str | None = None
+
+
+class Worker:
+    """A tickwork worker: one stream to the scheduler service, one job at a time.
+
+    Create it, ``await run()``, and call ``stop()`` (from the event loop, e.g. a signal
+    handler) to end it.
+    """
+
+    def __init__(self, settings: WorkerSettings) -> None:
+        """Create a worker; nothing happens until ``run``.
+
+        Args:
+            settings (WorkerSettings): where to connect and how long to wait.
+        """
+        self._settings = settings
+        self.worker_id = _new_worker_id()
+        """``"host:pid:uuid8"``, sent in Hello; the same for every reconnect."""
+        self._stopping = asyncio.Event()
+        self._abort_now = asyncio.Event()
+        self._job: _RunningJob | None = None
+        self._early_aborts: dict[int, str] = {}
+        self._failed_attempts = 0
+        self._running = False
+
+    @property
+    def settings(self) -> WorkerSettings:
+        """The worker's settings."""
+        return self._settings
+
+    def stop(self, abort_running: bool = False) -> None:
+        """Ask the worker to stop; ``run`` returns once the running job was reported.
+
+        No new job is polled for. The running job may finish within the shutdown grace
+        (``settings.shutdown_grace_s``), then it is aborted; either way its outcome is
+        reported before the stream is closed. Idempotent; call it from the event loop thread.
+
+        Args:
+            abort_running (bool): abort the running job now instead of after the grace (a
+                second SIGINT, for instance).
+        """
+        if not self._stopping.is_set():
+            logger.info("worker stopping", extra={"worker_id": self.worker_id})
+        self._stopping.set()
+        if abort_running:
+            self._abort_now.set()
+            if self._job is not None:
+                self._abort(self._job, _ABORT_SHUTDOWN)
+
+    async def run(self) -> None:
+        """Serve jobs until ``stop()``; reconnect whenever the stream breaks.
+
+        Returns:
+            None: after ``stop()``, once the running job (if any) was reported and the stream
+            closed.
+
+        Raises:
+            RuntimeError: ``run`` is already running.
+            asyncio.CancelledError: the task was cancelled; the running job was aborted and
+                its outcome reported first (as far as the stream allowed).
+        """
+        if self._running:
+            raise RuntimeError("Worker.run is already running")
+        self._running = True
+        try:
+            await self._run()
+        finally:
+            self._running = False
+
+    async def _run(self) -> None:
+        """The reconnect loop of ``run``."""
+        server = self._settings.server
+        while not self._stopping.is_set():
+            attempt = self._failed_attempts + 1
+            logger.info(
+                "connecting to %s (attempt %d)",
+                server,
+                attempt,
+                extra={"worker_id": self.worker_id},
+            )
+            try:
+                await self._session()
+            except StreamBroken as exc:
+                reason = str(exc)
+            else:
+                break  # stopped
+            if self._stopping.is_set():
+                logger.info("connection to %s ended while stopping: %s", server, reason)
+                break
+            self._failed_attempts += 1
+            delay_s = self._backoff_s(self._failed_attempts)
+            logger.warning(
+                "connection to %s failed or broke (%s); reconnecting in %.2f s (attempt %d)",
+                server,
+                reason,
+                delay_s,
+                self._failed_attempts + 1,
+                extra={"worker_id": self.worker_id},
+            )
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), delay_s)
+        logger.info("worker stopped", extra={"worker_id": self.worker_id})
+
+    def _backoff_s(self, failures: int) -> float:
+        """Return the delay before the next connection attempt.
+
+        Args:
+            failures (int): consecutive failed attempts so far, >= 1.
+
+        Returns:
+            float: seconds, ``base * 2**(failures-1)`` capped, then a random value between
+            half of it and all of it (jitter, so restarted workers do not reconnect in step).
+        """
+        base_s = self._settings.reconnect_backoff_base_s
+        cap_s = self._settings.reconnect_backoff_cap_s
+        delay_s = min(cap_s, base_s * 2.0 ** min(failures - 1, 60))
+        return random.uniform(delay_s / 2, delay_s)
+
+    async def _session(self) -> None:
+        """Open one stream and serve it until ``stop()``.
+
+        Raises:
+            StreamBroken: the server was unreachable or the stream broke.
+        """
+        self._early_aborts.clear()
+        async with grpc.aio.insecure_channel(self._settings.server) as channel:
+            stub = worker_pb2_grpc.WorkerServiceStub(channel)
+            conn = Connection(stub.Connect(None), self._on_abort)
+            graceful = False
+            try:
+                await self._serve(conn)
+                graceful = True
+            finally:
+                await _shielded(conn.close(graceful))
+
+    async def _serve(self, conn: Connection) -> None:
+        """Say Hello, then poll and run jobs until stopped.
+
+        Args:
+            conn (Connection): the fresh stream.
+
+        Raises:
+            StreamBroken: the stream broke, or the server did not answer Hello in time.
+        """
+        handlers = handler_names()
+        await conn.send(
+            Request(hello=Request.Hello(worker_id=self.worker_id, handlers=list(handlers)))
+        )
+        answer = await conn.receive(self._settings.handshake_timeout_s, self._stopping)
+        if answer is None:
+            if self._stopping.is_set():
+                return
+            raise StreamBroken(f"no Welcome within {self._settings.handshake_timeout_s} s of Hello")
+        if answer.WhichOneof("message") != "welcome":
+            raise StreamBroken(f"expected Welcome, got {answer.WhichOneof('message')}")
+        welcome = answer.welcome
+        self._failed_attempts = 0
+        heartbeat_interval_s = welcome.heartbeat_interval_seconds
+        if not heartbeat_interval_s > 0:
+            heartbeat_interval_s = (
+                welcome.lease_ttl_seconds / 3
+                if welcome.lease_ttl_seconds > 0
+                else _DEFAULT_HEARTBEAT_INTERVAL_S
+            )
+            logger.warning(
+                "Welcome has no heartbeat interval; heartbeating every %.2f s",
+                heartbeat_interval_s,
+            )
+        active = welcome.active
+        logger.info(
+            "connected to %s as the %s worker (heartbeat every %.2f s, lease %.2f s, handlers %s)",
+            self._settings.server,
+            "active" if active else "standby",
+            heartbeat_interval_s,
+            welcome.lease_ttl_seconds,
+            ", ".join(handlers),
+            extra={"worker_id": self.worker_id},
+        )
+        while not self._stopping.is_set():
+            await conn.send(Request(poll_job=Request.PollJob()))
+            answer = await self._poll_answer(conn, active)
+            if answer is None:
+                return
+            if answer.WhichOneof("message") == "assign_job":
+                if not active:  # only a job proves it: a standby may be answered NoJob too
+                    active = True
+                    logger.info(
+                        "this worker is now the active one", extra={"worker_id": self.worker_id}
+                    )
+                await self._run_job(conn, answer.assign_job, heartbeat_interval_s)
+
+    async def _poll_answer(self, conn: Connection, active: bool) -> Response | None:
+        """Wait for the answer to a PollJob.
+
+        When ``stop()`` is called meanwhile, an active worker still waits for the answer (at
+        most the poll interval and a second): a job assigned at that moment is run under the
+        shutdown grace instead of being left to its lease. A standby worker stops at once.
+
+        Args:
+            conn (Connection): the stream.
+            active (bool): whether the worker is known to be the active one.
+
+        Returns:
+            Response | None: NoJob or AssignJob; None when stopping and no answer came.
+
+        Raises:
+            StreamBroken: the stream broke.
+        """
+        loop = asyncio.get_running_loop()
+        deadline: float | None = None
+        while True:
+            if deadline is None and self._stopping.is_set():
+                if not active:
+                    return None
+                deadline = loop.time() + self._settings.poll_interval_s + _POLL_DRAIN_MARGIN_S
+            if deadline is None:
+                answer = await conn.receive(interrupt=self._stopping)
+            else:
+                answer = await conn.receive(max(0.0, deadline - loop.time()))
+                if answer is None:
+                    logger.info("stopping without an answer to the last poll")
+                    return None
+            if answer is None:
+                continue  # stop() was called: set the deadline
+            kind = answer.WhichOneof("message")
+            if kind in ("assign_job", "no_job"):
+                return answer
+            logger.warning("ignoring an unexpected %s while waiting for a job", kind)
+
+    def _on_abort(self, job_id: int, reason: str) -> None:
+        """Handle AbortJob from the server (called by the stream reader, at once).
+
+        Args:
+            job_id (int): the job to stop.
+            reason (str): why, e.g. ``"aborted by operator"``.
+        """
+        reason = reason or "aborted"
+        job = self._job
+        if job is not None and job.job_id == job_id:
+            self._abort(job, reason)
+            return
+        # The AssignJob may still be queued for the main loop: remember the abort for it.
+        logger.info(
+            "AbortJob for job %d, which is not running: %s",
+            job_id,
+            reason,
+            extra={"job_id": job_id},
+        )
+        self._early_aborts[job_id] = reason
+
+    def _abort(self, job: _RunningJob, reason: str) -> None:
+        """Cancel the job's handler task once; the handler stops its work and re-raises.
+
+        Args:
+            job (_RunningJob): the running job.
+            reason (str): reported as the Outcome's error.
+        """
+        if job.abort_reason is not None or job.task.done():
+            return
+        job.abort_reason = reason
+        logger.info("aborting job %d: %s", job.job_id, reason, extra=job.log_extra)
+        job.task.cancel()
+
+    async def _run_job(
+        self, conn: Connection, assign: Response.AssignJob, heartbeat_interval_s: float
+    ) -> None:
+        """Run one assigned job and report its outcome.
+
+        Args:
+            conn (Connection): the stream.
+            assign (Response.AssignJob): the job.
+            heartbeat_interval_s (float): seconds between heartbeats, > 0.
+
+        Raises:
+            StreamBroken: the stream broke (the job was stopped; its lease will expire).
+            asyncio.CancelledError: the worker was cancelled (the job was aborted and its
+                outcome reported first).
+        """
+        job = assign.job
+        extra: dict[str, Any] = {
+            "job_id": job.id,
+            "task_id": job.task_id,
+            "task_name": job.task_name,
+        }
+        output = JobOutput()
+        ctx = JobContext(
+            job_id=job.id,
+            task_id=job.task_id,
+            task_name=job.task_name,
+            attempt=job.attempt,
+            timeout_s=assign.timeout_seconds or None,
+            log=output.add,
+            abort_grace_s=self._settings.abort_grace_s,
+        )
+        logger.info(
+            "running job %d of task %r (attempt %d) with handler %r",
+            job.id,
+            job.task_name,
+            job.attempt,
+            assign.handler,
+            extra=extra,
+        )
+        task = asyncio.create_task(
+            self._execute(assign.handler, assign.params, ctx, output),
+            name=f"tickwork-job-{job.id}",
+        )
+        running = _RunningJob(job.id, task, extra)
+        self._job = running
+        early_reason = self._early_aborts.pop(job.id, None)
+        self._early_aborts.clear()
+        if early_reason is not None:
+            self._abort(running, early_reason)
+        elif self._abort_now.is_set():
+            self._abort(running, _ABORT_SHUTDOWN)
+        pump = asyncio.create_task(
+            self._pump(conn, job.id, assign.lease_token, output, heartbeat_interval_s),
+            name=f"tickwork-job-{job.id}-pump",
+        )
+        cancelled = False
+        try:
+            try:
+                await self._supervise(conn, running, pump)
+            except asyncio.CancelledError:
+                # The worker itself is being cancelled: still stop the job and report it.
+                cancelled = True
+                self._abort(running, _ABORT_CANCELLED)
+                await _shielded(asyncio.wait([task]))
+            finally:
+                pump.cancel()
+                await asyncio.wait([pump])
+            result = self._result(running)
+            logger.info(
+                "job %d ended %s%s",
+                job.id,
+                job_pb2.JobStatus.Name(result.status),
+                f": {result.error}" if result.error else "",
+                extra=extra,
+            )
+            try:
+                await _shielded(self._report(conn, job.id, assign.lease_token, output, result))
+            except StreamBroken as exc:
+                if not cancelled:
+                    raise
+                logger.warning("could not report job %d: %s", job.id, exc, extra=extra)
+        finally:
+            self._job = None
+        if cancelled:
+            raise asyncio.CancelledError
+
+    async def _supervise(
+        self, conn: Connection, running: _RunningJob, pump: asyncio.Task[None]
+    ) -> None:
+        """Wait for the job's handler task to end, applying stop and stream breaks.
+
+        Args:
+            conn (Connection): the stream.
+            running (_RunningJob): the job.
+            pump (asyncio.Task[None]): its heartbeat and log task.
+
+        Raises:
+            StreamBroken: the stream broke; the job was aborted and has ended.
+        """
+        loop = asyncio.get_running_loop()
+        grace_deadline: float | None = None  # set when stop() is noticed
+        while not running.task.done():
+            not_aborted = running.abort_reason is None
+            helpers = [asyncio.ensure_future(conn.broken.wait())]
+            if not_aborted:
+                helpers.append(asyncio.ensure_future(self._abort_now.wait()))
+                if grace_deadline is None:
+                    helpers.append(asyncio.ensure_future(self._stopping.wait()))
+            timeout_s = None
+            if not_aborted and grace_deadline is not None:
+                timeout_s = max(0.0, grace_deadline - loop.time())
+            try:
+                await asyncio.wait(
+                    [running.task, pump, *helpers],
+                    timeout=timeout_s,
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+            finally:
+                for helper in helpers:
+                    helper.cancel()
+            if running.task.done():
+                return
+            if conn.broken.is_set() or pump.done():
+                self._abort(running, _ABORT_STREAM_LOST)
+                await asyncio.wait([running.task])
+                error = None if pump.cancelled() or not pump.done() else pump.exception()
+                if error is not None and not isinstance(error, StreamBroken):
+                    raise error  # a bug in the pump: stop the worker loudly
+                raise StreamBroken(
+                    f"{error or 'the stream broke'} (job {running.job_id} was stopped)"
+                )
+            if running.abort_reason is not None:
+                continue
+            if self._abort_now.is_set():
+                self._abort(running, _ABORT_SHUTDOWN)
+            elif grace_deadline is None and self._stopping.is_set():
+                grace_s = self._settings.shutdown_grace_s
+                grace_deadline = loop.time() + grace_s
+                logger.info(
+                    "letting job %d finish within %.1f s before aborting it",
+                    running.job_id,
+                    grace_s,
+                    extra=running.log_extra,
+                )
+            elif grace_deadline is not None and loop.time() >= grace_deadline:
+                self._abort(running, _ABORT_SHUTDOWN)
+
+    def _result(self, running: _RunningJob) -> _Result:
+        """Return the Outcome of the ended job.
+
+        A job whose abort was requested is ABORTED unless it succeeded before the abort
+        took effect.
+
+        Args:
+            running (_RunningJob): the job; its task is done.
+
+        Returns:
+            _Result: status, error and output tail.
+        """
+        aborted = _Result(job_pb2.JOB_STATUS_ABORTED, running.abort_reason or "aborted", "")
+        if running.task.cancelled():
+            return aborted
+        result = running.task.result()
+        if running.abort_reason is not None and result.status != job_pb2.JOB_STATUS_SUCCEEDED:
+            return _Result(aborted.status, aborted.error, result.output_tail)
+        return result
+
+    async def _execute(
+        self, handler_name: str, params: struct_pb2.Struct, ctx: JobContext, output: JobOutput
+    ) -> _Result:
+        """Run the handler; turn its result or error into a ``_Result``.
+
+        Args:
+            handler_name (str): the handler to look up.
+            params (struct_pb2.Struct): its parameters.
+            ctx (JobContext): the job.
+            output (JobOutput): the job's output, for the tail when the handler gives none.
+
+        Returns:
+            _Result: SUCCEEDED, or FAILED with the error (``"UnknownHandler: ..."``,
+            ``JobFailed.error``, or ``"<ExceptionType>: ..."`` for a handler bug).
+
+        Raises:
+            asyncio.CancelledError: the job was aborted.
+        """
+        try:
+            handler = get_handler(handler_name)
+        except LookupError as exc:
+            return _Result(job_pb2.JOB_STATUS_FAILED, f"{type(exc).__name__}: {exc}", "")
+        try:
+            result = await handler.run(_params_from_struct(params), ctx)
+        except JobFailed as exc:
+            return _Result(job_pb2.JOB_STATUS_FAILED, exc.error, exc.output_tail)
+        except Exception as exc:
+            logger.exception(
+                "handler %r crashed on job %d",
+                handler_name,
+                ctx.job_id,
+                extra={"job_id": ctx.job_id, "task_id": ctx.task_id},
+            )
+            return _Result(job_pb2.JOB_STATUS_FAILED, f"{type(exc).__name__}: {exc}", output.tail())
+        return _Result(job_pb2.JOB_STATUS_SUCCEEDED, "", result.output_tail)
+
+    async def _pump(
+        self,
+        conn: Connection,
+        job_id: int,
+        lease_token: str,
+        output: JobOutput,
+        heartbeat_interval_s: float,
+    ) -> None:
+        """While the job runs: send Heartbeat every interval and LogLines batches.
+
+        Args:
+            conn (Connection): the stream.
+            job_id (int): the job.
+            lease_token (str): its lease token.
+            output (JobOutput): its output.
+            heartbeat_interval_s (float): seconds between heartbeats.
+
+        Raises:
+            StreamBroken: the stream broke.
+        """
+        loop = asyncio.get_running_loop()
+        flush_s = self._settings.log_flush_interval_s
+        next_heartbeat = loop.time() + heartbeat_interval_s
+        heartbeat = Request(heartbeat=Request.Heartbeat(job_id=job_id, lease_token=lease_token))
+        while True:
+            await asyncio.sleep(max(0.0, min(flush_s, next_heartbeat - loop.time())))
+            if loop.time() >= next_heartbeat:
+                await conn.send(heartbeat)
+                next_heartbeat = loop.time() + heartbeat_interval_s
+            await self._send_output(conn, job_id, lease_token, output)
+
+    async def _send_output(
+        self, conn: Connection, job_id: int, lease_token: str, output: JobOutput
+    ) -> None:
+        """Send the job's pending output lines as LogLines messages.
+
+        Args:
+            conn (Connection): the stream.
+            job_id (int): the job.
+            lease_token (str): its lease token.
+            output (JobOutput): its output.
+
+        Raises:
+            StreamBroken: the stream broke.
+        """
+        for stream, lines in output.take_batches():
+            await conn.send(
+                Request(
+                    log_lines=Request.LogLines(
+                        job_id=job_id, lease_token=lease_token, stream=stream, lines=lines
+                    )
+                )
+            )
+
+    async def _report(
+        self,
+        conn: Connection,
+        job_id: int,
+        lease_token: str,
+        output: JobOutput,
+        result: _Result,
+    ) -> None:
+        """Send the last output lines and the Outcome, then wait for OutcomeAck.
+
+        Args:
+            conn (Connection): the stream.
+            job_id (int): the job.
+            lease_token (str): its lease token.
+            output (JobOutput): its output (lines not sent yet go first).
+            result (_Result): the outcome.
+
+        Raises:
+            StreamBroken: the stream broke, or no OutcomeAck came within
+                ``settings.outcome_ack_timeout_s``.
+        """
+        extra = {"job_id": job_id}
+        await self._send_output(conn, job_id, lease_token, output)
+        output_tail = result.output_tail or output.tail()
+        await conn.send(
+            Request(
+                outcome=Request.Outcome(
+                    job_id=job_id,
+                    lease_token=lease_token,
+                    status=result.status,
+                    error=result.error,
+                    output_tail=output_tail,
+                )
+            )
+        )
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._settings.outcome_ack_timeout_s
+        while True:
+            answer = await conn.receive(max(0.0, deadline - loop.time()))
+            if answer is None:
+                raise StreamBroken(
+                    f"no OutcomeAck for job {job_id} within "
+                    f"{self._settings.outcome_ack_timeout_s} s"
+                )
+            if (
+                answer.WhichOneof("message") == "outcome_ack"
+                and answer.outcome_ack.job_id == job_id
+            ):
+                if not answer.outcome_ack.accepted:
+                    logger.warning(
+                        "the outcome of job %d was recorded as late (its lease had been lost)",
+                        job_id,
+                        extra=extra,
+                    )
+                return
+            logger.warning(
+                "ignoring an unexpected %s while waiting for the OutcomeAck of job %d",
+                answer.WhichOneof("message"),
+                job_id,
+                extra=extra,
+            )
+
+
+async def run_worker(settings: WorkerSettings) -> None:
+    """Run a worker until it is stopped, or until the calling task is cancelled.
+
+    Cancelling the task that awaits this is a graceful stop: the worker stops polling, the
+    running job gets the shutdown grace, its outcome is reported, then CancelledError is
+    re-raised. Signals are not handled here (``worker_svc.main`` does that), so a process
+    that embeds a worker keeps control of them.
+
+    Args:
+        settings (WorkerSettings): the worker's settings.
+
+    Raises:
+        asyncio.CancelledError: the calling task was cancelled (after the graceful stop).
+    """
+    worker = Worker(settings)
+    run = asyncio.create_task(worker.run(), name="tickwork-worker")
+    try:
+        await asyncio.shield(run)
+    except asyncio.CancelledError:
+        worker.stop()
+        await asyncio.wait([run])
+        if not run.cancelled() and run.exception() is not None:
+            logger.error("the worker failed while stopping", exc_info=run.exception())
+        raise
