@@ -22,6 +22,7 @@ import grpc
 
 from scheduler_svc.app import Clock
 from scheduler_svc.cron import CronError
+from scheduler_svc.failpoints import failpoint
 from scheduler_svc.firing import first_fire_after, plan_fire
 from scheduler_svc.hub import Hub
 from scheduler_svc.records import ScheduleRecord
@@ -69,6 +70,8 @@ class Scheduler:
         self.hub = hub
         self.holder_id = holder_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._stop = asyncio.Event()
+        #: The scheduler lease's fencing token while this replica holds it, else None.
+        self.lease_token: int | None = None
 
     def stop(self) -> None:
         """Ask the loop to end after the current tick."""
@@ -79,24 +82,48 @@ class Scheduler:
         """One pass at ``now``: heal NULL next runs, fire every due schedule.
 
         Returns when the next pass should run (aware UTC). A replica that does not hold the
-        scheduler lease does nothing and returns a time to try again.
+        scheduler lease does nothing and returns a time to try again. A long pass (catching
+        up after a handover) renews the lease every third of its TTL and stops when the lease
+        was lost, so two replicas do not tick at once.
         """
-        lease_ttl = self.settings.scheduler_lease_ttl_s
-        retry_lease_at = now + dt.timedelta(seconds=lease_ttl / 3)
-        if await self.store.acquire_lease("scheduler", self.holder_id, now, lease_ttl) is None:
+        renew_every = dt.timedelta(seconds=self.settings.scheduler_lease_ttl_s / 3)
+        retry_lease_at = now + renew_every
+        if not await self._hold_lease(now):
             return retry_lease_at
+        renew_at = self.clock() + renew_every
         await self._heal(now)
         for _ in range(1000):
             due = await self.store.due_schedules(now, BATCH)
             if not due:
                 break
             for schedule in due:
+                if self.clock() >= renew_at:
+                    if not await self._hold_lease(self.clock()):
+                        return self.clock() + renew_every
+                    renew_at = self.clock() + renew_every
                 await self._fire(schedule, now)
         wake = now + dt.timedelta(seconds=self.settings.scheduler_poll_interval_s)
         earliest = await self.store.earliest_next_run()
         if earliest is not None:
             wake = min(wake, earliest)
         return min(wake, retry_lease_at)
+
+    async def _hold_lease(self, now: dt.datetime) -> bool:
+        """Take or renew the scheduler lease; True while this replica holds it."""
+        token = await self.store.acquire_lease(
+            "scheduler", self.holder_id, now, self.settings.scheduler_lease_ttl_s
+        )
+        if token is None and self.lease_token is not None:
+            log.warning(
+                "scheduler lease lost",
+                extra={"holder_id": self.holder_id, "token": self.lease_token},
+            )
+        elif token is not None and token != self.lease_token:
+            log.info(
+                "scheduler lease acquired", extra={"holder_id": self.holder_id, "token": token}
+            )
+        self.lease_token = token
+        return token is not None
 
     async def _heal(self, now: dt.datetime) -> None:
         """Schedules whose next run is NULL (written to the database directly) get one
@@ -144,6 +171,7 @@ class Scheduler:
                 extra={"schedule_id": schedule.id},
             )
             raise
+        failpoint("after-enqueue")
         log.info(
             "schedule fired",
             extra={
@@ -170,4 +198,11 @@ class Scheduler:
                 log.exception("scheduler tick failed")
                 wake = self.clock() + dt.timedelta(seconds=1)
             await signal.wait((wake - self.clock()).total_seconds())
+        if self.lease_token is not None:
+            # Hand over now rather than when the lease expires (a restart or a deploy).
+            try:
+                await self.store.release_lease("scheduler", self.holder_id, self.clock())
+            except Exception:
+                log.exception("releasing the scheduler lease failed; it expires by itself")
+            self.lease_token = None
         log.info("scheduler loop stopped")

@@ -95,6 +95,16 @@ def backoff_delay_s(attempt: int, base_s: float, cap_s: float, rng: random.Rando
     return max(1.0, rng.uniform(0.0, ceiling))
 
 
+def due_schedules_query(now: dt.datetime, limit: int) -> sa.Select[Any]:
+    """Enabled schedules due at ``now``, earliest first; served by ix_schedules_due."""
+    return (
+        schedules.select()
+        .where(schedules.c.enabled.is_(True), schedules.c.next_run_at <= now)
+        .order_by(schedules.c.next_run_at, schedules.c.id)
+        .limit(limit)
+    )
+
+
 class Store:
     """tickwork's tables behind one async interface. Safe to share in one event loop."""
 
@@ -334,14 +344,8 @@ class Store:
 
     async def due_schedules(self, now: dt.datetime, limit: int) -> list[ScheduleRecord]:
         """Enabled schedules with next_run_at <= now, earliest first (index ix_schedules_due)."""
-        query = (
-            schedules.select()
-            .where(schedules.c.enabled.is_(True), schedules.c.next_run_at <= now)
-            .order_by(schedules.c.next_run_at, schedules.c.id)
-            .limit(limit)
-        )
         async with self.db.read() as conn:
-            rows = (await conn.execute(query)).all()
+            rows = (await conn.execute(due_schedules_query(now, limit))).all()
             return await self._schedules(conn, rows)
 
     async def schedules_without_next_run(self, limit: int) -> list[ScheduleRecord]:
