@@ -17,6 +17,7 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import event
+from sqlalchemy.engine import Connection
 from sqlalchemy.engine import Dialect as SaDialect
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
@@ -186,17 +187,41 @@ class Dialect:
     ``skip_locked``: SELECT ... FOR UPDATE SKIP LOCKED is available (PostgreSQL).
     ``serialize_writes``: writers must take one process-wide lock (SQLite allows one writer,
     and a deferred transaction that upgrades to a writer fails instead of waiting).
+    ``advisory_locks``: transaction-scoped advisory locks exist (PostgreSQL); without them
+    a write transaction already excludes every other writer (SQLite's BEGIN IMMEDIATE).
     """
 
     name: str
     skip_locked: bool
     serialize_writes: bool
+    advisory_locks: bool = False
 
 
 def dialect_of(engine: AsyncEngine) -> Dialect:
     """Capability flags of ``engine``'s database."""
     name = engine.dialect.name
-    return Dialect(name=name, skip_locked=name == "postgresql", serialize_writes=name == "sqlite")
+    return Dialect(
+        name=name,
+        skip_locked=name == "postgresql",
+        serialize_writes=name == "sqlite",
+        advisory_locks=name == "postgresql",
+    )
+
+
+#: The advisory lock key that serializes schema migrations ("tickwork" in ASCII).
+MIGRATION_LOCK_KEY = 0x7469636B776F726B
+
+
+def lock_for_migration(conn: Connection, dialect: Dialect) -> None:
+    """Hold the migration lock until ``conn``'s transaction ends.
+
+    Replicas started together on an empty database would otherwise each create the schema
+    and all but one would crash. PostgreSQL: a transaction-level advisory lock, so the others
+    wait and then find the schema current. SQLite: nothing to take; the transaction began
+    with BEGIN IMMEDIATE, which is the one write lock.
+    """
+    if dialect.advisory_locks:
+        conn.execute(sa.select(sa.func.pg_advisory_xact_lock(MIGRATION_LOCK_KEY)))
 
 
 def make_engine(url: str) -> AsyncEngine:

@@ -10,7 +10,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection
 
-from scheduler_svc.db import Database
+from scheduler_svc.db import Database, lock_for_migration
 from scheduler_svc.errors import FailedPrecondition
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
@@ -28,6 +28,11 @@ def head_revision() -> str | None:
     return ScriptDirectory.from_config(alembic_config()).get_current_head()
 
 
+def known_revisions() -> set[str]:
+    """Every revision this code knows."""
+    return {s.revision for s in ScriptDirectory.from_config(alembic_config()).walk_revisions()}
+
+
 def _current(conn: Connection) -> str | None:
     return MigrationContext.configure(conn).get_current_revision()
 
@@ -42,19 +47,22 @@ async def upgrade(db: Database) -> str | None:
     """Migrate ``db`` to the newest revision and return it.
 
     Raises FailedPrecondition when the database is at a revision this code does not know
-    (written by a newer tickwork): refusing is safer than guessing.
+    (written by a newer tickwork): refusing is safer than guessing. The check and the
+    upgrade run in one transaction under the migration lock, so replicas starting together
+    on an empty database migrate it once and the others find it current.
     """
     cfg = alembic_config()
-    known = {s.revision for s in ScriptDirectory.from_config(cfg).walk_revisions()}
-    current = await current_revision(db)
-    if current is not None and current not in known:
-        raise FailedPrecondition(
-            f"database schema is at revision {current}, which this tickwork does not know "
-            f"(newest known: {head_revision()}); upgrade tickwork, or point DATABASE_URL "
-            "at another database"
-        )
+    known = known_revisions()
 
     def run(conn: Connection) -> None:
+        lock_for_migration(conn, db.dialect)
+        current = _current(conn)
+        if current is not None and current not in known:
+            raise FailedPrecondition(
+                f"database schema is at revision {current}, which this tickwork does not know "
+                f"(newest known: {head_revision()}); upgrade tickwork, or point DATABASE_URL "
+                "at another database"
+            )
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, "head")
 

@@ -45,9 +45,26 @@ class QueueClient(Protocol):
         ...
 
 
-def grpc_queue_client(channel: grpc.aio.Channel) -> QueueClient:
-    """The QueueService stub on ``channel``."""
-    return queue_pb2_grpc.QueueServiceStub(channel)  # type: ignore[return-value]
+class _QueueStub:
+    """QueueService on a channel, every call carrying ``metadata`` (the internal token)."""
+
+    def __init__(self, channel: grpc.aio.Channel, metadata: tuple[tuple[str, str], ...]) -> None:
+        self._stub = queue_pb2_grpc.QueueServiceStub(channel)
+        self._metadata = metadata
+
+    async def Enqueue(self, request: queue_pb2.EnqueueRequest) -> queue_pb2.EnqueueResponse:
+        """QueueService.Enqueue."""
+        response: queue_pb2.EnqueueResponse = await self._stub.Enqueue(
+            request, metadata=self._metadata
+        )
+        return response
+
+
+def grpc_queue_client(
+    channel: grpc.aio.Channel, metadata: tuple[tuple[str, str], ...] = ()
+) -> QueueClient:
+    """The QueueService stub on ``channel``; ``metadata`` goes with every call."""
+    return _QueueStub(channel, metadata)
 
 
 class Scheduler:
@@ -197,7 +214,8 @@ class Scheduler:
             except Exception:
                 log.exception("scheduler tick failed")
                 wake = self.clock() + dt.timedelta(seconds=1)
-            await signal.wait((wake - self.clock()).total_seconds())
+            if not self._stop.is_set():  # stop() during the tick fired before this wait
+                await signal.wait((wake - self.clock()).total_seconds())
         if self.lease_token is not None:
             # Hand over now rather than when the lease expires (a restart or a deploy).
             try:
