@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from scheduler_svc import notify
 from scheduler_svc.firing import first_fire_after
 from scheduler_svc.hub import Hub
+from scheduler_svc.metrics import Metrics
 from scheduler_svc.records import EnqueueResult, FinishResult, ScheduleRecord
 from scheduler_svc.settings import Settings
 from scheduler_svc.store import Store
@@ -34,12 +35,20 @@ class App:
     """Everything a request handler needs. ``clock`` returns aware UTC datetimes."""
 
     def __init__(
-        self, settings: Settings, store: Store, *, clock: Clock = utc_now, hub: Hub | None = None
+        self,
+        settings: Settings,
+        store: Store,
+        *,
+        clock: Clock = utc_now,
+        hub: Hub | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
         self.clock = clock
         self.hub = hub or Hub()
+        self.metrics = metrics or Metrics()
+        self.dispatching = True
         self._background: set[asyncio.Task[None]] = set()
 
     async def enqueue(
@@ -53,10 +62,11 @@ class App:
         missed_fire_times: Sequence[dt.datetime] = (),
     ) -> EnqueueResult:
         """Enqueue tasks (see :meth:`Store.enqueue`) and wake an idle worker at once."""
+        now = self.clock()
         result = await self.store.enqueue(
             task_ids,
             trigger,
-            self.clock(),
+            now,
             schedule_id=schedule_id,
             fire_time=fire_time,
             missed=missed,
@@ -67,6 +77,13 @@ class App:
                 self.hub.job_changed(run.job_id)
         if any(r.skip_reason is None for r in result.runs):
             self.hub.queue.fire()
+        if fire_time is not None and not result.duplicate_fire:
+            self.metrics.fires.labels("missed").inc(len(missed_fire_times) + int(missed))
+            if not missed and any(r.skip_reason is None for r in result.runs):
+                self.metrics.fires.labels("enqueued").inc()
+                self.metrics.fire_lateness.observe(max(0.0, (now - fire_time).total_seconds()))
+            elif not missed:
+                self.metrics.fires.labels("skipped").inc()
         return result
 
     async def finish_job(
@@ -92,12 +109,19 @@ class App:
             self.clock(), auto_disable_count=self.settings.auto_disable_task_failure_count
         )
         for result in results:
+            if result.job is not None:
+                self.metrics.lease_losses.labels(result.job.task_name).inc()
             self._after_finish(result)
         return results
 
     def _after_finish(self, result: FinishResult) -> None:
         if result.job is not None:
             self.hub.job_changed(result.job.id)
+            if result.accepted:
+                job = result.job
+                self.metrics.job_finished(
+                    job.task_name, job.status, job.started_at, job.finished_at
+                )
             log.info(
                 "job finished",
                 extra={
@@ -109,10 +133,13 @@ class App:
             )
         if result.retry is not None:
             self.hub.job_changed(result.retry.id)
+        if result.accepted:
+            # The one running job ended: the next one (or the retry) may go now.
             self.hub.queue.fire()
         self.hub.schedules.fire()
         if result.disabled_task is not None:
             task = result.disabled_task
+            self.metrics.auto_disables.labels(task.name).inc()
             log.warning(
                 "task disabled after consecutive failures",
                 extra={"task_id": task.id, "count": task.consecutive_failure_count},
@@ -124,6 +151,13 @@ class App:
                     ),
                     name=f"email-task-{task.id}",
                 )
+
+    def stop_dispatch(self) -> None:
+        """The service is stopping: hand no more jobs to workers. Idle worker streams end
+        at once and a busy one once its outcome is recorded; queued jobs stay queued in
+        the database for the next start (or another replica)."""
+        self.dispatching = False
+        self.hub.queue.fire()
 
     def spawn(self, coro: object, *, name: str) -> None:
         """Run a fire-and-forget coroutine, keeping a reference until it ends."""

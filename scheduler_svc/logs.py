@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 
 _STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "taskName"}
 
@@ -39,6 +40,12 @@ class JsonFormatter(logging.Formatter):
         if record.exc_info:
             data["exc_info"] = self.formatException(record.exc_info)
         return json.dumps(data, default=str)
+
+
+def log_format_from_env() -> str:
+    """TICKWORK_LOG_FORMAT ("text" or "json"; anything else is text)."""
+    value = os.environ.get("TICKWORK_LOG_FORMAT", "").strip().lower()
+    return "json" if value == "json" else "text"
 
 
 def setup_logging(level: int = logging.INFO, *, json_format: bool = False) -> None:

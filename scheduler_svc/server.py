@@ -7,27 +7,35 @@ a free port, for tests) and returns a :class:`Service`; ``main()`` is ``tickwork
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import ipaddress
 import logging
+import shutil
 import signal
+import tempfile
 from contextlib import suppress
+from pathlib import Path
 from typing import Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from scheduler_svc import migrate
+from scheduler_svc import maintenance, migrate
 from scheduler_svc.app import App, Clock, utc_now
+from scheduler_svc.auth import AuthInterceptor, new_token
 from scheduler_svc.db import Database
 from scheduler_svc.hub import Hub
+from scheduler_svc.metrics import REFRESH_S, Metrics, MetricsServer
 from scheduler_svc.scheduler import Scheduler, grpc_queue_client
 from scheduler_svc.servicers.jobs import JobServicer
 from scheduler_svc.servicers.queue import QueueServicer
 from scheduler_svc.servicers.schedules import ScheduleServicer
 from scheduler_svc.servicers.tasks import TaskServicer
 from scheduler_svc.servicers.worker import WorkerServicer
-from scheduler_svc.settings import Settings
+from scheduler_svc.settings import Settings, SettingsError
 from scheduler_svc.store import Store
+from tickwork._channel import auth_metadata
 from tickwork.v1 import (
     job_pb2,
     job_pb2_grpc,
@@ -56,19 +64,38 @@ REAP_INTERVAL_S = 1.0
 
 
 class Service:
-    """A running scheduler service. ``address`` is "host:port" as bound."""
+    """A running scheduler service. ``address`` is "host:port" as bound.
+
+    ``internal_address`` (a unix socket, plaintext) and ``internal_token`` are how the
+    service's own scheduler loop, embedded worker and ``--config`` apply reach it, whatever
+    TLS and tokens the public address requires; both exist only while it runs.
+    """
 
     def __init__(
-        self, settings: Settings, server: grpc.aio.Server, port: int, app: App, db: Database
+        self,
+        settings: Settings,
+        server: grpc.aio.Server,
+        port: int,
+        app: App,
+        db: Database,
+        *,
+        internal_address: str = "",
+        internal_token: str = "",
+        socket_dir: str = "",
+        metrics_server: MetricsServer | None = None,
     ) -> None:
         self.settings = settings
         self.server = server
         self.port = port
         self.app = app
         self.db = db
+        self.internal_token = internal_token
+        self.metrics_server = metrics_server
+        self._socket_dir = socket_dir
         host = settings.listen.rsplit(":", 1)[0].strip("[]")
         connect_host = "127.0.0.1" if host in ("0.0.0.0", "", "::") else host
         self.address = f"{connect_host}:{port}"
+        self.internal_address = internal_address or self.address
         self.scheduler: Scheduler | None = None
         self.worker: Any = None
         self._channel: grpc.aio.Channel | None = None
@@ -87,12 +114,14 @@ class Service:
         """Start the reaper, and the scheduler loop and embedded worker when enabled."""
         self.stopped = asyncio.Event()
         self._supervise(asyncio.create_task(self._reap(), name="lease-reaper"))
+        if self.metrics_server is not None:
+            self._supervise(asyncio.create_task(self._refresh_metrics(), name="metrics"))
         if self.settings.scheduler_is_enabled:
-            self._channel = grpc.aio.insecure_channel(self.address)
+            self._channel = grpc.aio.insecure_channel(self.internal_address)
             self.scheduler = Scheduler(
                 self.settings,
                 self.app.store,
-                grpc_queue_client(self._channel),
+                grpc_queue_client(self._channel, auth_metadata(self.internal_token)),
                 clock=self.app.clock,
                 hub=self.app.hub,
             )
@@ -100,8 +129,24 @@ class Service:
         if self.settings.worker_is_enabled:
             from worker_svc import Worker, WorkerSettings
 
-            self.worker = Worker(WorkerSettings.from_env(server=self.address))
+            worker_settings = dataclasses.replace(
+                WorkerSettings.from_env(server=self.internal_address),
+                token=self.internal_token,
+                tls=None,
+            )
+            self.worker = Worker(worker_settings)
             self._supervise(asyncio.create_task(self.worker.run(), name="embedded-worker"))
+
+    async def _refresh_metrics(self) -> None:
+        store = self.app.store
+        while True:
+            try:
+                self.app.metrics.snapshot.update(
+                    await store.queue_depth_by_lane(), await store.consecutive_failures()
+                )
+            except Exception:
+                log.exception("metrics refresh failed")
+            await asyncio.sleep(REFRESH_S)
 
     async def _reap(self) -> None:
         interval = min(REAP_INTERVAL_S, self.settings.lease_ttl_s / 3)
@@ -114,18 +159,23 @@ class Service:
 
     async def stop(self, grace_s: float = 5.0) -> None:
         """Stop accepting work, let the embedded worker report, then close everything."""
+        self.app.stop_dispatch()  # no job is handed out any more; queued ones stay queued
         if self.scheduler is not None:
             self.scheduler.stop()
         if self.worker is not None:
             self.worker.stop()
+        # New RPCs are refused from here on; open streams (a worker reporting its running
+        # job) are served for the grace: the embedded worker's shutdown grace, if longer.
+        if self.worker is not None:
+            grace_s = max(grace_s, self.worker.settings.shutdown_grace_s + 10)
+        server_stopped = asyncio.create_task(self.server.stop(grace_s))
         for task in self._tasks:
             if task.get_name() == "embedded-worker":
                 # The running job gets the worker's shutdown grace, then is aborted and
-                # reported; the server keeps serving the stream until then.
-                worker_grace = self.worker.settings.shutdown_grace_s
+                # reported over the stream, which the server still serves.
                 with suppress(Exception, asyncio.CancelledError):
-                    await asyncio.wait_for(asyncio.shield(task), worker_grace + 10)
-        await self.server.stop(grace_s)
+                    await asyncio.wait_for(asyncio.shield(task), grace_s)
+        await server_stopped
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -135,19 +185,86 @@ class Service:
             await self._channel.close(None)
         await self.app.drain()
         await self.db.dispose()
+        if self.metrics_server is not None:
+            await asyncio.to_thread(self.metrics_server.close)
+        if self._socket_dir:
+            shutil.rmtree(self._socket_dir, ignore_errors=True)
+
+
+def is_loopback(listen: str) -> bool:
+    """True when ``listen`` (HOST:PORT) only accepts connections from this machine."""
+    host = listen.rsplit(":", 1)[0].strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _read(path: str, variable: str) -> bytes:
+    try:
+        return Path(path).expanduser().read_bytes()
+    except OSError as err:
+        raise SettingsError(f"{variable}: cannot read {path}: {err.strerror}") from None
+
+
+def server_credentials(settings: Settings) -> grpc.ServerCredentials:
+    """TLS credentials from the certificate files; mutual TLS when a client CA is set."""
+    client_ca = settings.tls_client_ca_file
+    return grpc.ssl_server_credentials(
+        [
+            (
+                _read(settings.tls_key_file, "TICKWORK_TLS_KEY_FILE"),
+                _read(settings.tls_cert_file, "TICKWORK_TLS_CERT_FILE"),
+            )
+        ],
+        root_certificates=_read(client_ca, "TICKWORK_TLS_CLIENT_CA_FILE") if client_ca else None,
+        require_client_auth=bool(client_ca),
+    )
+
+
+def check_exposure(settings: Settings) -> None:
+    """Refuse a non-loopback address with neither tokens nor TLS, unless ``insecure``.
+
+    Raises SettingsError saying why and what to set.
+    """
+    if is_loopback(settings.listen) or settings.tokens or settings.tls_enabled:
+        return
+    if settings.insecure:
+        log.warning(
+            "INSECURE: serving on %s with no access control and no TLS: anyone who reaches "
+            "this port can create and run shell tasks as this user",
+            settings.listen,
+        )
+        return
+    raise SettingsError(
+        f"refusing to serve on {settings.listen} (not a loopback address) without access "
+        "control or TLS: anyone who reaches it could create and run shell tasks. Configure "
+        "TICKWORK_TOKENS or TICKWORK_TOKENS_FILE, and/or TICKWORK_TLS_CERT_FILE and "
+        "TICKWORK_TLS_KEY_FILE; or pass --insecure (TICKWORK_INSECURE=true) to serve anyway"
+    )
 
 
 async def create_server(settings: Settings, *, clock: Clock = utc_now) -> Service:
     """Migrate the database, bind the gRPC server (with reflection and health) and start it.
 
     Loops are not started: call :meth:`Service.start_loops`. Raises FailedPrecondition when
-    the database schema is newer than this code, RuntimeError when the port cannot be bound.
+    the database schema is newer than this code, RuntimeError when the port cannot be bound,
+    SettingsError when a non-loopback address would be served without tokens or TLS (see
+    :func:`check_exposure`) or a certificate file cannot be read.
     """
+    check_exposure(settings)
+    credentials = server_credentials(settings) if settings.tls_enabled else None
+    internal_token = new_token()
+    interceptors = [AuthInterceptor(settings.tokens, internal_token)] if settings.tokens else []
     db = Database(settings.database_url)
     await migrate.upgrade(db)
-    app = App(settings, Store(db), clock=clock, hub=Hub())
+    app = App(settings, Store(db), clock=clock, hub=Hub(), metrics=Metrics())
+    await maintenance.ensure_builtins(app)
     server = grpc.aio.server(
-        options=[("grpc.so_reuseport", 0), ("grpc.keepalive_permit_without_calls", 1)]
+        interceptors=interceptors,
+        options=[("grpc.so_reuseport", 0), ("grpc.keepalive_permit_without_calls", 1)],
     )
     task_pb2_grpc.add_TaskServiceServicer_to_server(TaskServicer(app), server)
     schedule_pb2_grpc.add_ScheduleServiceServicer_to_server(ScheduleServicer(app), server)
@@ -160,14 +277,51 @@ async def create_server(settings: Settings, *, clock: Clock = utc_now) -> Servic
         (*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server
     )
     try:
-        port = server.add_insecure_port(settings.listen)
+        if credentials is not None:
+            port = server.add_secure_port(settings.listen, credentials)
+        else:
+            port = server.add_insecure_port(settings.listen)
     except RuntimeError as err:
         raise RuntimeError(f"cannot listen on {settings.listen}: {err}") from None
-    await server.start()
+    socket_dir = tempfile.mkdtemp(prefix="tickwork-")
+    internal_address = f"unix:{socket_dir}/grpc.sock"
+    server.add_insecure_port(internal_address)
+    metrics_server = None
+    try:
+        if settings.metrics_listen:
+            metrics_server = MetricsServer(settings.metrics_listen, app.metrics.registry)
+        await server.start()
+    except BaseException:
+        shutil.rmtree(socket_dir, ignore_errors=True)
+        if metrics_server is not None:
+            metrics_server.close()
+        await db.dispose()
+        raise
     for name in ("", *SERVICE_NAMES):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    log.info("tickwork listening", extra={"address": settings.listen, "port": port})
-    return Service(settings, server, port, app, db)
+    log.info(
+        "tickwork listening",
+        extra={
+            "address": settings.listen,
+            "port": port,
+            "tls": "mutual" if settings.tls_client_ca_file else settings.tls_enabled,
+            "access_control": bool(settings.tokens),
+            "metrics": f"{settings.metrics_listen.rsplit(':', 1)[0]}:{metrics_server.port}"
+            if metrics_server
+            else "off",
+        },
+    )
+    return Service(
+        settings,
+        server,
+        port,
+        app,
+        db,
+        internal_address=internal_address,
+        internal_token=internal_token,
+        socket_dir=socket_dir,
+        metrics_server=metrics_server,
+    )
 
 
 async def serve(settings: Settings, config_path: str | None = None) -> None:
@@ -179,13 +333,26 @@ async def serve(settings: Settings, config_path: str | None = None) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     print(f"tickwork serving on {service.address}", flush=True)
+    if not (is_loopback(settings.listen) or settings.tokens or settings.tls_enabled):
+        print(
+            f"WARNING: --insecure: {settings.listen} is served without access control or "
+            "TLS; anyone who reaches it can run commands as this user",
+            flush=True,
+        )
     if config_path:
-        report = await asyncio.to_thread(_apply, service.address, config_path)
+        report = await asyncio.to_thread(
+            _apply, service.internal_address, service.internal_token, config_path
+        )
         print(report, flush=True)
     waiter = asyncio.create_task(stop.wait())
     crashed = asyncio.create_task(service.stopped.wait())
     await asyncio.wait({waiter, crashed}, return_when=asyncio.FIRST_COMPLETED)
     log.info("shutting down")
+    # Already stopping: a repeated SIGTERM changes nothing (and must not kill the process
+    # with the default action once the loop has given its handlers back).
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.remove_signal_handler(sig)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     await service.stop()
     if crashed.done() and not waiter.done():
         raise SystemExit(1)
@@ -193,25 +360,31 @@ async def serve(settings: Settings, config_path: str | None = None) -> None:
     crashed.cancel()
 
 
-def _apply(address: str, config_path: str) -> str:
+def _apply(address: str, token: str, config_path: str) -> str:
     """Apply a TOML config through the client SDK, as `tickwork apply` would."""
     from tickwork import Client
     from tickwork.apply import apply_config, load_config
 
-    with Client(address) as client:
+    with Client(address, token=token, tls=False) as client:
         return str(apply_config(client, load_config(config_path)))
 
 
-def main(listen: str | None = None, config_path: str | None = None) -> int:
+def main(
+    listen: str | None = None,
+    config_path: str | None = None,
+    *,
+    insecure: bool = False,
+    log_format: str | None = None,
+) -> int:
     """``tickwork serve``: settings from the environment, ``listen`` overriding
-    TICKWORK_LISTEN. Returns the process exit code."""
+    TICKWORK_LISTEN and ``insecure`` (when true) TICKWORK_INSECURE; ``log_format`` ("text"
+    or "json", default TICKWORK_LOG_FORMAT or text). Returns the process exit code."""
     from scheduler_svc.errors import TickworkError
-    from scheduler_svc.logs import setup_logging
-    from scheduler_svc.settings import SettingsError
+    from scheduler_svc.logs import log_format_from_env, setup_logging
 
-    setup_logging()
+    setup_logging(json_format=(log_format or log_format_from_env()) == "json")
     try:
-        settings = Settings.from_env(listen=listen)
+        settings = Settings.from_env(listen=listen, insecure=insecure or None)
         asyncio.run(serve(settings, config_path))
     except (SettingsError, TickworkError, RuntimeError) as err:
         print(f"error: {getattr(err, 'message', err)}", flush=True)

@@ -3,8 +3,11 @@
 The environment variable names are part of the product (see DESIGN.md):
 SCHEDULER_IS_ENABLED, WORKER_IS_ENABLED, SCHEDULER_POLL_INTERVAL_SECONDS,
 WORKER_POLL_INTERVAL_SECONDS, SCHEDULER_AUTO_DISABLE_TASK_FAILURE_COUNT, DATABASE_URL,
-plus TICKWORK_LISTEN, TICKWORK_LEASE_TTL_SECONDS, TICKWORK_HEARTBEAT_INTERVAL_SECONDS and the
-SMTP_* variables of :mod:`scheduler_svc.notify`.
+plus TICKWORK_LISTEN, TICKWORK_LEASE_TTL_SECONDS, TICKWORK_HEARTBEAT_INTERVAL_SECONDS, the
+SMTP_* variables of :mod:`scheduler_svc.notify`, the access-control and TLS variables
+(TICKWORK_TOKENS, TICKWORK_TOKENS_FILE, TICKWORK_TLS_CERT_FILE, TICKWORK_TLS_KEY_FILE,
+TICKWORK_TLS_CLIENT_CA_FILE, TICKWORK_INSECURE), TICKWORK_METRICS_LISTEN and
+TICKWORK_RETENTION_DAYS.
 """
 
 from __future__ import annotations
@@ -12,6 +15,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
+
+from scheduler_svc.auth import Principal, TokenConfigError, parse_tokens
 
 DEFAULT_LISTEN = "127.0.0.1:50051"
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./tickwork.db"
@@ -91,6 +97,24 @@ class Settings:
     heartbeat_interval_s: float = 3.0
     scheduler_lease_ttl_s: float = 10.0
     smtp: SmtpSettings = SmtpSettings()
+    #: {sha256 hex of a token: who it is}; access control is on when not empty.
+    tokens: Mapping[str, Principal] = field(default_factory=dict, repr=False)
+    tls_cert_file: str = ""
+    tls_key_file: str = ""
+    #: When set, every client must present a certificate signed by this CA (mutual TLS).
+    tls_client_ca_file: str = ""
+    #: Serve on a non-loopback address without tokens or TLS anyway.
+    insecure: bool = False
+    #: HOST:PORT of the Prometheus /metrics endpoint; empty: no metrics endpoint.
+    metrics_listen: str = ""
+    #: keep_days of the built-in retention task when it is first created; 0: no built-in
+    #: retention task and schedule are created.
+    retention_days: int = 30
+
+    @property
+    def tls_enabled(self) -> bool:
+        """True when the server has a certificate and key."""
+        return bool(self.tls_cert_file)
 
     def __post_init__(self) -> None:
         if self.scheduler_poll_interval_s <= 0:
@@ -105,6 +129,21 @@ class Settings:
             )
         if ":" not in self.listen:
             raise SettingsError(f"TICKWORK_LISTEN: expected HOST:PORT, got {self.listen!r}")
+        if bool(self.tls_cert_file) != bool(self.tls_key_file):
+            raise SettingsError(
+                "TICKWORK_TLS_CERT_FILE, TICKWORK_TLS_KEY_FILE: give both or neither"
+            )
+        if self.tls_client_ca_file and not self.tls_cert_file:
+            raise SettingsError(
+                "TICKWORK_TLS_CLIENT_CA_FILE: mutual TLS needs TICKWORK_TLS_CERT_FILE and "
+                "TICKWORK_TLS_KEY_FILE too"
+            )
+        if self.metrics_listen and ":" not in self.metrics_listen:
+            raise SettingsError(
+                f"TICKWORK_METRICS_LISTEN: expected HOST:PORT, got {self.metrics_listen!r}"
+            )
+        if self.retention_days < 0:
+            raise SettingsError("TICKWORK_RETENTION_DAYS: must be >= 0 (0: no built-in task)")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
@@ -141,6 +180,32 @@ class Settings:
             "heartbeat_interval_s": _float(e, "TICKWORK_HEARTBEAT_INTERVAL_SECONDS", 3.0),
             "scheduler_lease_ttl_s": _float(e, "TICKWORK_SCHEDULER_LEASE_TTL_SECONDS", 10.0),
             "smtp": smtp,
+            "tokens": _tokens(e),
+            "tls_cert_file": e.get("TICKWORK_TLS_CERT_FILE", "").strip(),
+            "tls_key_file": e.get("TICKWORK_TLS_KEY_FILE", "").strip(),
+            "tls_client_ca_file": e.get("TICKWORK_TLS_CLIENT_CA_FILE", "").strip(),
+            "insecure": _bool(e, "TICKWORK_INSECURE", False),
+            "metrics_listen": e.get("TICKWORK_METRICS_LISTEN", "").strip(),
+            "retention_days": _int(e, "TICKWORK_RETENTION_DAYS", 30),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]
+
+
+def _tokens(env: Mapping[str, str]) -> dict[str, Principal]:
+    """The tokens of TICKWORK_TOKENS and the file named by TICKWORK_TOKENS_FILE."""
+    out: dict[str, Principal] = {}
+    try:
+        out.update(parse_tokens(env.get("TICKWORK_TOKENS", ""), "TICKWORK_TOKENS"))
+        path = env.get("TICKWORK_TOKENS_FILE", "").strip()
+        if path:
+            try:
+                text = Path(path).expanduser().read_text()
+            except OSError as err:
+                raise SettingsError(
+                    f"TICKWORK_TOKENS_FILE: cannot read {path}: {err.strerror}"
+                ) from None
+            out.update(parse_tokens(text, f"TICKWORK_TOKENS_FILE ({path})"))
+    except TokenConfigError as err:
+        raise SettingsError(str(err)) from None
+    return out

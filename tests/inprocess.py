@@ -60,8 +60,13 @@ class Harness:
 async def inprocess(
     tmp: Path, database_url: str, start: dt.datetime, **settings: object
 ) -> AsyncIterator[Harness]:
-    """A started in-process service at ``start`` with no loops running."""
+    """A started in-process service at ``start`` with no loops running.
+
+    The built-in retention task and schedule are not created unless ``retention_days`` is
+    given (they would fire when a test moves the clock across days).
+    """
     clock = FakeClock(start)
+    settings.setdefault("retention_days", 0)
     cfg = Settings.from_env(
         {},
         listen="127.0.0.1:0",

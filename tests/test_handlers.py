@@ -563,7 +563,7 @@ async def test_entry_point_handlers_are_found(entry_points: list[EntryPoint]) ->
     entry_points.append(EntryPoint("echo", "handler_fixtures:EchoHandler", group))
     entry_points.append(EntryPoint("shell", "handler_fixtures:EchoHandler", group))
 
-    assert handler_names() == ["echo", "python", "shell"]
+    assert handler_names() == ["echo", "python", "shell", "tickwork.retention"]
     echo = get_handler("echo")
     result = await echo.run({"text": "hi"}, make_ctx(Recorder()))
     assert result.output_tail == "hi"

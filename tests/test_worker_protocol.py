@@ -90,6 +90,12 @@ class FakeWorkerService(worker_pb2_grpc.WorkerServiceServicer):
         except TimeoutError:
             pytest.fail(f"the worker did not connect within {timeout_s} s")
 
+    async def PurgeHistory(
+        self, request: worker_pb2.PurgeHistoryRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> worker_pb2.PurgeHistoryResponse:
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "not in this fake")
+        raise AssertionError("unreachable")
+
     async def Connect(  # type: ignore[override]
         self, request_iterator: AsyncIterator[Request], context: grpc.aio.ServicerContext[Any, Any]
     ) -> None:

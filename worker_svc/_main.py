@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import sys
 
+from tickwork._channel import TlsConfig
 from worker_svc.settings import WorkerSettings
 from worker_svc.worker import Worker
 
@@ -42,13 +44,23 @@ class _Formatter(logging.Formatter):
         return f"{first} [{' '.join(fields)}]{newline}{rest}"
 
 
-def _configure_logging() -> None:
-    """Log INFO and above to stderr, unless the root logger already has a handler."""
+def _configure_logging(json_format: bool = False) -> None:
+    """Log INFO and above to stderr, unless the root logger already has a handler.
+
+    Args:
+        json_format (bool): one JSON object per line (time, level, logger, message and the
+            structured fields) instead of text.
+    """
     root = logging.getLogger()
     if root.handlers:
         return
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    if json_format:
+        from scheduler_svc.logs import JsonFormatter
+
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(_Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root.addHandler(handler)
     root.setLevel(logging.INFO)
 
@@ -86,7 +98,13 @@ async def _run_until_signalled(settings: WorkerSettings) -> None:
             loop.remove_signal_handler(sig)
 
 
-def main(server: str | None = None) -> int:
+def main(
+    server: str | None = None,
+    *,
+    token: str | None = None,
+    tls: TlsConfig | None = None,
+    log_format: str | None = None,
+) -> int:
     """Run a dedicated worker process until SIGTERM or SIGINT.
 
     Settings come from the environment (see ``WorkerSettings.from_env``).
@@ -94,13 +112,17 @@ def main(server: str | None = None) -> int:
     Args:
         server (str | None): the scheduler service address ``HOST:PORT``; overrides
             ``TICKWORK_SERVER``.
+        token (str | None): bearer token; overrides ``TICKWORK_TOKEN``.
+        tls (TlsConfig | None): TLS options; override the ``TICKWORK_TLS*`` variables.
+        log_format (str | None): "text" or "json"; default ``TICKWORK_LOG_FORMAT``, else text.
 
     Returns:
         int: the exit code: 0 after a stop, 2 for invalid settings, 1 if the worker crashed.
     """
-    _configure_logging()
+    fmt = log_format or os.environ.get("TICKWORK_LOG_FORMAT", "text").strip().lower()
+    _configure_logging(json_format=fmt == "json")
     try:
-        settings = WorkerSettings.from_env(server)
+        settings = WorkerSettings.from_env(server, token=token, tls=tls)
     except ValueError as exc:
         logger.error("invalid worker settings: %s", exc)
         return 2

@@ -5,7 +5,9 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from tickwork._channel import TlsConfig, resolve_token
 
 __all__ = ["DEFAULT_SERVER", "WorkerSettings"]
 
@@ -40,6 +42,15 @@ class WorkerSettings:
             before the connection counts as failed.
         outcome_ack_timeout_s (float): > 0. Longest wait for OutcomeAck after an Outcome
             before the connection counts as broken.
+        token (str): bearer token with the ``worker`` role, for a server with access
+            control; empty for none. Env ``TICKWORK_TOKEN``. Not shown in ``repr``.
+        tls (TlsConfig | None): TLS to the server (CA, client certificate for mutual TLS);
+            None for plaintext. Env ``TICKWORK_TLS``, ``TICKWORK_TLS_CA_FILE``,
+            ``TICKWORK_TLS_CLIENT_CERT_FILE``, ``TICKWORK_TLS_CLIENT_KEY_FILE``,
+            ``TICKWORK_TLS_SERVER_NAME``.
+        handlers (tuple[str, ...]): the only handlers this worker runs (an allow-list; a
+            job of another handler fails without running); empty allows every handler.
+            Env ``WORKER_HANDLERS``, comma-separated.
 
     Raises:
         ValueError: on construction, when a value is out of range; the message names it.
@@ -54,6 +65,9 @@ class WorkerSettings:
     log_flush_interval_s: float = 0.2
     handshake_timeout_s: float = 10.0
     outcome_ack_timeout_s: float = 30.0
+    token: str = field(default="", repr=False)
+    tls: TlsConfig | None = None
+    handlers: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         """Validate the values.
@@ -87,7 +101,12 @@ class WorkerSettings:
 
     @classmethod
     def from_env(
-        cls, server: str | None = None, environ: Mapping[str, str] | None = None
+        cls,
+        server: str | None = None,
+        environ: Mapping[str, str] | None = None,
+        *,
+        token: str | None = None,
+        tls: TlsConfig | None = None,
     ) -> WorkerSettings:
         """Build the settings from the environment; unset or empty variables keep defaults.
 
@@ -95,6 +114,8 @@ class WorkerSettings:
             server (str | None): the scheduler service address; overrides ``TICKWORK_SERVER``
                 when given (the ``--server`` option).
             environ (Mapping[str, str] | None): the variables to read; ``os.environ`` if None.
+            token (str | None): overrides ``TICKWORK_TOKEN`` when given (``--token``).
+            tls (TlsConfig | None): overrides the TLS variables when given.
 
         Returns:
             WorkerSettings: the validated settings.
@@ -112,6 +133,11 @@ class WorkerSettings:
                 env, "WORKER_SHUTDOWN_GRACE_SECONDS", defaults.shutdown_grace_s
             ),
             abort_grace_s=_seconds(env, "WORKER_ABORT_GRACE_SECONDS", defaults.abort_grace_s),
+            token=resolve_token(token, env),
+            tls=tls if tls is not None else TlsConfig.from_env(env),
+            handlers=tuple(
+                h.strip() for h in env.get("WORKER_HANDLERS", "").split(",") if h.strip()
+            ),
         )
 
 

@@ -8,6 +8,7 @@ config-file support in :mod:`tickwork.apply`.
 """
 
 from tickwork._async import AsyncClient
+from tickwork._channel import TlsConfig
 from tickwork._sync import Client
 from tickwork.errors import (
     AlreadyExists,
@@ -58,6 +59,7 @@ __all__ = [
     "TaskAbort",
     "TaskRun",
     "TickworkError",
+    "TlsConfig",
     "Trigger",
     "Unauthenticated",
     "Unavailable",

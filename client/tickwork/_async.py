@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar, Unpack
 import grpc
 from grpc import aio
 
+from tickwork import _channel as ch
 from tickwork import _requests as rq
+from tickwork._channel import TlsConfig
 from tickwork.errors import JobTimeout, TickworkError, from_rpc_error
 from tickwork.v1.common_pb2 import TaskRun, Trigger
 from tickwork.v1.job_pb2 import (
@@ -82,14 +84,26 @@ class AsyncClient:
 
     Args:
         server (str | None): ``HOST:PORT``; default ``$TICKWORK_SERVER``, else
-            ``127.0.0.1:50051``. The channel is insecure (plaintext).
+            ``127.0.0.1:50051``.
         timeout (float | None): deadline of each unary call, seconds; ``None`` for none.
             Streams (:meth:`watch`, :meth:`wait`) are not bounded by it.
+        token (str | None): bearer token; default ``$TICKWORK_TOKEN`` (as for
+            :class:`~tickwork.Client`).
+        tls (TlsConfig | bool | None): transport security, as for :class:`~tickwork.Client`.
     """
 
-    def __init__(self, server: str | None = None, *, timeout: float | None = 30.0) -> None:
+    def __init__(
+        self,
+        server: str | None = None,
+        *,
+        timeout: float | None = 30.0,
+        token: str | None = None,
+        tls: TlsConfig | bool | None = None,
+    ) -> None:
         self.server: str = rq.resolve_server(server)
         self.timeout = timeout
+        self._metadata = ch.auth_metadata(ch.resolve_token(token))
+        self._tls = ch.resolve_tls(tls)
         self._open: _Stubs | None = None
 
     async def __aenter__(self) -> Self:
@@ -117,7 +131,7 @@ class AsyncClient:
 
     def _stubs(self) -> _Stubs:
         if self._open is None:
-            channel = aio.insecure_channel(self.server)
+            channel = ch.aio_channel(self.server, self._tls)
             self._open = _Stubs(
                 channel=channel,
                 tasks=TaskServiceStub(channel),
@@ -129,7 +143,7 @@ class AsyncClient:
     async def _call(self, method: Callable[..., Awaitable[_T]], request: Any) -> _T:
         """Invoke a unary stub method with the client's deadline, translating errors."""
         try:
-            return await method(request, timeout=self.timeout)
+            return await method(request, timeout=self.timeout, metadata=self._metadata)
         except grpc.RpcError as err:
             raise from_rpc_error(err) from None
 
@@ -237,21 +251,33 @@ class AsyncClient:
 
         return await self._collect(fetch, limit)
 
-    async def watch(self, job_id: int) -> AsyncIterator[Job]:
+    async def watch(self, job_id: int, timeout: float | None = None) -> AsyncIterator[Job]:  # noqa: ASYNC109
         """Stream a job's states: the current one at once, then every change (status or
         output) until it has ended; then the iteration stops.
 
         Leaving the ``async for`` early cancels the stream.
 
+        Args:
+            job_id (int): the job.
+            timeout (float | None): stop watching after this many seconds; ``None``: never.
+
         Raises:
             NotFound: no such job (on the first item).
+            JobTimeout: the job had not ended within ``timeout`` (it goes on running).
         """
-        call = self._stubs().jobs.WatchJob(WatchJobRequest(job_id=job_id))
+        call = self._stubs().jobs.WatchJob(
+            WatchJobRequest(job_id=job_id), timeout=timeout, metadata=self._metadata
+        )
+        last: Job | None = None
         try:
             async for response in call:
+                last = response.job
                 yield response.job
         except grpc.RpcError as err:
-            raise from_rpc_error(err) from None
+            error = from_rpc_error(err)
+            if timeout is not None and error.code == grpc.StatusCode.DEADLINE_EXCEEDED:
+                raise JobTimeout(job_id, timeout, last) from None
+            raise error from None
         finally:
             call.cancel()
 
@@ -269,7 +295,9 @@ class AsyncClient:
             NotFound: no such job.
         """
         last: Job | None = None
-        call = self._stubs().jobs.WatchJob(WatchJobRequest(job_id=job_id), timeout=timeout)
+        call = self._stubs().jobs.WatchJob(
+            WatchJobRequest(job_id=job_id), timeout=timeout, metadata=self._metadata
+        )
         try:
             async for response in call:
                 last = response.job

@@ -9,7 +9,9 @@ from typing import Any, Self, TypeVar, Unpack
 
 import grpc
 
+from tickwork import _channel as ch
 from tickwork import _requests as rq
+from tickwork._channel import TlsConfig
 from tickwork.errors import JobTimeout, TickworkError, from_rpc_error
 from tickwork.v1.common_pb2 import TaskRun, Trigger
 from tickwork.v1.job_pb2 import (
@@ -62,15 +64,30 @@ class Client:
 
     Args:
         server (str | None): ``HOST:PORT``; default ``$TICKWORK_SERVER``, else
-            ``127.0.0.1:50051``. The channel is insecure (plaintext).
+            ``127.0.0.1:50051``.
         timeout (float | None): deadline of each unary call, seconds; ``None`` for none.
             Streams (:meth:`watch`, :meth:`wait`) are not bounded by it.
+        token (str | None): bearer token sent with every call; default ``$TICKWORK_TOKEN``
+            (none when unset). A server with access control answers ``Unauthenticated``
+            without one and ``PermissionDenied`` when its role may not make the call.
+        tls (TlsConfig | bool | None): ``None`` (default): as the environment says
+            (``TICKWORK_TLS``, ``TICKWORK_TLS_CA_FILE``, ...; plaintext when unset);
+            ``False``: plaintext; ``True``: TLS with the system's roots; a
+            :class:`~tickwork.TlsConfig`: TLS with that CA and client certificate.
     """
 
-    def __init__(self, server: str | None = None, *, timeout: float | None = 30.0) -> None:
+    def __init__(
+        self,
+        server: str | None = None,
+        *,
+        timeout: float | None = 30.0,
+        token: str | None = None,
+        tls: TlsConfig | bool | None = None,
+    ) -> None:
         self.server: str = rq.resolve_server(server)
         self.timeout = timeout
-        self._channel = grpc.insecure_channel(self.server)
+        self._metadata = ch.auth_metadata(ch.resolve_token(token))
+        self._channel = ch.sync_channel(self.server, ch.resolve_tls(tls))
         self._tasks = TaskServiceStub(self._channel)
         self._jobs = JobServiceStub(self._channel)
         self._schedules = ScheduleServiceStub(self._channel)
@@ -98,7 +115,7 @@ class Client:
     def _call(self, method: Callable[..., _T], request: Any) -> _T:
         """Invoke a unary stub method with the client's deadline, translating errors."""
         try:
-            return method(request, timeout=self.timeout)
+            return method(request, timeout=self.timeout, metadata=self._metadata)
         except grpc.RpcError as err:
             raise from_rpc_error(err) from None
 
@@ -204,21 +221,33 @@ class Client:
 
         return self._collect(fetch, limit)
 
-    def watch(self, job_id: int) -> Iterator[Job]:
+    def watch(self, job_id: int, timeout: float | None = None) -> Iterator[Job]:
         """Stream a job's states: the current one at once, then every change (status or
         output) until it has ended; then the iterator stops.
 
         Breaking out of the loop cancels the stream.
 
+        Args:
+            job_id (int): the job.
+            timeout (float | None): stop watching after this many seconds; ``None``: never.
+
         Raises:
             NotFound: no such job (on the first ``next()``).
+            JobTimeout: the job had not ended within ``timeout`` (it goes on running).
         """
-        call = self._jobs.WatchJob(WatchJobRequest(job_id=job_id))
+        call = self._jobs.WatchJob(
+            WatchJobRequest(job_id=job_id), timeout=timeout, metadata=self._metadata
+        )
+        last: Job | None = None
         try:
             for response in call:
+                last = response.job
                 yield response.job
         except grpc.RpcError as err:
-            raise from_rpc_error(err) from None
+            error = from_rpc_error(err)
+            if timeout is not None and error.code == grpc.StatusCode.DEADLINE_EXCEEDED:
+                raise JobTimeout(job_id, timeout, last) from None
+            raise error from None
         finally:
             call.cancel()  # type: ignore[no-untyped-call]  # grpc-stubs leaves it untyped
 
@@ -236,7 +265,9 @@ class Client:
             NotFound: no such job.
         """
         last: Job | None = None
-        call = self._jobs.WatchJob(WatchJobRequest(job_id=job_id), timeout=timeout)
+        call = self._jobs.WatchJob(
+            WatchJobRequest(job_id=job_id), timeout=timeout, metadata=self._metadata
+        )
         try:
             for response in call:
                 last = response.job

@@ -2,28 +2,33 @@
 schedules.
 
 ``main(argv)`` returns the exit status: 0 on success, 1 on a failed operation (including a
-job that did not succeed under ``--wait`` or ``jobs watch``), 2 on a usage or validation
-error. Errors go to stderr as ``error: <STATUS>: <details>``; an unreachable server reads
-``error: cannot reach tickwork at HOST:PORT``. No traceback is shown for either.
+job that did not succeed under ``jobs watch``), 2 on a usage or validation error;
+``tasks run --wait`` exits with the job's outcome (:data:`WAIT_EXIT_CODES`). Errors go to
+stderr as ``error: <STATUS>: <details>``; an unreachable server reads ``error: cannot reach
+tickwork at HOST:PORT``. No traceback is shown for either.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
+import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TextIO
 from zoneinfo import ZoneInfo
 
+import grpc
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from tickwork import _requests as rq
+from tickwork._channel import TlsConfig
 from tickwork._sync import Client
 from tickwork.apply import ConfigError, apply_config, load_config
-from tickwork.errors import InvalidArgument, TickworkError, Unavailable
+from tickwork.errors import InvalidArgument, JobTimeout, TickworkError, Unavailable, from_rpc_error
 from tickwork.v1.common_pb2 import SkipReason, TaskRun, Trigger
 from tickwork.v1.job_pb2 import Job, JobStatus
 from tickwork.v1.schedule_pb2 import FireOutcome
@@ -34,6 +39,17 @@ __all__ = ["main"]
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_ABORTED = 3
+EXIT_CANCELLED = 4
+EXIT_STILL_RUNNING = 5
+
+#: ``tasks run --wait``: the exit status for each outcome of the (last attempt of the) job.
+WAIT_EXIT_CODES = {
+    JobStatus.JOB_STATUS_SUCCEEDED: EXIT_OK,
+    JobStatus.JOB_STATUS_FAILED: EXIT_FAILED,
+    JobStatus.JOB_STATUS_ABORTED: EXIT_ABORTED,
+    JobStatus.JOB_STATUS_CANCELLED: EXIT_CANCELLED,
+}
 
 _SKIP_TEXT = {
     SkipReason.SKIP_REASON_ALREADY_QUEUED: "already queued",
@@ -88,6 +104,59 @@ def _count(text: str) -> int:
 # -- parser -------------------------------------------------------------------------------
 
 
+def _connection_options(parser: argparse.ArgumentParser, default: object) -> None:
+    """--token and the TLS options (each also read from its environment variable)."""
+    parser.add_argument(
+        "--token",
+        default=default,
+        metavar="TOKEN",
+        help="bearer token for a server with access control (default $TICKWORK_TOKEN)",
+    )
+    parser.add_argument(
+        "--tls",
+        action="store_true",
+        default=default if default is not None else False,
+        help="connect with TLS, trusting the system's roots ($TICKWORK_TLS)",
+    )
+    for flag, env, what in (
+        ("--tls-ca", "TICKWORK_TLS_CA_FILE", "CA certificate (PEM) that signed the server's"),
+        ("--tls-cert", "TICKWORK_TLS_CLIENT_CERT_FILE", "client certificate (PEM), mutual TLS"),
+        ("--tls-key", "TICKWORK_TLS_CLIENT_KEY_FILE", "client certificate's key (PEM)"),
+    ):
+        parser.add_argument(
+            flag, default=default, metavar="FILE", help=f"{what}; implies --tls (${env})"
+        )
+    parser.add_argument(
+        "--tls-server-name",
+        default=default,
+        metavar="NAME",
+        help="name to verify in the server's certificate ($TICKWORK_TLS_SERVER_NAME)",
+    )
+
+
+def _tls(args: argparse.Namespace) -> TlsConfig | None:
+    """TLS from the environment, overridden by the options given; None for plaintext."""
+    from_env = TlsConfig.from_env()
+    given = {
+        field: value
+        for field, value in (
+            ("ca_file", args.tls_ca),
+            ("cert_file", args.tls_cert),
+            ("key_file", args.tls_key),
+            ("server_name", args.tls_server_name),
+        )
+        if value
+    }
+    if not given and not args.tls:
+        return from_env
+    return dataclasses.replace(from_env or TlsConfig(), **given)
+
+
+def _client(args: argparse.Namespace) -> Client:
+    tls = _tls(args)
+    return Client(args.server, token=args.token, tls=tls if tls is not None else False)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Build the argument parser (exposed for documentation and tests)."""
     server_help = f"tickwork API address (default: ${rq.SERVER_ENV} or {rq.DEFAULT_SERVER})"
@@ -96,9 +165,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="tickwork: run tasks on cron and interval schedules, and on demand.",
     )
     parser.add_argument("--server", metavar="HOST:PORT", default=None, help=server_help)
-    # Lets every networked subcommand take --server after its name too.
+    _connection_options(parser, None)
+    # Lets every networked subcommand take --server (and the others) after its name too.
     net = argparse.ArgumentParser(add_help=False)
     net.add_argument("--server", metavar="HOST:PORT", default=argparse.SUPPRESS, help=server_help)
+    _connection_options(net, argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     p = sub.add_parser(
@@ -108,6 +179,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--listen", metavar="HOST:PORT", help="address to listen on")
     p.add_argument("--config", metavar="FILE", help="TOML config to apply once started")
+    p.add_argument(
+        "--insecure",
+        action="store_true",
+        help="serve a non-loopback address even without access control or TLS "
+        "(TICKWORK_INSECURE=true); anyone who reaches it can run commands",
+    )
+    p.add_argument(
+        "--log-format", choices=("text", "json"), help="log lines (default $TICKWORK_LOG_FORMAT)"
+    )
     p.set_defaults(func=_cmd_serve)
 
     p = sub.add_parser(
@@ -116,7 +196,57 @@ def build_parser() -> argparse.ArgumentParser:
         help="run a dedicated worker",
         description="Run a worker that takes jobs from the scheduler service at --server.",
     )
+    p.add_argument(
+        "--log-format", choices=("text", "json"), help="log lines (default $TICKWORK_LOG_FORMAT)"
+    )
     p.set_defaults(func=_cmd_worker)
+
+    p = sub.add_parser(
+        "health",
+        parents=[net],
+        help="check the service's gRPC health (for container health checks)",
+        description="Ask the gRPC health service at --server; exit 0 when SERVING, 1 otherwise.",
+    )
+    p.add_argument("--timeout", type=_seconds, default=3.0, metavar="S", help="default 3")
+    p.set_defaults(func=_cmd_health)
+
+    token = sub.add_parser("token", help="make access tokens")
+    toksub = token.add_subparsers(dest="token_command", metavar="ACTION", required=True)
+    p = toksub.add_parser(
+        "new",
+        help="make a random token and its TICKWORK_TOKENS entry",
+        description="Print a new random token (give it to the client as TICKWORK_TOKEN) and "
+        "the entry for the server's TICKWORK_TOKENS or TICKWORK_TOKENS_FILE, which holds "
+        "only its SHA-256. The token is not stored anywhere.",
+    )
+    p.add_argument("role", choices=("admin", "operator", "viewer", "worker"), metavar="ROLE")
+    p.add_argument("--label", default="", help="a name shown in the server's logs")
+    p.set_defaults(func=_cmd_token_new)
+
+    db = sub.add_parser(
+        "db",
+        help="show or upgrade the database schema ($DATABASE_URL)",
+        description="Operate the schema of the database at $DATABASE_URL (default "
+        "sqlite+aiosqlite:///./tickwork.db), for operators who migrate explicitly; "
+        "`tickwork serve` also upgrades on start.",
+    )
+    dsub = db.add_subparsers(dest="db_command", metavar="ACTION", required=True)
+    p = dsub.add_parser(
+        "upgrade",
+        help="migrate the database to the newest schema this tickwork knows",
+        description="Migrate the database to the newest schema revision this tickwork knows. "
+        "Exit status 1 when the database is at a revision this tickwork does not know (a "
+        "newer tickwork migrated it) or cannot be reached.",
+    )
+    p.set_defaults(func=_cmd_db_upgrade)
+    p = dsub.add_parser(
+        "current",
+        help="show the database's schema revision",
+        description="Print the database's schema revision and whether it is the newest this "
+        "tickwork knows. Exit status 1 when the revision is unknown to this tickwork (a newer "
+        "tickwork migrated it) or the database cannot be reached.",
+    )
+    p.set_defaults(func=_cmd_db_current)
 
     p = sub.add_parser(
         "apply",
@@ -135,11 +265,13 @@ def build_parser() -> argparse.ArgumentParser:
         "run",
         parents=[net],
         help="run a task now (manual lane)",
-        description="Run a task now. Exit status with --wait: 0 when the job SUCCEEDED, "
-        "1 otherwise.",
+        description="Run a task now. With --wait, show the job's progress live (state, "
+        "elapsed time, output as it arrives; a failed attempt's retry is followed) and exit "
+        "with its outcome: 0 SUCCEEDED, 1 FAILED, 3 ABORTED, 4 CANCELLED, 5 still running "
+        "when --timeout ran out.",
     )
     p.add_argument("name", metavar="NAME", help="task name")
-    p.add_argument("--wait", action="store_true", help="wait for the job to end")
+    p.add_argument("--wait", action="store_true", help="follow the job until it ends")
     p.add_argument(
         "--timeout", type=_seconds, metavar="S", help="with --wait: give up after S seconds"
     )
@@ -299,45 +431,120 @@ def _run_text(run: TaskRun) -> str:
     return f"{name}: job {run.job_id}" + (" (promoted)" if run.promoted else "")
 
 
-def _print_outcome(job: Job, out: TextIO) -> None:
-    took = _duration(job)
-    print(
-        f"job {job.id} {_status(job)} (attempt {job.attempt}" + (f", {took})" if took else ")"),
-        file=out,
-    )
-    if job.error:
-        print(f"error: {job.error.rstrip()}", file=out)
-    if job.output_tail.strip():
-        print("output (tail):", file=out)
-        for line in job.output_tail.rstrip().splitlines():
-            print(f"  {line}", file=out)
-
-
 # -- commands -----------------------------------------------------------------------------
 
 
 def _cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     from scheduler_svc.server import main as serve_main
 
-    return serve_main(args.listen, args.config)
+    return serve_main(args.listen, args.config, insecure=args.insecure, log_format=args.log_format)
 
 
 def _cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
     import worker_svc
 
-    return worker_svc.main(args.server)
+    return worker_svc.main(
+        args.server, token=args.token, tls=_tls(args), log_format=args.log_format
+    )
+
+
+def _database_url() -> str:
+    from scheduler_svc.settings import DEFAULT_DATABASE_URL
+
+    return os.environ.get("DATABASE_URL") or DEFAULT_DATABASE_URL
+
+
+def _on_database(action: str) -> tuple[str | None, str | None]:
+    """Run ``action`` ("current" or "upgrade") on $DATABASE_URL with scheduler_svc.migrate.
+
+    Returns the revision before and after (None: empty database). Raises the scheduler
+    service's TickworkError (unknown revision), SQLAlchemyError or OSError (unreachable).
+    """
+    import asyncio
+
+    from scheduler_svc import migrate
+    from scheduler_svc.db import Database
+
+    async def go() -> tuple[str | None, str | None]:
+        db = Database(_database_url())
+        try:
+            before = await migrate.current_revision(db)
+            after = await migrate.upgrade(db) if action == "upgrade" else before
+            return before, after
+        finally:
+            await db.dispose()
+
+    return asyncio.run(go())
+
+
+def _cmd_db(action: str, out: TextIO) -> int:
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
+    from scheduler_svc import errors, migrate
+
+    try:
+        url = make_url(_database_url())
+    except ArgumentError as err:
+        print(f"error: DATABASE_URL: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    shown = url.render_as_string(hide_password=True)
+    if action == "current" and url.get_backend_name() == "sqlite":
+        path = url.database or ""
+        if path and path != ":memory:" and not os.path.exists(path):
+            print(f"none (no database file at {path}; run tickwork db upgrade)", file=out)
+            return EXIT_OK
+    try:
+        before, after = _on_database(action)
+    except errors.TickworkError as err:
+        print(f"error: {err.message}", file=sys.stderr)
+        return EXIT_FAILED
+    except (SQLAlchemyError, OSError) as err:
+        print(f"error: cannot reach the database at {shown}: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    head = migrate.head_revision()
+    if action == "upgrade":
+        if before == after:
+            print(f"database at {shown} already at revision {after} (head)", file=out)
+        else:
+            print(
+                f"database at {shown} upgraded from {before or 'none'} to {after} (head)", file=out
+            )
+        return EXIT_OK
+    if after is None:
+        print("none (empty database; run tickwork db upgrade)", file=out)
+    elif after == head:
+        print(f"{after} (head)", file=out)
+    elif after in migrate.known_revisions():
+        print(f"{after} (behind head {head}; run tickwork db upgrade)", file=out)
+    else:
+        print(
+            f"error: database schema is at revision {after}, which this tickwork does not "
+            f"know (newest known: {head}); upgrade tickwork",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _cmd_db_upgrade(args: argparse.Namespace, out: TextIO) -> int:
+    return _cmd_db("upgrade", out)
+
+
+def _cmd_db_current(args: argparse.Namespace, out: TextIO) -> int:
+    return _cmd_db("current", out)
 
 
 def _cmd_apply(args: argparse.Namespace, out: TextIO) -> int:
     config = load_config(args.file)
-    with Client(args.server) as client:
+    with _client(args) as client:
         report = apply_config(client, config)
     print(report, file=out)
     return EXIT_OK
 
 
 def _cmd_tasks_list(args: argparse.Namespace, out: TextIO) -> int:
-    with Client(args.server) as client:
+    with _client(args) as client:
         tasks = client.list_tasks()
     rows = [
         [
@@ -359,7 +566,7 @@ def _cmd_tasks_list(args: argparse.Namespace, out: TextIO) -> int:
 def _cmd_tasks_run(args: argparse.Namespace, out: TextIO) -> int:
     if args.timeout is not None and not args.wait:
         raise InvalidArgument("--timeout: only with --wait")
-    with Client(args.server) as client:
+    with _client(args) as client:
         [run] = client.run(args.name, trigger=Trigger.TRIGGER_MANUAL)
         if run.skipped:
             reason = _SKIP_TEXT.get(run.skip_reason, "skipped")
@@ -370,17 +577,109 @@ def _cmd_tasks_run(args: argparse.Namespace, out: TextIO) -> int:
                 f"job {run.job_id}" + (" (promoted to the manual lane)" if run.promoted else ""),
                 file=out,
             )
+        out.flush()
         if not args.wait:
             return EXIT_OK
         if not run.job_id:
             return EXIT_FAILED
-        job = client.wait(run.job_id, timeout=args.timeout)
-    _print_outcome(job, out)
-    return EXIT_OK if job.status == JobStatus.JOB_STATUS_SUCCEEDED else EXIT_FAILED
+        return _follow(client, run.job_id, args.timeout, out)
+
+
+def new_output(before: str, after: str) -> str:
+    """The text appended between two snapshots of a job's output tail.
+
+    The tail keeps the last few KB, so ``after`` may have lost a prefix of ``before``: the
+    longest suffix of ``before`` that starts ``after`` is what both have in common.
+    """
+    if after.startswith(before):
+        return after[len(before) :]
+    if before.rstrip("\n").endswith(after.rstrip("\n")):
+        return ""  # the final tail, as the worker reported it, repeats what was shown
+    for start in range(1, len(before)):
+        if after.startswith(before[start:]):
+            return after[len(before) - start :]
+    return after
+
+
+def _follow(client: Client, job_id: int, timeout: float | None, out: TextIO) -> int:
+    """Print a job's progress as it happens (state changes with the elapsed time, output
+    lines as they arrive), follow its retries, and return its outcome's exit status."""
+    started = time.monotonic()
+
+    def say(text: str) -> None:
+        print(f"[{time.monotonic() - started:7.1f}s] {text}", file=out, flush=True)
+
+    while True:
+        last: Job | None = None
+        shown = ""
+        remaining = None if timeout is None else max(0.0, timeout - (time.monotonic() - started))
+        try:
+            for job in client.watch(job_id, timeout=remaining):
+                if last is None or job.status != last.status:
+                    extra = f" (attempt {job.attempt})" if job.attempt > 1 or last else ""
+                    if rq.is_terminal(job):
+                        took = _duration(job)
+                        extra = f" (attempt {job.attempt}" + (f", {took})" if took else ")")
+                    say(f"job {job.id} {_status(job)}{extra}")
+                text = new_output(shown, job.output_tail)
+                shown = job.output_tail
+                for line in text.splitlines():
+                    print(f"  | {line}", file=out, flush=True)
+                last = job
+        except JobTimeout:
+            state = _status(last) if last is not None else "unknown"
+            say(f"job {job_id} still {state} after {timeout:g} s; it goes on")
+            return EXIT_STILL_RUNNING
+        if last is None or not rq.is_terminal(last):
+            return EXIT_FAILED
+        if last.error:
+            print(f"error: {last.error.rstrip()}", file=out, flush=True)
+        retry = _retry_of(client, last)
+        if retry is None:
+            return WAIT_EXIT_CODES.get(last.status, EXIT_FAILED)
+        when = _when(retry, "not_before_time")
+        say(f"retry: job {retry.id} (attempt {retry.attempt}), not before {when}")
+        job_id = retry.id
+
+
+def _retry_of(client: Client, job: Job) -> Job | None:
+    """The job queued as the retry of a failed ``job``, if there is one."""
+    if job.status != JobStatus.JOB_STATUS_FAILED:
+        return None
+    for candidate in client.list_jobs(task=job.task_id, limit=20):
+        if candidate.retry_of_job_id == job.id:
+            return candidate
+    return None
+
+
+def _cmd_health(args: argparse.Namespace, out: TextIO) -> int:
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    with _client(args) as client:
+        stub = health_pb2_grpc.HealthStub(client._channel)
+        try:
+            answer = stub.Check(health_pb2.HealthCheckRequest(), timeout=args.timeout)
+        except grpc.RpcError as err:
+            raise from_rpc_error(err) from None
+    status = health_pb2.HealthCheckResponse.ServingStatus.Name(answer.status)
+    print(status, file=out)
+    return EXIT_OK if answer.status == health_pb2.HealthCheckResponse.SERVING else EXIT_FAILED
+
+
+def _cmd_token_new(args: argparse.Namespace, out: TextIO) -> int:
+    import hashlib
+    import secrets
+
+    token = "tw_" + secrets.token_urlsafe(32)
+    digest = hashlib.sha256(token.encode()).hexdigest()
+    entry = f"{args.role}:{digest}" + (f":{args.label}" if args.label else "")
+    print(f"token (give it to the client as TICKWORK_TOKEN; shown once): {token}", file=out)
+    print(f"entry (for the server's TICKWORK_TOKENS_FILE or TICKWORK_TOKENS): {entry}", file=out)
+    return EXIT_OK
 
 
 def _cmd_tasks_enable(args: argparse.Namespace, out: TextIO) -> int:
-    with Client(args.server) as client:
+    with _client(args) as client:
         task: Task = (client.enable_task if args.enabled else client.disable_task)(args.name)
     print(f"task {task.name}: {'enabled' if task.enabled else 'disabled'}", file=out)
     return EXIT_OK
@@ -388,7 +687,7 @@ def _cmd_tasks_enable(args: argparse.Namespace, out: TextIO) -> int:
 
 def _cmd_jobs_list(args: argparse.Namespace, out: TextIO) -> int:
     statuses = [s for text in args.status for s in text.split(",") if s.strip()]
-    with Client(args.server) as client:
+    with _client(args) as client:
         jobs = client.list_jobs(task=args.task, statuses=statuses, limit=args.limit)
     rows = [
         [
@@ -412,7 +711,7 @@ def _cmd_jobs_list(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _cmd_jobs_get(args: argparse.Namespace, out: TextIO) -> int:
-    with Client(args.server) as client:
+    with _client(args) as client:
         job = client.get_job(args.job_id)
     fields = [f for f in job.DESCRIPTOR.fields if f.name != "output_tail"]
     width = max(len(f.name) for f in job.DESCRIPTOR.fields)
@@ -438,7 +737,7 @@ def _cmd_jobs_get(args: argparse.Namespace, out: TextIO) -> int:
 
 def _cmd_jobs_watch(args: argparse.Namespace, out: TextIO) -> int:
     last: Job | None = None
-    with Client(args.server) as client:
+    with _client(args) as client:
         for job in client.watch(args.job_id):
             if last is None or job.status != last.status:
                 field = {
@@ -461,14 +760,14 @@ def _cmd_jobs_watch(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _cmd_jobs_cancel(args: argparse.Namespace, out: TextIO) -> int:
-    with Client(args.server) as client:
+    with _client(args) as client:
         job = client.cancel_job(args.job_id)
     print(f"job {job.id} {_status(job)}", file=out)
     return EXIT_OK
 
 
 def _cmd_schedules_list(args: argparse.Namespace, out: TextIO) -> int:
-    with Client(args.server) as client:
+    with _client(args) as client:
         schedules = client.list_schedules()
     rows = [
         [
@@ -488,7 +787,7 @@ def _cmd_schedules_list(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _cmd_schedules_fires(args: argparse.Namespace, out: TextIO) -> int:
-    with Client(args.server) as client:
+    with _client(args) as client:
         fires = client.list_fires(args.name, limit=args.limit)
     rows = [
         [

@@ -6,7 +6,7 @@ points; ``Handler.validate(params)`` checks params when a Task is saved and
 ``await Handler.run(params, ctx)`` runs one Job.
 """
 
-from ._base import Handler, HandlerResult, InvalidParams, JobContext, JobFailed
+from ._base import Handler, HandlerResult, InvalidParams, JobContext, JobFailed, ServiceCalls
 from ._output import OUTPUT_TAIL_CHARS
 from ._registry import (
     ENTRY_POINT_GROUP,
@@ -16,6 +16,7 @@ from ._registry import (
     handler_names,
 )
 from .python import PythonHandler
+from .retention import RetentionHandler
 from .shell import ShellHandler
 
 __all__ = [
@@ -28,6 +29,8 @@ __all__ = [
     "JobContext",
     "JobFailed",
     "PythonHandler",
+    "RetentionHandler",
+    "ServiceCalls",
     "ShellHandler",
     "UnknownHandler",
     "get_handler",

@@ -8,6 +8,7 @@ from importlib.metadata import EntryPoint, entry_points
 
 from ._base import Handler
 from .python import PythonHandler
+from .retention import RetentionHandler
 from .shell import ShellHandler
 
 __all__ = [
@@ -26,6 +27,7 @@ ENTRY_POINT_GROUP = "tickwork.handlers"
 _BUILTINS: dict[str, Callable[[], Handler]] = {
     ShellHandler.name: ShellHandler,
     PythonHandler.name: PythonHandler,
+    RetentionHandler.name: RetentionHandler,
 }
 
 

@@ -1,4 +1,7 @@
+import datetime
+
 from google.protobuf import struct_pb2 as _struct_pb2
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from tickwork.v1 import job_pb2 as _job_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
@@ -7,6 +10,26 @@ from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class PurgeHistoryRequest(_message.Message):
+    __slots__ = ("job_id", "lease_token")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    LEASE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    job_id: int
+    lease_token: str
+    def __init__(self, job_id: _Optional[int] = ..., lease_token: _Optional[str] = ...) -> None: ...
+
+class PurgeHistoryResponse(_message.Message):
+    __slots__ = ("jobs_deleted", "fires_deleted", "cutoff_time", "keep_days")
+    JOBS_DELETED_FIELD_NUMBER: _ClassVar[int]
+    FIRES_DELETED_FIELD_NUMBER: _ClassVar[int]
+    CUTOFF_TIME_FIELD_NUMBER: _ClassVar[int]
+    KEEP_DAYS_FIELD_NUMBER: _ClassVar[int]
+    jobs_deleted: int
+    fires_deleted: int
+    cutoff_time: _timestamp_pb2.Timestamp
+    keep_days: int
+    def __init__(self, jobs_deleted: _Optional[int] = ..., fires_deleted: _Optional[int] = ..., cutoff_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., keep_days: _Optional[int] = ...) -> None: ...
 
 class ConnectRequest(_message.Message):
     __slots__ = ("hello", "poll_job", "heartbeat", "log_lines", "outcome")

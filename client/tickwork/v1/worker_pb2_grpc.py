@@ -52,6 +52,11 @@ class WorkerServiceStub:
                 request_serializer=tickwork_dot_v1_dot_worker__pb2.ConnectRequest.SerializeToString,
                 response_deserializer=tickwork_dot_v1_dot_worker__pb2.ConnectResponse.FromString,
                 _registered_method=True)
+        self.PurgeHistory = channel.unary_unary(
+                '/tickwork.v1.WorkerService/PurgeHistory',
+                request_serializer=tickwork_dot_v1_dot_worker__pb2.PurgeHistoryRequest.SerializeToString,
+                response_deserializer=tickwork_dot_v1_dot_worker__pb2.PurgeHistoryResponse.FromString,
+                _registered_method=True)
 
 
 class WorkerServiceServicer:
@@ -77,6 +82,19 @@ class WorkerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def PurgeHistory(self, request, context):
+        """Deletes old history for the built-in retention task (handler "tickwork.retention"):
+        ended jobs that finished, and fires whose fire time is, more than keep_days (the running
+        task's params) days ago. Only a worker running such a job may call it, naming the job
+        and its lease token.
+        Errors: FAILED_PRECONDITION (the job is not running under that lease, or its task's
+        handler is not tickwork.retention), INVALID_ARGUMENT (keep_days is not a whole number
+        >= 1).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_WorkerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -84,6 +102,11 @@ def add_WorkerServiceServicer_to_server(servicer, server):
                     servicer.Connect,
                     request_deserializer=tickwork_dot_v1_dot_worker__pb2.ConnectRequest.FromString,
                     response_serializer=tickwork_dot_v1_dot_worker__pb2.ConnectResponse.SerializeToString,
+            ),
+            'PurgeHistory': grpc.unary_unary_rpc_method_handler(
+                    servicer.PurgeHistory,
+                    request_deserializer=tickwork_dot_v1_dot_worker__pb2.PurgeHistoryRequest.FromString,
+                    response_serializer=tickwork_dot_v1_dot_worker__pb2.PurgeHistoryResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -126,6 +149,33 @@ class WorkerService:
             '/tickwork.v1.WorkerService/Connect',
             tickwork_dot_v1_dot_worker__pb2.ConnectRequest.SerializeToString,
             tickwork_dot_v1_dot_worker__pb2.ConnectResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PurgeHistory(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tickwork.v1.WorkerService/PurgeHistory',
+            tickwork_dot_v1_dot_worker__pb2.PurgeHistoryRequest.SerializeToString,
+            tickwork_dot_v1_dot_worker__pb2.PurgeHistoryResponse.FromString,
             options,
             channel_credentials,
             insecure,

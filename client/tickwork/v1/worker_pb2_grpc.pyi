@@ -48,6 +48,15 @@ class WorkerServiceStub:
     def __new__(cls, channel: _aio.Channel) -> WorkerServiceAsyncStub: ...
     Connect: _grpc.StreamStreamMultiCallable[_worker_pb2.ConnectRequest, _worker_pb2.ConnectResponse]
     """The worker's stream. See the service comment."""
+    PurgeHistory: _grpc.UnaryUnaryMultiCallable[_worker_pb2.PurgeHistoryRequest, _worker_pb2.PurgeHistoryResponse]
+    """Deletes old history for the built-in retention task (handler "tickwork.retention"):
+    ended jobs that finished, and fires whose fire time is, more than keep_days (the running
+    task's params) days ago. Only a worker running such a job may call it, naming the job
+    and its lease token.
+    Errors: FAILED_PRECONDITION (the job is not running under that lease, or its task's
+    handler is not tickwork.retention), INVALID_ARGUMENT (keep_days is not a whole number
+    >= 1).
+    """
 
 @_typing.type_check_only
 class WorkerServiceAsyncStub(WorkerServiceStub):
@@ -69,6 +78,15 @@ class WorkerServiceAsyncStub(WorkerServiceStub):
     def __init__(self, channel: _aio.Channel) -> None: ...
     Connect: _aio.StreamStreamMultiCallable[_worker_pb2.ConnectRequest, _worker_pb2.ConnectResponse]  # type: ignore[assignment]
     """The worker's stream. See the service comment."""
+    PurgeHistory: _aio.UnaryUnaryMultiCallable[_worker_pb2.PurgeHistoryRequest, _worker_pb2.PurgeHistoryResponse]  # type: ignore[assignment]
+    """Deletes old history for the built-in retention task (handler "tickwork.retention"):
+    ended jobs that finished, and fires whose fire time is, more than keep_days (the running
+    task's params) days ago. Only a worker running such a job may call it, naming the job
+    and its lease token.
+    Errors: FAILED_PRECONDITION (the job is not running under that lease, or its task's
+    handler is not tickwork.retention), INVALID_ARGUMENT (keep_days is not a whole number
+    >= 1).
+    """
 
 class WorkerServiceServicer(metaclass=_abc_1.ABCMeta):
     """Internal: the worker protocol, one bidirectional stream per worker, in the manner of
@@ -93,5 +111,20 @@ class WorkerServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_worker_pb2.ConnectResponse], _abc.AsyncIterator[_worker_pb2.ConnectResponse]]:
         """The worker's stream. See the service comment."""
+
+    @_abc_1.abstractmethod
+    def PurgeHistory(
+        self,
+        request: _worker_pb2.PurgeHistoryRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_worker_pb2.PurgeHistoryResponse, _abc.Awaitable[_worker_pb2.PurgeHistoryResponse]]:
+        """Deletes old history for the built-in retention task (handler "tickwork.retention"):
+        ended jobs that finished, and fires whose fire time is, more than keep_days (the running
+        task's params) days ago. Only a worker running such a job may call it, naming the job
+        and its lease token.
+        Errors: FAILED_PRECONDITION (the job is not running under that lease, or its task's
+        handler is not tickwork.retention), INVALID_ARGUMENT (keep_days is not a whole number
+        >= 1).
+        """
 
 def add_WorkerServiceServicer_to_server(servicer: WorkerServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

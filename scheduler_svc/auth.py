@@ -1,0 +1,193 @@
+"""Access control: bearer tokens with roles, checked for every RPC by one interceptor.
+
+Roles: ``admin`` (create, update, delete and enable tasks and schedules, and everything an
+operator may do), ``operator`` (run and abort tasks, cancel jobs, and everything a viewer
+may do), ``viewer`` (read and watch), ``worker`` (only WorkerService: the worker stream and
+the calls a running built-in job makes). The service's own scheduler loop and embedded worker
+use an ``internal`` token made at start and never written anywhere.
+
+Tokens are configured as SHA-256 hashes, never in clear: entries ``ROLE:SHA256HEX[:LABEL]``
+separated by whitespace, commas or newlines, from TICKWORK_TOKENS and/or the file named by
+TICKWORK_TOKENS_FILE (``#`` starts a comment). Access control is on when at least one token
+is configured. A call without a token is UNAUTHENTICATED; a token whose role may not make the
+call is PERMISSION_DENIED. An RPC missing from :data:`RPC_ROLES` is denied to everyone but
+the service itself. Health checks and reflection stay open. Tokens are never logged: denials
+log the method, the role and the token's label.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import secrets
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+
+log = logging.getLogger(__name__)
+
+ADMIN, OPERATOR, VIEWER, WORKER, INTERNAL = "admin", "operator", "viewer", "worker", "internal"
+#: Roles a configured token may have (``internal`` is the service's own).
+ROLES = (ADMIN, OPERATOR, VIEWER, WORKER)
+
+_VIEW = frozenset({VIEWER, OPERATOR, ADMIN, INTERNAL})
+_OPERATE = frozenset({OPERATOR, ADMIN, INTERNAL})
+_ADMINISTER = frozenset({ADMIN, INTERNAL})
+_WORK = frozenset({WORKER, INTERNAL})
+_SELF = frozenset({INTERNAL})
+
+#: Every RPC and the roles that may call it: the one place access is decided.
+RPC_ROLES: Mapping[str, frozenset[str]] = {
+    "/tickwork.v1.TaskService/CreateTask": _ADMINISTER,
+    "/tickwork.v1.TaskService/GetTask": _VIEW,
+    "/tickwork.v1.TaskService/ListTasks": _VIEW,
+    "/tickwork.v1.TaskService/UpdateTask": _ADMINISTER,
+    "/tickwork.v1.TaskService/DeleteTask": _ADMINISTER,
+    "/tickwork.v1.TaskService/RunTasks": _OPERATE,
+    "/tickwork.v1.TaskService/AbortTasks": _OPERATE,
+    "/tickwork.v1.ScheduleService/CreateSchedule": _ADMINISTER,
+    "/tickwork.v1.ScheduleService/GetSchedule": _VIEW,
+    "/tickwork.v1.ScheduleService/ListSchedules": _VIEW,
+    "/tickwork.v1.ScheduleService/UpdateSchedule": _ADMINISTER,
+    "/tickwork.v1.ScheduleService/DeleteSchedule": _ADMINISTER,
+    "/tickwork.v1.ScheduleService/DescribeCron": _VIEW,
+    "/tickwork.v1.ScheduleService/ListFires": _VIEW,
+    "/tickwork.v1.JobService/GetJob": _VIEW,
+    "/tickwork.v1.JobService/ListJobs": _VIEW,
+    "/tickwork.v1.JobService/WatchJob": _VIEW,
+    "/tickwork.v1.JobService/CancelJob": _OPERATE,
+    "/tickwork.v1.QueueService/Enqueue": _SELF,
+    "/tickwork.v1.WorkerService/Connect": _WORK,
+    "/tickwork.v1.WorkerService/PurgeHistory": _WORK,
+}
+
+#: Services anyone may call: load balancers and grpcurl need no token.
+OPEN_SERVICES = (
+    "/grpc.health.v1.Health/",
+    "/grpc.reflection.v1alpha.ServerReflection/",
+    "/grpc.reflection.v1.ServerReflection/",
+)
+
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+
+class TokenConfigError(ValueError):
+    """A token entry cannot be used; the message names the source and entry number."""
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who a token speaks for: its role and label (never the token itself)."""
+
+    role: str
+    label: str
+
+
+def hash_token(token: str) -> str:
+    """The SHA-256 hex digest under which ``token`` is configured."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def new_token() -> str:
+    """A fresh random token (URL-safe, 256 bits)."""
+    return "tw_" + secrets.token_urlsafe(32)
+
+
+def parse_tokens(text: str, source: str) -> dict[str, Principal]:
+    """Parse ``ROLE:SHA256HEX[:LABEL]`` entries into {hash: Principal}.
+
+    Raises TokenConfigError naming ``source`` and the entry, never echoing a hash.
+    """
+    out: dict[str, Principal] = {}
+    lines = [line.split("#", 1)[0] for line in text.splitlines()]
+    entries = [e for e in re.split(r"[\s,]+", " ".join(lines)) if e]
+    for number, entry in enumerate(entries, 1):
+        parts = entry.split(":", 2)
+        if len(parts) < 2:
+            raise TokenConfigError(f"{source}: entry {number}: expected ROLE:SHA256HEX[:LABEL]")
+        role, digest = parts[0].lower(), parts[1].lower()
+        label = parts[2] if len(parts) == 3 else f"{role}-{number}"
+        if role not in ROLES:
+            raise TokenConfigError(
+                f"{source}: entry {number}: unknown role {role!r} (one of {', '.join(ROLES)})"
+            )
+        if not _HEX64.match(digest):
+            raise TokenConfigError(
+                f"{source}: entry {number}: expected the token's SHA-256 as 64 hex digits "
+                "(`tickwork token new ROLE` prints an entry), not the token itself"
+            )
+        out[digest] = Principal(role, label)
+    return out
+
+
+def _bearer(metadata: Sequence[tuple[str, Any]] | None) -> str | None:
+    for key, value in metadata or ():
+        if key == "authorization" and isinstance(value, str):
+            scheme, _, token = value.partition(" ")
+            if scheme.lower() == "bearer" and token.strip():
+                return token.strip()
+    return None
+
+
+def _deny(handler: grpc.RpcMethodHandler[Any, Any], code: grpc.StatusCode, message: str) -> Any:
+    """A handler of the same kind as ``handler`` that fails the call with ``code``."""
+
+    async def unary(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+        await context.abort(code, message)
+
+    async def streaming(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+        await context.abort(code, message)
+        yield  # pragma: no cover - abort raises
+
+    ser = {
+        "request_deserializer": handler.request_deserializer,
+        "response_serializer": handler.response_serializer,
+    }
+    if handler.unary_unary is not None:
+        return grpc.unary_unary_rpc_method_handler(unary, **ser)
+    if handler.unary_stream is not None:
+        return grpc.unary_stream_rpc_method_handler(streaming, **ser)
+    if handler.stream_unary is not None:
+        return grpc.stream_unary_rpc_method_handler(unary, **ser)
+    return grpc.stream_stream_rpc_method_handler(streaming, **ser)
+
+
+class AuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
+    """Checks every call's bearer token against :data:`RPC_ROLES`."""
+
+    def __init__(self, tokens: Mapping[str, Principal], internal_token: str) -> None:
+        self._tokens = dict(tokens)
+        self._tokens[hash_token(internal_token)] = Principal(INTERNAL, "tickwork-internal")
+
+    async def intercept_service(
+        self,
+        continuation: Callable[
+            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any]]
+        ],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler[Any, Any]:
+        handler = await continuation(handler_call_details)
+        method = handler_call_details.method
+        if handler is None or method.startswith(OPEN_SERVICES):
+            return handler
+        token = _bearer(handler_call_details.invocation_metadata)
+        principal = self._tokens.get(hash_token(token)) if token else None
+        if principal is None:
+            log.warning(
+                "call refused: %s token",
+                "unknown" if token else "no",
+                extra={"method": method},
+            )
+            reason = "unknown token" if token else "a bearer token is required"
+            return _deny(handler, grpc.StatusCode.UNAUTHENTICATED, reason)  # type: ignore[no-any-return]
+        if principal.role not in RPC_ROLES.get(method, _SELF):
+            log.warning(
+                "call refused: role may not call this method",
+                extra={"method": method, "role": principal.role, "token_label": principal.label},
+            )
+            message = f"role {principal.role!r} may not call {method}"
+            return _deny(handler, grpc.StatusCode.PERMISSION_DENIED, message)  # type: ignore[no-any-return]
+        return handler

@@ -1,0 +1,106 @@
+"""`tickwork tasks run NAME --wait`: live progress, retries followed, the outcome as the exit
+status (0 succeeded, 1 failed, 3 aborted, 5 still running at --timeout)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.harness import REPO, Server, base_env, wait_for
+from tickwork import Client, JobStatus
+from tickwork.cli import new_output
+
+
+@pytest.fixture
+def embedded(tmp_path: Path) -> Iterator[Server]:
+    srv = Server(tmp_path, env={"WORKER_POLL_INTERVAL_SECONDS": "1"})
+    try:
+        yield srv.wait_healthy()
+    finally:
+        srv.stop()
+
+
+def run_wait(address: str, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "tickwork.cli", "tasks", "run", *args, "--wait"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=base_env(TICKWORK_SERVER=address),
+        cwd=REPO,
+    )
+
+
+def test_output_arrives_live_and_retries_are_followed(embedded: Server) -> None:
+    with Client(embedded.address) as tw:
+        script = "echo first; sleep 2; echo second; exit 3"
+        tw.create_task(
+            "flaky", "shell", {"argv": ["sh", "-c", script]}, max_attempts=2, backoff_base_seconds=1
+        )
+        proc = run_wait(embedded.address, "flaky")
+        assert proc.stdout is not None
+        lines: list[str] = []
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            lines.append(line.rstrip("\n"))
+            if line.strip() == "| first":
+                break
+        else:
+            pytest.fail(f"no live output line: {lines}")
+        # The first line arrived while the job was still running.
+        [job] = tw.list_jobs(task="flaky")
+        assert job.status == JobStatus.JOB_STATUS_RUNNING
+        rest, _ = proc.communicate(timeout=60)
+    text = "\n".join(lines) + "\n" + rest
+    assert proc.returncode == 1, text
+    assert lines[0] == f"job {job.id}"
+    assert f"] job {job.id} RUNNING" in text
+    assert f"] job {job.id} FAILED (attempt 1, " in text
+    assert "error: exit code 3" in text
+    assert "] retry: job " in text and "(attempt 2)" in text
+    assert text.count("| second") == 2  # both attempts' output, each line once
+    assert text.count("| first") == 2
+
+
+def test_abort_and_timeout_exit_statuses(embedded: Server) -> None:
+    with Client(embedded.address) as tw:
+        tw.create_task("nap", "shell", {"argv": ["sleep", "30"]})
+        proc = run_wait(embedded.address, "nap")
+        wait_for(
+            lambda: [
+                j for j in tw.list_jobs(task="nap") if j.status == JobStatus.JOB_STATUS_RUNNING
+            ],
+            what="the nap to run",
+        )
+        tw.abort("nap")
+        out, _ = proc.communicate(timeout=30)
+        assert proc.returncode == 3, out
+        assert "ABORTED" in out
+
+        timed = run_wait(embedded.address, "nap", "--timeout", "1")
+        out, _ = timed.communicate(timeout=30)
+        assert timed.returncode == 5, out
+        assert "still RUNNING after 1 s; it goes on" in out or "still QUEUED" in out
+        tw.abort("nap")
+
+        tw.create_task("fine", "shell", {"argv": ["echo", "done"]})
+        ok = run_wait(embedded.address, "fine")
+        out, _ = ok.communicate(timeout=30)
+        assert ok.returncode == 0, out
+        assert "| done" in out and "SUCCEEDED" in out
+
+
+def test_new_output_between_tail_snapshots() -> None:
+    assert new_output("", "a\n") == "a\n"
+    assert new_output("a\n", "a\nb\n") == "b\n"
+    # The tail dropped its start: only what follows the overlap is new.
+    assert new_output("a\nb\nc\n", "b\nc\nd\n") == "d\n"
+    assert new_output("a\n", "a\n") == ""
+    assert new_output("xyz\n", "q\n") == "q\n"
+    assert new_output("a\nb\n", "a\nb") == ""  # the final tail without its last newline
