@@ -1,0 +1,1 @@
+"""Peer-side programs run as their own (pinned) processes by the benchmarks."""
