@@ -13,42 +13,84 @@ from contextlib import suppress
 
 
 class Signal:
-    """A broadcast wake-up: ``wait(timeout)`` returns when ``fire()`` is called or on timeout."""
+    """A broadcast wake-up: ``fire()`` wakes every waiter.
+
+    To wait for a change without missing one, take a :meth:`ticket` *before* reading the
+    state the change would show, then wait on the ticket: a fire in between (another task
+    enqueued, say, while this one was querying) makes the wait return at once.
+    """
 
     def __init__(self) -> None:
         self._event = asyncio.Event()
 
     def fire(self) -> None:
-        """Wake every current waiter."""
+        """Wake every current waiter and every ticket taken so far."""
         self._event.set()
         self._event = asyncio.Event()
 
+    def ticket(self) -> Ticket:
+        """A ticket for the fires from now on."""
+        return Ticket(self, self._event)
+
+    async def wait(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` seconds for a fire from now on; True when woken."""
+        return await self.ticket().wait(timeout_s)
+
+
+class Ticket:
+    """One generation of a :class:`Signal`, taken at a moment: ``wait`` returns as soon as
+    the signal has fired since then (at once if it already has)."""
+
+    def __init__(self, signal: Signal, event: asyncio.Event) -> None:
+        self._signal = signal
+        self._event = event
+
+    def fire(self) -> None:
+        """Fire the signal (wakes every waiter, not only this ticket's)."""
+        self._signal.fire()
+
     async def wait(self, timeout_s: float) -> bool:
         """Wait up to ``timeout_s`` seconds; True when woken, False on timeout."""
-        event = self._event
+        if self._event.is_set():
+            return True
         if timeout_s <= 0:
             return False
         with suppress(TimeoutError):
-            await asyncio.wait_for(event.wait(), timeout_s)
+            await asyncio.wait_for(self._event.wait(), timeout_s)
             return True
         return False
 
 
 class Hub:
-    """The service's wake-ups, shared by servicers, the scheduler loop and the reaper."""
+    """The service's wake-ups, shared by servicers, the scheduler loop and the reaper.
+
+    ``queue`` (enqueues, finished jobs, a released worker lease: worker polls wait on it),
+    ``schedules`` (schedule changes: the scheduler loop waits on it) and ``job_signal(id)``
+    return a :class:`Ticket` taken when read: read it before reading the state it guards.
+    """
 
     def __init__(self) -> None:
-        self.queue = Signal()
-        self.schedules = Signal()
+        self._queue = Signal()
+        self._schedules = Signal()
         self._jobs: dict[int, Signal] = {}
         self._abort_handlers: dict[int, Callable[[int, str], None]] = {}
 
-    def job_signal(self, job_id: int) -> Signal:
-        """The signal fired when ``job_id`` changes."""
+    @property
+    def queue(self) -> Ticket:
+        """A ticket for queue changes; ``hub.queue.fire()`` signals one."""
+        return self._queue.ticket()
+
+    @property
+    def schedules(self) -> Ticket:
+        """A ticket for schedule changes; ``hub.schedules.fire()`` signals one."""
+        return self._schedules.ticket()
+
+    def job_signal(self, job_id: int) -> Ticket:
+        """A ticket for the next change of ``job_id``."""
         sig = self._jobs.get(job_id)
         if sig is None:
             sig = self._jobs[job_id] = Signal()
-        return sig
+        return sig.ticket()
 
     def job_changed(self, job_id: int) -> None:
         """A job's row changed: wake its watchers."""

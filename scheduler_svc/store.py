@@ -583,32 +583,51 @@ class Store:
         )
 
     async def claim_next_job(
-        self, worker_id: str, now: dt.datetime, lease_ttl_s: float
+        self,
+        worker_id: str,
+        now: dt.datetime,
+        lease_ttl_s: float,
+        *,
+        worker_lease_holder: str | None = None,
     ) -> tuple[JobRecord, TaskRecord] | None:
         """Take the next ready job and lease it to ``worker_id``; None when none is ready.
 
         Order: manual/API lane first, task_priority descending, enqueue time, insertion
         order. Ready means QUEUED and not_before unset or <= now. The job becomes RUNNING
         with a fresh lease token and lease_expires_at = now + lease_ttl_s. Never returns a
-        job while another job is RUNNING (one job at a time).
+        job while another job is RUNNING (one job at a time): claims are serialized on the
+        ``worker`` lease row. With ``worker_lease_holder``, also None unless that holder
+        holds the ``worker`` lease (fencing a session that believes it is still active).
         """
         async with self.db.write() as conn:
+            lease_query = sa.select(leases.c.holder).where(leases.c.name == "worker")
+            if self.db.dialect.skip_locked:
+                lease_query = lease_query.with_for_update()
+            holder = await conn.scalar(lease_query)
+            if worker_lease_holder is not None and holder != worker_lease_holder:
+                return None
             running = await conn.scalar(sa.select(jobs.c.id).where(jobs.c.status == RUNNING))
             if running is not None:
                 return None
-            query = self._queue_order(sa.select(jobs.c.id).where(self._ready(now))).limit(1)
+            query = self._queue_order(
+                sa.select(jobs.c.id, jobs.c.enqueued_at).where(self._ready(now))
+            ).limit(1)
             if self.db.dialect.skip_locked:
                 query = query.with_for_update(skip_locked=True)
-            job_id = await conn.scalar(query)
-            if job_id is None:
+            found = (await conn.execute(query)).first()
+            if found is None:
                 return None
+            job_id, enqueued_at = found
             token = uuid.uuid4().hex
             result = await conn.execute(
                 jobs.update()
                 .where(jobs.c.id == job_id, jobs.c.status == QUEUED)
                 .values(
                     status=RUNNING,
-                    started_at=now,
+                    # ``now`` was read before this transaction; an enqueue that committed
+                    # meanwhile may carry a later instant. A job never starts before it
+                    # was enqueued.
+                    started_at=max(now, enqueued_at),
                     worker_id=worker_id,
                     lease_token=token,
                     lease_expires_at=now + dt.timedelta(seconds=lease_ttl_s),
@@ -689,20 +708,24 @@ class Store:
                     )
                 )
             ).first()
-            if row is None:
-                late = f"{status} at {now.isoformat()}" + (f": {error}" if error else "")
-                await conn.execute(
-                    jobs.update().where(jobs.c.id == job_id).values(late_outcome=late[:2000])
+            if row is not None:
+                result = await self._finish(
+                    conn, _job(row), status, error, _tail(output_tail), now, auto_disable_count
                 )
-                stored = (await conn.execute(jobs.select().where(jobs.c.id == job_id))).first()
-                log.warning(
-                    "late outcome ignored: the job's lease was lost",
-                    extra={"job_id": job_id, "status": status},
-                )
-                return FinishResult(accepted=False, job=_job(stored) if stored else None)
-            return await self._finish(
-                conn, _job(row), status, error, _tail(output_tail), now, auto_disable_count
+                if result is not None:
+                    return result
+            # The lease was lost (or the reaper recovered the job meanwhile): keep the
+            # outcome for people to see, change nothing else.
+            late = f"{status} at {now.isoformat()}" + (f": {error}" if error else "")
+            await conn.execute(
+                jobs.update().where(jobs.c.id == job_id).values(late_outcome=late[:2000])
             )
+            stored = (await conn.execute(jobs.select().where(jobs.c.id == job_id))).first()
+            log.warning(
+                "late outcome ignored: the job's lease was lost",
+                extra={"job_id": job_id, "status": status},
+            )
+            return FinishResult(accepted=False, job=_job(stored) if stored else None)
 
     async def _finish(
         self,
@@ -713,11 +736,23 @@ class Store:
         output_tail: str,
         now: dt.datetime,
         auto_disable_count: int,
-    ) -> FinishResult:
+        *conditions: sa.ColumnElement[bool],
+    ) -> FinishResult | None:
+        """Apply an outcome to ``job`` as read (RUNNING, with its lease token).
+
+        One conditional UPDATE: None when the row is no longer that RUNNING job with that
+        token (or fails ``conditions``) because a concurrent finish or reaper (this replica
+        or another) got there first; then nothing is written.
+        """
         done = (
             await conn.execute(
                 jobs.update()
-                .where(jobs.c.id == job.id)
+                .where(
+                    jobs.c.id == job.id,
+                    jobs.c.status == RUNNING,
+                    jobs.c.lease_token == job.lease_token,
+                    *conditions,
+                )
                 .values(
                     status=status,
                     error=error,
@@ -727,7 +762,9 @@ class Store:
                 )
                 .returning(*jobs.c)
             )
-        ).one()
+        ).first()
+        if done is None:
+            return None
         finished = _job(done)
         task_row = (await conn.execute(tasks.select().where(tasks.c.id == job.task_id))).first()
         if task_row is None:
@@ -813,7 +850,8 @@ class Store:
         self, now: dt.datetime, *, auto_disable_count: int
     ) -> list[FinishResult]:
         """Fail every RUNNING job whose lease expired before ``now`` ("lease lost"), with
-        the retry policy applied. Returns one result per recovered job."""
+        the retry policy applied. Returns one result per recovered job; a job finished,
+        renewed or reaped concurrently (another replica) is left alone."""
         out = []
         async with self.db.write() as conn:
             rows = (
@@ -823,15 +861,23 @@ class Store:
             ).all()
             for row in rows:
                 job = _job(row)
+                result = await self._finish(
+                    conn,
+                    job,
+                    db.FAILED,
+                    LEASE_LOST,
+                    job.output_tail,
+                    now,
+                    auto_disable_count,
+                    jobs.c.lease_expires_at < now,  # not renewed meanwhile
+                )
+                if result is None:
+                    continue  # finished, renewed or reaped by someone else meanwhile
                 log.warning(
                     "lease lost; job failed",
                     extra={"job_id": job.id, "task_id": job.task_id, "worker_id": job.worker_id},
                 )
-                out.append(
-                    await self._finish(
-                        conn, job, db.FAILED, LEASE_LOST, job.output_tail, now, auto_disable_count
-                    )
-                )
+                out.append(result)
         return out
 
     async def cancel_job(self, job_id: int, now: dt.datetime) -> JobRecord:
@@ -999,3 +1045,61 @@ class Store:
                 .where(leases.c.name == name, leases.c.holder == holder)
                 .values(expires_at=now - dt.timedelta(seconds=1))
             )
+
+    # ------------------------------------------------------- metrics, retention
+
+    async def queue_depth_by_lane(self) -> dict[int, int]:
+        """Number of QUEUED jobs (ready or not) per lane; lanes without jobs are absent."""
+        query = (
+            sa.select(jobs.c.lane, sa.func.count())
+            .where(jobs.c.status == QUEUED)
+            .group_by(jobs.c.lane)
+        )
+        async with self.db.read() as conn:
+            rows = (await conn.execute(query)).all()
+        return {int(lane): int(count) for lane, count in rows}
+
+    async def consecutive_failures(self) -> dict[str, int]:
+        """Every task's consecutive_failure_count, by task name."""
+        query = sa.select(tasks.c.name, tasks.c.consecutive_failure_count)
+        async with self.db.read() as conn:
+            rows = (await conn.execute(query)).all()
+        return {str(name): int(count) for name, count in rows}
+
+    async def running_job_task(self, job_id: int, token: str) -> TaskRecord | None:
+        """The task of job ``job_id`` when it is RUNNING under lease ``token``; else None."""
+        query = (
+            tasks.select()
+            .join(jobs, jobs.c.task_id == tasks.c.id)
+            .where(jobs.c.id == job_id, jobs.c.lease_token == token, jobs.c.status == RUNNING)
+        )
+        async with self.db.read() as conn:
+            row = (await conn.execute(query)).first()
+        return None if row is None else _task(row)
+
+    async def purge_history(self, before: dt.datetime, batch: int = 1000) -> tuple[int, int]:
+        """Delete ended jobs that finished before ``before`` and fires whose fire time is
+        before it, ``batch`` rows per transaction (writers are never blocked for long).
+
+        Queued and running jobs are never deleted. Returns (jobs deleted, fires deleted).
+        """
+        deleted = [0, 0]
+        for i, (table, cond) in enumerate(
+            (
+                (jobs, sa.and_(jobs.c.status.in_(db.FINAL_STATES), jobs.c.finished_at < before)),
+                (fires, fires.c.fire_time < before),
+            )
+        ):
+            while True:
+                async with self.db.write() as conn:
+                    ids = list(
+                        (
+                            await conn.execute(sa.select(table.c.id).where(cond).limit(batch))
+                        ).scalars()
+                    )
+                    if ids:
+                        await conn.execute(table.delete().where(table.c.id.in_(ids)))
+                deleted[i] += len(ids)
+                if len(ids) < batch:
+                    break
+        return deleted[0], deleted[1]

@@ -31,9 +31,9 @@ from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import grpc.aio
 from google.protobuf import json_format, struct_pb2
 
+from tickwork._channel import aio_channel, auth_metadata
 from tickwork.v1 import job_pb2, worker_pb2, worker_pb2_grpc
 from worker_svc._connection import Connection, StreamBroken
 from worker_svc._job_output import JobOutput
@@ -125,6 +125,29 @@ async def _shielded(coro: Coroutine[Any, Any, _T]) -> _T:
         raise
 
 
+class _JobCalls:
+    """The ServiceCalls of one running job: WorkerService calls naming its lease."""
+
+    def __init__(
+        self,
+        stub: worker_pb2_grpc.WorkerServiceAsyncStub,
+        job_id: int,
+        lease_token: str,
+        metadata: tuple[tuple[str, str], ...],
+    ) -> None:
+        self._stub = stub
+        self._job_id = job_id
+        self._lease_token = lease_token
+        self._metadata = metadata
+
+    async def purge_history(self) -> worker_pb2.PurgeHistoryResponse:
+        request = worker_pb2.PurgeHistoryRequest(job_id=self._job_id, lease_token=self._lease_token)
+        response: worker_pb2.PurgeHistoryResponse = await self._stub.PurgeHistory(
+            request, metadata=self._metadata
+        )
+        return response
+
+
 @dataclass(frozen=True)
 class _Result:
     """How a job ended, as reported in Outcome."""
@@ -166,6 +189,8 @@ class Worker:
         self._early_aborts: dict[int, str] = {}
         self._failed_attempts = 0
         self._running = False
+        self._metadata = auth_metadata(settings.token)
+        self._stub: worker_pb2_grpc.WorkerServiceAsyncStub | None = None
 
     @property
     def settings(self) -> WorkerSettings:
@@ -267,9 +292,9 @@ class Worker:
             StreamBroken: the server was unreachable or the stream broke.
         """
         self._early_aborts.clear()
-        async with grpc.aio.insecure_channel(self._settings.server) as channel:
-            stub = worker_pb2_grpc.WorkerServiceStub(channel)
-            conn = Connection(stub.Connect(None), self._on_abort)
+        async with aio_channel(self._settings.server, self._settings.tls) as channel:
+            stub = self._stub = worker_pb2_grpc.WorkerServiceStub(channel)
+            conn = Connection(stub.Connect(None, metadata=self._metadata), self._on_abort)
             graceful = False
             try:
                 await self._serve(conn)
@@ -286,7 +311,8 @@ class Worker:
         Raises:
             StreamBroken: the stream broke, or the server did not answer Hello in time.
         """
-        handlers = handler_names()
+        allowed = self._settings.handlers
+        handlers = [h for h in handler_names() if not allowed or h in allowed]
         await conn.send(
             Request(hello=Request.Hello(worker_id=self.worker_id, handlers=list(handlers)))
         )
@@ -435,6 +461,11 @@ class Worker:
             timeout_s=assign.timeout_seconds or None,
             log=output.add,
             abort_grace_s=self._settings.abort_grace_s,
+            service=(
+                _JobCalls(self._stub, job.id, assign.lease_token, self._metadata)
+                if self._stub is not None
+                else None
+            ),
         )
         logger.info(
             "running job %d of task %r (attempt %d) with handler %r",
@@ -590,6 +621,14 @@ class Worker:
         Raises:
             asyncio.CancelledError: the job was aborted.
         """
+        allowed = self._settings.handlers
+        if allowed and handler_name not in allowed:
+            return _Result(
+                job_pb2.JOB_STATUS_FAILED,
+                f"handler {handler_name!r} is not allowed on this worker (WORKER_HANDLERS: "
+                f"{', '.join(allowed)})",
+                "",
+            )
         try:
             handler = get_handler(handler_name)
         except LookupError as exc:

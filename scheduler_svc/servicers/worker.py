@@ -16,9 +16,11 @@ from typing import Any
 
 import grpc
 
+from scheduler_svc import maintenance
 from scheduler_svc.app import App
 from scheduler_svc.errors import FailedPrecondition
 from scheduler_svc.servicers import _convert as cv
+from scheduler_svc.servicers._errors import rpc_errors
 from tickwork.v1 import worker_pb2, worker_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -37,6 +39,7 @@ class WorkerSession:
         self.app = app
         self.worker_id = worker_id
         self.active = False
+        self._gauge_state: str | None = None  # how tickwork_workers counts this stream
         self.out: asyncio.Queue[Resp | None] = asyncio.Queue()
         self.job_id = 0
         self.lease_token = ""
@@ -52,6 +55,9 @@ class WorkerSession:
             "worker", self.worker_id, self.app.clock(), self._s.lease_ttl_s
         )
         was, self.active = self.active, token is not None
+        state = "active" if self.active else "standby"
+        self.app.metrics.worker_state(self._gauge_state, state)
+        self._gauge_state = state
         if self.active and not was:
             log.info("worker is active", extra={"worker_id": self.worker_id})
             self.app.hub.queue.fire()
@@ -62,7 +68,12 @@ class WorkerSession:
     async def _keep_lease(self) -> None:
         while True:
             await asyncio.sleep(self._s.lease_ttl_s / 3)
-            await self._hold_worker_lease()
+            try:
+                await self._hold_worker_lease()
+            except Exception:
+                # Not renewed: claims are fenced by the lease row, so a session that still
+                # believes it is active hands out nothing once another worker took over.
+                log.exception("worker lease renewal failed", extra={"worker_id": self.worker_id})
 
     async def start(self) -> None:
         """Answer Hello with Welcome and start renewing (or waiting for) the worker lease."""
@@ -98,15 +109,37 @@ class WorkerSession:
             raise FailedPrecondition("hello sent twice", field="hello")
 
     async def _answer_poll(self) -> None:
+        """Answer one PollJob: AssignJob as soon as a job is ready and this worker is the
+        active one, else NoJob after the poll interval. Woken by the hub's queue signal
+        (enqueue, a finished job, a released worker lease); jobs that become ready by time
+        (retries) are claimed at their not_before. When the service is stopping, the
+        stream of an idle worker is ended instead. A storage error is logged and answered
+        with NoJob at the end of the poll interval (the worker polls again)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._s.worker_poll_interval_s
+        try:
+            await self._wait_for_job(deadline)
+        except Exception:
+            log.exception("answering a poll failed", extra={"worker_id": self.worker_id})
+            await asyncio.sleep(max(0.0, deadline - loop.time()))
+            self.out.put_nowait(Resp(no_job=Resp.NoJob()))
+
+    async def _wait_for_job(self, deadline: float) -> None:
+        loop = asyncio.get_running_loop()
+        woken = False
         while True:
             signal = self.app.hub.queue
             wait_s = deadline - loop.time()
-            if self.active and not self.job_id:
+            if not self.app.dispatching:
+                if not self.job_id:
+                    self.out.put_nowait(None)  # end the stream; the worker reconnects later
+                    return
+            elif not self.active and woken:
+                await self._hold_worker_lease()  # the active worker may have let go
+            if self.app.dispatching and self.active and not self.job_id:
                 now = self.app.clock()
                 claimed = await self.app.store.claim_next_job(
-                    self.worker_id, now, self._s.lease_ttl_s
+                    self.worker_id, now, self._s.lease_ttl_s, worker_lease_holder=self.worker_id
                 )
                 if claimed is not None:
                     job, task = claimed
@@ -130,26 +163,39 @@ class WorkerSession:
                     )
                     return
                 ready = await self.app.store.next_ready_time(now)
-                if ready is not None:
+                if ready is not None and ready > now:
                     wait_s = min(wait_s, max(0.01, (ready - now).total_seconds()))
+                # A job ready now but not claimed waits for the running job (or the lock
+                # holder) to finish, which fires the signal; no busy loop.
             if deadline - loop.time() <= 0:
                 self.out.put_nowait(Resp(no_job=Resp.NoJob()))
                 return
-            await signal.wait(max(0.0, wait_s))
+            woken = await signal.wait(max(0.0, wait_s))
 
     def _abort(self, job_id: int, reason: str) -> None:
         if job_id == self.job_id:
             self.out.put_nowait(Resp(abort_job=Resp.AbortJob(job_id=job_id, reason=reason)))
 
     async def _heartbeat(self, job_id: int, token: str) -> None:
-        ok = await self.app.store.renew_job_lease(
-            job_id, token, self.app.clock(), self._s.lease_ttl_s
-        )
+        abort_requested = False
+        try:
+            ok = await self.app.store.renew_job_lease(
+                job_id, token, self.app.clock(), self._s.lease_ttl_s
+            )
+            if ok:
+                abort_requested = (await self.app.store.get_job(job_id)).abort_requested
+        except Exception:
+            # A storage hiccup must not end the stream (and with it the running job): the
+            # next heartbeat renews the lease; if none can, the lease expires as it should.
+            log.warning(
+                "heartbeat not recorded",
+                exc_info=True,
+                extra={"job_id": job_id, "worker_id": self.worker_id},
+            )
+            return
         if not ok:
             self._abort(job_id, "lease lost")
-            return
-        job = await self.app.store.get_job(job_id)
-        if job.abort_requested:
+        elif abort_requested:
             self._abort(job_id, "aborted by operator")
 
     async def _outcome(self, m: Req.Outcome) -> None:
@@ -163,6 +209,8 @@ class WorkerSession:
         self.out.put_nowait(
             Resp(outcome_ack=Resp.OutcomeAck(job_id=m.job_id, accepted=result.accepted))
         )
+        if not self.app.dispatching and not self.job_id:
+            self.out.put_nowait(None)  # stopping: the outcome is recorded, end the stream
 
     async def close(self) -> None:
         """Stop the session's tasks and give up the worker lease so a standby takes over.
@@ -176,6 +224,8 @@ class WorkerSession:
                     await task
         if self.job_id:
             self.app.hub.on_abort(self.job_id, None)
+        self.app.metrics.worker_state(self._gauge_state, None)
+        self._gauge_state = None
         if self.active:
             await self.app.store.release_lease("worker", self.worker_id, self.app.clock())
             self.app.hub.queue.fire()
@@ -187,6 +237,38 @@ class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):
 
     def __init__(self, app: App) -> None:
         self.app = app
+
+    @rpc_errors
+    async def PurgeHistory(
+        self, request: worker_pb2.PurgeHistoryRequest, context: Ctx
+    ) -> worker_pb2.PurgeHistoryResponse:
+        task = await self.app.store.running_job_task(request.job_id, request.lease_token)
+        if task is None:
+            raise FailedPrecondition(
+                f"no running job {request.job_id} under that lease token", field="job_id"
+            )
+        if task.handler != maintenance.RETENTION_HANDLER:
+            raise FailedPrecondition(
+                f"job {request.job_id} runs handler {task.handler!r}, not "
+                f"{maintenance.RETENTION_HANDLER!r}",
+                field="job_id",
+            )
+        days = maintenance.keep_days(task.params)
+        cutoff = maintenance.cutoff(self.app.clock(), days)
+        jobs, fires = await self.app.store.purge_history(cutoff)
+        log.info(
+            "history purged",
+            extra={
+                "job_id": request.job_id,
+                "task_id": task.id,
+                "cutoff": cutoff.isoformat(),
+                "jobs_deleted": jobs,
+                "fires_deleted": fires,
+            },
+        )
+        return worker_pb2.PurgeHistoryResponse(
+            jobs_deleted=jobs, fires_deleted=fires, cutoff_time=cv.ts(cutoff), keep_days=days
+        )
 
     async def Connect(
         self, request_iterator: AsyncIterator[Req], context: Ctx

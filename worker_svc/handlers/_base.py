@@ -4,9 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-__all__ = ["Handler", "HandlerResult", "InvalidParams", "JobContext", "JobFailed"]
+if TYPE_CHECKING:
+    from tickwork.v1 import worker_pb2
+
+__all__ = ["Handler", "HandlerResult", "InvalidParams", "JobContext", "JobFailed", "ServiceCalls"]
+
+
+class ServiceCalls(Protocol):
+    """The scheduler service calls a built-in handler may make for its running job, over
+    the worker's own connection (the worker never touches the database)."""
+
+    async def purge_history(self) -> worker_pb2.PurgeHistoryResponse:
+        """WorkerService.PurgeHistory for this job (retention task only)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -26,6 +38,8 @@ class JobContext:
             forwards the lines to the server. It must not block.
         abort_grace_s (float): seconds between SIGTERM and SIGKILL when a job's process is
             stopped on abort or timeout.
+        service (ServiceCalls | None): calls to the scheduler service on behalf of this job
+            (built-in maintenance handlers); None outside a connected worker.
     """
 
     job_id: int
@@ -35,6 +49,7 @@ class JobContext:
     timeout_s: float | None
     log: Callable[[str, str], None]
     abort_grace_s: float = 5.0
+    service: ServiceCalls | None = None
 
 
 def normalize_timeout_s(timeout_s: float | None) -> float | None:

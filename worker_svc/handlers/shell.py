@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._base import HandlerResult, InvalidParams, JobContext, JobFailed, normalize_timeout_s
+from ._guard import forget_group, guard_group
 from ._output import OutputTail
 
 __all__ = ["ShellHandler"]
@@ -65,7 +66,9 @@ class ShellHandler:
     then SIGKILLed; a process meant to outlive the job must start its own session. On timeout
     or cancellation (abort) the group gets SIGTERM, then SIGKILL once ``ctx.abort_grace_s``
     seconds have passed with any member left, and the handler returns or re-raises only after
-    the program was reaped.
+    the program was reaped. If the worker process dies while the program runs (SIGKILL, a
+    crash), a guard process SIGKILLs the group (see ``_guard``), so a job never outlives
+    the lease the server recovers it by.
     """
 
     name: str = "shell"
@@ -119,6 +122,7 @@ class ShellHandler:
             raise JobFailed(_start_error(spec, exc)) from exc
 
         pgid = transport.get_pid()
+        guard_group(pgid)  # killed with the worker if the worker dies first
         logger.info(
             "job %d: started %r as pid %d",
             ctx.job_id,
@@ -157,6 +161,7 @@ class ShellHandler:
                 _signal_group(pgid, signal.SIGKILL)
                 await _reaped_despite_cancellation(proto, pgid)
             transport.close()
+            forget_group(pgid)
 
         returncode = transport.get_returncode()
         if returncode != 0:

@@ -1,0 +1,436 @@
+"""Leases: a job whose worker stops heartbeating is recovered ("lease lost", retried per its
+policy); a late outcome is recorded as late and changes nothing (fencing by lease token);
+only one worker is active, a standby takes over, and two jobs never run at once."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from scheduler_svc.store import LEASE_LOST
+from tests.databases import run_sql
+from tests.harness import Server, WorkerProc, wait_for
+from tests.inprocess import inprocess
+from tests.queue_helpers import (
+    Request,
+    claim,
+    processes_with,
+    raw_worker,
+    unique_sleep,
+    wait_logged,
+    wait_status,
+)
+from tickwork import Client, JobStatus
+from tickwork.v1 import job_pb2
+
+UTC = dt.UTC
+T0 = dt.datetime(2026, 6, 1, 10, 0, 0, tzinfo=UTC)
+
+LEASE_TTL_S = 2.0
+HEARTBEAT_S = 0.5
+#: The server's reaper looks for expired leases this often at most (min(1, ttl / 3)).
+REAP_INTERVAL_S = min(1.0, LEASE_TTL_S / 3)
+
+
+async def test_a_late_outcome_is_recorded_as_late_and_changes_nothing(
+    tmp_path: Path, database_url: str
+) -> None:
+    async with inprocess(tmp_path, database_url, T0, lease_ttl_s=10, heartbeat_interval_s=1) as h:
+        await h.client.create_task(
+            "t", "shell", {"argv": ["true"]}, max_attempts=2, backoff_base_seconds=1
+        )
+        (run,) = await h.client.run("t")
+        async with raw_worker(h.service.address, "w-late") as w:
+            assert (await w.hello()).active
+            await w.send(poll_job=Request.PollJob())
+            assign = (await w.expect("assign_job")).assign_job
+            assert assign.job.id == run.job_id
+            token = assign.lease_token
+
+            # The worker goes quiet past its lease (a partition, a stalled process).
+            h.clock.advance(10.5)
+            (recovered,) = await h.service.app.reap_expired_leases()
+            assert recovered.job is not None and recovered.job.status == "FAILED"
+            assert recovered.job.error == LEASE_LOST
+            assert recovered.retry is not None and recovered.retry.attempt == 2
+
+            # Its next heartbeat is refused: the server tells it to stop.
+            await w.send(heartbeat=Request.Heartbeat(job_id=run.job_id, lease_token=token))
+            abort = (await w.expect("abort_job")).abort_job
+            assert (abort.job_id, abort.reason) == (run.job_id, "lease lost")
+
+            # Its outcome arrives late: recorded as late, not applied.
+            await w.send(
+                outcome=Request.Outcome(
+                    job_id=run.job_id,
+                    lease_token=token,
+                    status=job_pb2.JOB_STATUS_SUCCEEDED,
+                    output_tail="all done",
+                )
+            )
+            ack = (await w.expect("outcome_ack")).outcome_ack
+            assert ack.job_id == run.job_id and not ack.accepted
+            job = await h.client.get_job(run.job_id)
+            assert job.status == JobStatus.JOB_STATUS_FAILED and job.error == LEASE_LOST
+            assert job.late_outcome.startswith("SUCCEEDED at ")
+            assert job.output_tail != "all done"
+            retry = await h.client.get_job(recovered.retry.id)
+            assert retry.status == JobStatus.JOB_STATUS_QUEUED
+
+            # The same stream goes on: it is given the retry once that is ready.
+            h.clock.advance(1)
+            await w.send(poll_job=Request.PollJob())
+            again = (await w.expect("assign_job")).assign_job
+            assert (again.job.id, again.job.attempt) == (retry.id, 2)
+
+
+async def test_an_outcome_with_a_stale_token_is_fenced(tmp_path: Path, database_url: str) -> None:
+    async with inprocess(tmp_path, database_url, T0) as h:
+        await h.client.create_task("t", "shell", {"argv": ["true"]})
+        await h.client.run("t")
+        job = await claim(h)
+        stale = await h.service.app.finish_job(job.id, "not-the-token", "FAILED", "x", "")
+        assert not stale.accepted
+        assert (await h.client.get_job(job.id)).status == JobStatus.JOB_STATUS_RUNNING
+        ok = await h.service.app.finish_job(job.id, job.lease_token or "", "SUCCEEDED", "", "")
+        assert ok.accepted
+        again = await h.service.app.finish_job(job.id, job.lease_token or "", "FAILED", "x", "")
+        assert not again.accepted  # finished once; a repeat is late
+        done = await h.client.get_job(job.id)
+        assert done.status == JobStatus.JOB_STATUS_SUCCEEDED and done.error == ""
+
+
+async def test_a_lost_lease_is_retried_and_counts_toward_auto_disable(
+    tmp_path: Path, database_url: str
+) -> None:
+    async with inprocess(
+        tmp_path, database_url, T0, lease_ttl_s=10, auto_disable_task_failure_count=1
+    ) as h:
+        await h.client.create_task(
+            "t", "shell", {"argv": ["true"]}, max_attempts=2, backoff_base_seconds=1
+        )
+        await h.client.create_schedule("s", ["t"], cron="* * * * *")
+        await h.tick(T0 + dt.timedelta(minutes=1))
+        first = await claim(h, ttl_s=10)
+        h.clock.advance(9.9)
+        assert await h.service.app.reap_expired_leases() == []  # not expired yet
+        assert await h.service.app.store.renew_job_lease(
+            first.id, first.lease_token or "", h.clock(), 10
+        )
+        h.clock.advance(10.1)
+        (lost,) = await h.service.app.reap_expired_leases()
+        assert lost.retry is not None and lost.disabled_task is None
+        h.clock.advance(1)
+        second = await claim(h, ttl_s=10)
+        assert second.id == lost.retry.id
+        h.clock.advance(11)
+        (final,) = await h.service.app.reap_expired_leases()
+        assert final.retry is None and final.disabled_task is not None
+        task = await h.client.get_task("t")
+        assert not task.enabled and task.consecutive_failure_count == 1
+        assert LEASE_LOST in task.disabled_reason
+        assert await h.client.list_jobs(statuses=[JobStatus.JOB_STATUS_RUNNING]) == []
+
+
+async def test_an_outcome_racing_the_reaper_is_applied_once(
+    tmp_path: Path, database_url: str
+) -> None:
+    """The worker's outcome and the reaper (of this or another replica) reach the same
+    expired job at the same moment: exactly one of them is applied."""
+    async with inprocess(
+        tmp_path, database_url, T0, lease_ttl_s=5, auto_disable_task_failure_count=0
+    ) as h:
+        await h.client.create_task(
+            "t", "shell", {"argv": ["true"]}, max_attempts=2, backoff_base_seconds=1
+        )
+        await h.client.create_schedule("s", ["t"], cron="* * * * *")
+        app, store = h.service.app, h.service.app.store
+        for minute in range(1, 6):
+            await h.tick(T0 + dt.timedelta(minutes=minute))
+            job = await claim(h, ttl_s=5)
+            h.clock.advance(6)
+            outcome, reaped, reaped_again = await asyncio.gather(
+                app.finish_job(job.id, job.lease_token or "", "FAILED", "boom", ""),
+                store.reap_expired_leases(h.clock(), auto_disable_count=0),
+                store.reap_expired_leases(h.clock(), auto_disable_count=0),
+            )
+            applied = [outcome.accepted, bool(reaped), bool(reaped_again)]
+            assert applied.count(True) == 1, applied
+            retries = await h.client.list_jobs(task="t", statuses=[JobStatus.JOB_STATUS_QUEUED])
+            assert len(retries) == 1 and retries[0].attempt == 2
+            await h.client.cancel_job(retries[0].id)
+            h.clock.set(T0 + dt.timedelta(minutes=minute, seconds=30))
+        # Attempt 1 of 2 never counts; nothing was counted twice either.
+        assert (await h.client.get_task("t")).consecutive_failure_count == 0
+
+
+async def test_a_standby_stream_takes_over_when_the_active_one_closes(
+    tmp_path: Path, database_url: str
+) -> None:
+    async with inprocess(tmp_path, database_url, T0, lease_ttl_s=10, worker_poll_interval_s=1) as h:
+        await h.client.create_task("t", "shell", {"argv": ["true"]})
+        async with raw_worker(h.service.address, "w-active") as active:
+            assert (await active.hello()).active
+            async with raw_worker(h.service.address, "w-standby") as standby:
+                assert not (await standby.hello()).active
+                await standby.send(poll_job=Request.PollJob())
+                (run,) = await h.client.run("t")
+                # The standby is not given the job while the active worker is connected.
+                answer = await standby.receive(1.5)
+                assert answer is not None and answer.WhichOneof("message") == "no_job"
+                assert (await h.client.get_job(run.job_id)).status == JobStatus.JOB_STATUS_QUEUED
+                await standby.send(poll_job=Request.PollJob())
+                await active.close()  # the active worker goes away: its lease is released
+                closed_at = time.monotonic()
+                assign = (await standby.expect("assign_job")).assign_job
+                assert assign.job.id == run.job_id
+                # Released, not expired: the standby does not wait out the lease.
+                assert time.monotonic() - closed_at < 2.0
+
+
+async def test_a_waiting_poll_does_not_spin_while_a_job_runs_elsewhere(
+    tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job still RUNNING (its worker died; the lease has not expired) blocks the queue:
+    the active worker's poll waits for it without hammering the database, and is given the
+    next job as soon as the running one is recovered."""
+    async with inprocess(tmp_path, database_url, T0, lease_ttl_s=10, worker_poll_interval_s=5) as h:
+        for name in ("a", "b"):
+            await h.client.create_task(name, "shell", {"argv": ["true"]})
+        await h.client.run("a")
+        ghost = await claim(h, "dead-worker", ttl_s=10)
+        await h.client.run("b")
+        store = h.service.app.store
+        calls = 0
+        real_claim = store.claim_next_job
+
+        async def counting_claim(*args: object, **kwargs: object) -> object:
+            nonlocal calls
+            calls += 1
+            return await real_claim(*args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(store, "claim_next_job", counting_claim)
+        async with raw_worker(h.service.address, "w") as w:
+            assert (await w.hello()).active
+            await w.send(poll_job=Request.PollJob())
+            assert await w.receive(1.0) is None  # waiting, not answered
+            assert calls <= 3, calls
+            h.clock.advance(11)
+            (lost,) = await h.service.app.reap_expired_leases()
+            assert lost.job is not None and lost.job.id == ghost.id
+            started = time.monotonic()
+            assign = (await w.expect("assign_job", timeout_s=3)).assign_job
+            assert assign.job.task_name == "b"
+            assert time.monotonic() - started < 1.0
+
+
+async def test_storage_errors_neither_hang_a_poll_nor_end_a_running_job(
+    tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failing database call while answering a poll is answered with NoJob (the worker
+    polls again, instead of waiting forever); one during a heartbeat leaves the stream and
+    the running job alone."""
+    async with inprocess(
+        tmp_path, database_url, T0, lease_ttl_s=10, worker_poll_interval_s=0.5
+    ) as h:
+        await h.client.create_task("t", "shell", {"argv": ["true"]})
+        store = h.service.app.store
+        real_claim, real_renew = store.claim_next_job, store.renew_job_lease
+        failures = {"claim": 1, "renew": 1}
+
+        async def flaky_claim(*args: object, **kwargs: object) -> object:
+            if failures["claim"]:
+                failures["claim"] -= 1
+                raise OSError("database unreachable")
+            return await real_claim(*args, **kwargs)  # type: ignore[arg-type]
+
+        async def flaky_renew(*args: object, **kwargs: object) -> bool:
+            if failures["renew"]:
+                failures["renew"] -= 1
+                raise OSError("database unreachable")
+            return await real_renew(*args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(store, "claim_next_job", flaky_claim)
+        monkeypatch.setattr(store, "renew_job_lease", flaky_renew)
+        (run,) = await h.client.run("t")
+        async with raw_worker(h.service.address, "w") as w:
+            assert (await w.hello()).active
+            await w.send(poll_job=Request.PollJob())
+            answer = await w.receive(3)
+            assert answer is not None and answer.WhichOneof("message") == "no_job"
+            await w.send(poll_job=Request.PollJob())
+            assign = (await w.expect("assign_job")).assign_job
+            assert assign.job.id == run.job_id
+            heartbeat = Request.Heartbeat(job_id=run.job_id, lease_token=assign.lease_token)
+            await w.send(heartbeat=heartbeat)  # fails in the store
+            await w.send(heartbeat=heartbeat)  # renews
+            assert await w.receive(0.3) is None  # no AbortJob, stream still open
+            await w.send(
+                outcome=Request.Outcome(
+                    job_id=run.job_id,
+                    lease_token=assign.lease_token,
+                    status=job_pb2.JOB_STATUS_SUCCEEDED,
+                )
+            )
+            assert (await w.expect("outcome_ack")).outcome_ack.accepted
+        assert failures == {"claim": 0, "renew": 0}
+
+
+# ----------------------------------------------------------------- real processes
+
+
+@pytest.fixture
+def lease_server(tmp_path: Path, database_url: str) -> Iterator[Server]:
+    """A scheduler service without its worker, with a 2 s lease and 0.5 s heartbeats."""
+    srv = Server(
+        tmp_path,
+        env={
+            "WORKER_IS_ENABLED": "false",
+            "WORKER_POLL_INTERVAL_SECONDS": "1",
+            "TICKWORK_LEASE_TTL_SECONDS": str(LEASE_TTL_S),
+            "TICKWORK_HEARTBEAT_INTERVAL_SECONDS": str(HEARTBEAT_S),
+        },
+        database_url=database_url,
+        name="api",
+    )
+    try:
+        yield srv.wait_healthy()
+    finally:
+        srv.stop()
+
+
+def start_worker(tmp_path: Path, server: Server, name: str) -> WorkerProc:
+    return WorkerProc(
+        tmp_path,
+        server.address,
+        env={"WORKER_POLL_INTERVAL_SECONDS": "1", "WORKER_ABORT_GRACE_SECONDS": "1"},
+        name=name,
+    )
+
+
+def recording_task(client: Client, name: str, record: Path, marker: Path, sleep_s: str) -> None:
+    """A task that appends "start NAME" and "end NAME" to ``record``. Its first attempt
+    (the one that creates ``marker``) is "NAME-killed" and sleeps ``sleep_s``; later
+    attempts sleep 0.2 s."""
+    script = (
+        'n=$0; d=0.2; if [ "$n" = long ] && mkdir "$2" 2>/dev/null; then n=long-killed; '
+        f"d={sleep_s}; fi; "
+        'echo "start $n" >> "$1"; sleep $d; echo "end $n" >> "$1"'
+    )
+    client.create_task(
+        name,
+        "shell",
+        {"argv": ["sh", "-c", script, name, str(record), str(marker)]},
+        max_attempts=2,
+        backoff_base_seconds=1,
+        backoff_cap_seconds=1,
+    )
+
+
+def job_status(client: Client, job_id: int) -> int:
+    return client.get_job(job_id).status
+
+
+def test_a_killed_worker_s_job_fails_with_lease_lost_and_a_new_worker_goes_on(
+    tmp_path: Path, lease_server: Server, database_url: str
+) -> None:
+    record, marker, sleep_s = tmp_path / "record", tmp_path / "marker", unique_sleep()
+    with Client(lease_server.address) as client:
+        recording_task(client, "long", record, marker, sleep_s)
+        recording_task(client, "after", record, marker, sleep_s)
+        first_worker = start_worker(tmp_path, lease_server, "worker-1")
+        try:
+            (run,) = client.run("long")
+            wait_status(client, run.job_id, JobStatus.JOB_STATUS_RUNNING)
+            wait_for(lambda: processes_with(f"sleep {sleep_s}"), what="the job's process")
+            (after,) = client.run("after")
+            first_worker.kill(signal.SIGKILL)
+            killed_at = time.monotonic()
+            failed = wait_status(client, run.job_id, JobStatus.JOB_STATUS_FAILED)
+            # Within the lease: the last heartbeat was at most one interval before the kill.
+            assert time.monotonic() - killed_at < LEASE_TTL_S + REAP_INTERVAL_S + 1.5
+            assert failed.error == LEASE_LOST
+            # The job's processes went with their worker.
+            wait_for(
+                lambda: not processes_with(f"sleep {sleep_s}"),
+                timeout_s=3,
+                what="the killed worker's job processes to be gone",
+            )
+            (retry,) = client.list_jobs(task="long", statuses=[JobStatus.JOB_STATUS_QUEUED])
+            assert retry.retry_of_job_id == run.job_id and retry.attempt == 2
+            assert job_status(client, after.job_id) == JobStatus.JOB_STATUS_QUEUED
+        finally:
+            first_worker.stop()
+
+        second_worker = start_worker(tmp_path, lease_server, "worker-2")
+        try:
+            for job_id in (after.job_id, retry.id):
+                wait_status(client, job_id, JobStatus.JOB_STATUS_SUCCEEDED)
+            assert client.list_jobs(statuses=[JobStatus.JOB_STATUS_RUNNING]) == []
+            ran_by = run_sql(
+                database_url,
+                "SELECT DISTINCT worker_id FROM jobs WHERE id IN (:a, :b)",
+                a=after.job_id,
+                b=retry.id,
+            )
+            assert len(ran_by) == 1 and f":{second_worker.pid}:" in ran_by[0][0]
+        finally:
+            second_worker.stop()
+    assert record.read_text().splitlines() == [
+        "start long-killed",
+        "start after",
+        "end after",
+        "start long",
+        "end long",
+    ]
+
+
+def test_a_standby_worker_takes_over_and_jobs_never_overlap(
+    tmp_path: Path, lease_server: Server
+) -> None:
+    record, marker, sleep_s = tmp_path / "record", tmp_path / "marker", unique_sleep()
+    with Client(lease_server.address) as client:
+        names = ("long", "a", "b", "c")
+        for name in names:
+            recording_task(client, name, record, marker, sleep_s)
+        active = start_worker(tmp_path, lease_server, "worker-active")
+        standby: WorkerProc | None = None
+        try:
+            wait_logged(active, "as the active worker")
+            standby = start_worker(tmp_path, lease_server, "worker-standby")
+            wait_logged(standby, "as the standby worker")
+            (long_run,) = client.run("long")
+            wait_status(client, long_run.job_id, JobStatus.JOB_STATUS_RUNNING)
+            runs = client.run("a", "b", "c")
+            active.kill(signal.SIGKILL)
+
+            failed = wait_status(client, long_run.job_id, JobStatus.JOB_STATUS_FAILED)
+            assert failed.error == LEASE_LOST
+            wait_for(
+                lambda: not processes_with(f"sleep {sleep_s}"),
+                timeout_s=3,
+                what="the killed worker's job processes to be gone",
+            )
+            (retry,) = client.list_jobs(task="long", statuses=[JobStatus.JOB_STATUS_QUEUED])
+            for job_id in [r.job_id for r in runs] + [retry.id]:
+                wait_status(client, job_id, JobStatus.JOB_STATUS_SUCCEEDED)
+            assert client.list_jobs(statuses=[JobStatus.JOB_STATUS_RUNNING]) == []
+            assert "this worker is now the active one" in standby.output()
+        finally:
+            active.stop()
+            if standby is not None:
+                standby.stop()
+    lines = record.read_text().splitlines()
+    # The killed attempt started and never ended (its process died with its worker); every
+    # other job ran from start to end before the next one started.
+    assert lines[0] == "start long-killed" and "end long-killed" not in lines
+    rest = lines[1:]
+    ran = [line.removeprefix("start ") for line in rest[::2]]
+    assert rest == [f"{what} {name}" for name in ran for what in ("start", "end")]
+    assert sorted(ran) == sorted(names)

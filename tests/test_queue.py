@@ -1,0 +1,387 @@
+"""The queue: the order the worker takes jobs, skip logic in the database, promotion to the
+manual lane, cancel and abort, and dispatch pushed to an idle worker (not polled)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from tests.harness import Server, WorkerProc, base_env, wait_for
+from tests.inprocess import Harness, inprocess
+from tests.queue_helpers import (
+    Request,
+    claim,
+    eventually,
+    finish,
+    inprocess_worker,
+    raw_worker,
+    wait_logged,
+)
+from tickwork import (
+    Client,
+    FailedPrecondition,
+    FireOutcome,
+    Job,
+    JobStatus,
+    SkipReason,
+    TaskAbort,
+    Trigger,
+)
+from worker_svc.handlers import JobContext
+
+UTC = dt.UTC
+T0 = dt.datetime(2026, 6, 1, 10, 0, 30, tzinfo=UTC)
+FIRE = dt.datetime(2026, 6, 1, 10, 5, 0, tzinfo=UTC)
+
+RAN: list[str] = []
+_RAN_LOCK = threading.Lock()
+
+
+def record_run(ctx: JobContext) -> None:
+    """A python-handler job that records which task ran (in the worker's process)."""
+    with _RAN_LOCK:
+        RAN.append(ctx.task_name)
+
+
+def at(seconds: float) -> dt.datetime:
+    return FIRE + dt.timedelta(seconds=seconds)
+
+
+async def queue_the_mix(h: Harness) -> list[str]:
+    """Enqueue a mix of scheduler and manual jobs; return the task names in the order the
+    queue contract says the worker must take them."""
+    priorities = {
+        "sched-100-a": 100,
+        "sched-100-b": 100,
+        "sched-200": 200,
+        "manual-50": 50,
+        "manual-100-x": 100,
+        "manual-100-y": 100,
+        "manual-100-early": 100,
+        "manual-300": 300,
+    }
+    params = {"callable": "tests.test_queue:record_run"}
+    for name, priority in priorities.items():
+        await h.client.create_task(name, "python", params, task_priority=priority)
+    await h.client.create_schedule(
+        "s", ["sched-200", "sched-100-b", "sched-100-a"], cron="*/5 * * * *"
+    )
+    await h.tick(FIRE)  # three scheduler jobs, one enqueue time, inserted in name order
+    h.clock.set(at(1))
+    await h.client.run("manual-50")
+    h.clock.set(at(2))
+    await h.client.run("manual-100-x", "manual-100-y")  # a tie in time: insertion order
+    h.clock.set(at(3))
+    await h.client.run("manual-300")
+    h.clock.set(at(1.5))  # a replica whose clock lags: enqueue time wins over insertion
+    await h.client.run("manual-100-early")
+    return [
+        "manual-300",  # manual lane first, then priority descending
+        "manual-100-early",  # then enqueue time
+        "manual-100-x",  # then insertion order
+        "manual-100-y",
+        "manual-50",
+        "sched-200",  # a scheduler job of priority 200 after every manual job
+        "sched-100-a",
+        "sched-100-b",
+    ]
+
+
+async def test_the_worker_takes_jobs_in_queue_order(tmp_path: Path, database_url: str) -> None:
+    RAN.clear()
+    async with inprocess(tmp_path, database_url, T0, worker_poll_interval_s=0.5) as h:
+        expected = await queue_the_mix(h)
+        queued = await h.service.app.store.queued_jobs_in_order(h.clock())
+        assert [j.task_name for j in queued] == expected
+        async with inprocess_worker(h.service.address):
+
+            async def all_ran() -> bool:
+                done = await h.client.list_jobs(statuses=[JobStatus.JOB_STATUS_SUCCEEDED])
+                return len(done) == len(expected)
+
+            await eventually(all_ran, what="every job to succeed")
+        assert expected == RAN
+
+
+async def test_claims_take_one_job_at_a_time_in_order(tmp_path: Path, database_url: str) -> None:
+    async with inprocess(tmp_path, database_url, T0) as h:
+        expected = await queue_the_mix(h)
+        taken = []
+        for _ in expected:
+            job = await claim(h)
+            # One job at a time: nothing else is handed out while it runs.
+            store = h.service.app.store
+            assert await store.claim_next_job("other", h.clock(), 30) is None
+            taken.append(job.task_name)
+            await finish(h, job, "SUCCEEDED")
+        assert taken == expected
+        assert await h.service.app.store.claim_next_job("w", h.clock(), 30) is None
+
+
+CONTENDER = r"""
+import os, sys
+from tickwork import Client
+
+address, task, fd = sys.argv[1], sys.argv[2], int(sys.argv[3])
+with Client(address) as client:
+    client.get_task(task)  # connected and warm
+    print("ready", flush=True)
+    os.read(fd, 1)  # blocks until the test closes the pipe: every process starts at once
+    (run,) = client.run(task)
+    print(run.job_id, run.skip_reason, flush=True)
+"""
+
+
+def test_fifty_concurrent_runs_from_separate_processes_make_one_job(
+    api_server: Server, api_client: Client
+) -> None:
+    api_client.create_task("contended", "shell", {"argv": ["true"]})
+    gate_r, gate_w = os.pipe()
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", CONTENDER, api_server.address, "contended", str(gate_r)],
+            pass_fds=(gate_r,),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=base_env(),
+        )
+        for _ in range(50)
+    ]
+    try:
+        os.close(gate_r)
+        for proc in procs:
+            assert proc.stdout is not None
+            assert proc.stdout.readline().strip() == "ready", proc.stderr
+        os.close(gate_w)  # go
+        gate_w = -1
+        answers = []
+        for proc in procs:
+            out, err = proc.communicate(timeout=60)
+            assert proc.returncode == 0, err
+            job_id, reason = out.split()
+            answers.append((int(job_id), int(reason)))
+    finally:
+        if gate_w != -1:
+            os.close(gate_w)
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(10)
+    jobs = api_client.list_jobs(task="contended")
+    assert len(jobs) == 1
+    assert {job_id for job_id, _ in answers} == {jobs[0].id}
+    reasons = sorted(reason for _, reason in answers)
+    assert (
+        reasons
+        == [SkipReason.SKIP_REASON_UNSPECIFIED] + [SkipReason.SKIP_REASON_ALREADY_QUEUED] * 49
+    )
+
+
+async def test_a_manual_run_promotes_a_scheduler_queued_job(
+    tmp_path: Path, database_url: str
+) -> None:
+    async with inprocess(tmp_path, database_url, T0) as h:
+        await h.client.create_task("report", "shell", {"argv": ["true"]}, task_priority=100)
+        await h.client.create_task("urgent", "shell", {"argv": ["true"]}, task_priority=300)
+        await h.client.create_schedule("s", ["report", "urgent"], cron="*/5 * * * *")
+        await h.tick(FIRE)
+        (queued,) = await h.client.list_jobs(task="report")
+        assert queued.trigger == Trigger.TRIGGER_SCHEDULER
+
+        (run,) = await h.client.run("report", trigger=Trigger.TRIGGER_MANUAL)
+        assert run.job_id == queued.id and run.promoted and not run.skipped
+        promoted = await h.client.get_job(queued.id)
+        assert promoted.trigger == Trigger.TRIGGER_MANUAL
+        assert len(await h.client.list_jobs(task="report")) == 1
+        # Asked again: it is the manual lane's job now, already queued.
+        (again,) = await h.client.run("report")
+        assert again.skipped and again.skip_reason == SkipReason.SKIP_REASON_ALREADY_QUEUED
+        assert again.job_id == queued.id and not again.promoted
+
+        # The manual lane goes first, before the scheduler's priority-300 job.
+        running = await claim(h)
+        assert running.id == queued.id
+        (while_running,) = await h.client.run("report")
+        assert while_running.skipped
+        assert while_running.skip_reason == SkipReason.SKIP_REASON_ALREADY_RUNNING
+        assert while_running.job_id == running.id
+        with pytest.raises(FailedPrecondition) as err:
+            await h.client.cancel_job(running.id)
+        assert "not QUEUED" in err.value.details
+        assert (await h.client.get_job(running.id)).status == JobStatus.JOB_STATUS_RUNNING
+
+
+async def test_cancel_job_cancels_a_queued_job_and_the_next_tick_enqueues_again(
+    tmp_path: Path, database_url: str
+) -> None:
+    async with inprocess(tmp_path, database_url, T0) as h:
+        await h.client.create_task("report", "shell", {"argv": ["true"]})
+        await h.client.create_schedule("s", ["report"], cron="*/5 * * * *")
+        await h.tick(FIRE)
+        (job,) = await h.client.list_jobs()
+        cancelled = await h.client.cancel_job(job.id)
+        assert cancelled.status == JobStatus.JOB_STATUS_CANCELLED
+        assert cancelled.HasField("finish_time")
+        with pytest.raises(FailedPrecondition):
+            await h.client.cancel_job(job.id)  # not queued any more
+        assert await h.service.app.store.claim_next_job("w", h.clock(), 30) is None
+
+        await h.tick(FIRE + dt.timedelta(minutes=5))
+        jobs = await h.client.list_jobs()
+        assert [j.status for j in jobs] == [
+            JobStatus.JOB_STATUS_QUEUED,
+            JobStatus.JOB_STATUS_CANCELLED,
+        ]
+        fires = await h.client.list_fires("s")
+        assert [f.outcome for f in fires] == [FireOutcome.FIRE_OUTCOME_ENQUEUED] * 2
+
+
+async def test_abort_tasks_cancels_queued_and_aborts_running_jobs(
+    tmp_path: Path, database_url: str
+) -> None:
+    async with inprocess(tmp_path, database_url, T0, worker_poll_interval_s=0.5) as h:
+        await h.client.create_task("a-long", "shell", {"argv": ["sleep", "30"]})
+        await h.client.create_task("b-next", "shell", {"argv": ["true"]})
+        await h.client.create_task("c-idle", "shell", {"argv": ["true"]})
+        await h.client.create_schedule("s", ["a-long", "b-next"], cron="*/5 * * * *")
+        await h.tick(FIRE)
+        long_job, next_job = sorted(await h.client.list_jobs(), key=lambda j: j.id)
+        async with inprocess_worker(h.service.address):
+
+            async def long_running() -> bool:
+                job = await h.client.get_job(long_job.id)
+                return job.status == JobStatus.JOB_STATUS_RUNNING
+
+            await eventually(long_running, what="the long job to start")
+            aborts = await h.client.abort("a-long", "b-next", "c-idle")
+            assert [(a.job_id, a.action) for a in aborts] == [
+                (long_job.id, TaskAbort.Action.ACTION_ABORT_REQUESTED),
+                (next_job.id, TaskAbort.Action.ACTION_CANCELLED),
+                (0, TaskAbort.Action.ACTION_NONE),
+            ]
+            aborted = await h.client.wait(long_job.id, timeout=10)
+            assert aborted.status == JobStatus.JOB_STATUS_ABORTED
+            assert aborted.error == "aborted by operator"
+            cancelled = await h.client.get_job(next_job.id)
+            assert cancelled.status == JobStatus.JOB_STATUS_CANCELLED
+            assert not cancelled.HasField("start_time")
+
+            # Nothing of the tasks is queued or running now: the next fire enqueues both.
+            await h.tick(FIRE + dt.timedelta(minutes=5))
+            latest = await h.client.list_fires("s", limit=1)
+            assert latest[0].outcome == FireOutcome.FIRE_OUTCOME_ENQUEUED
+            assert [r.skipped for r in latest[0].runs] == [False, False]
+            assert {r.job_id for r in latest[0].runs}.isdisjoint({long_job.id, next_job.id})
+
+
+async def test_an_enqueue_racing_a_waiting_poll_is_not_missed(
+    tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The job is committed (and the wake-up fired) after the poll's query found nothing
+    and before it started waiting: the poll still answers at once, not after 30 s."""
+    async with inprocess(tmp_path, database_url, T0, worker_poll_interval_s=30) as h:
+        task = await h.client.create_task("ping", "shell", {"argv": ["true"]})
+        store = h.service.app.store
+        real_next_ready_time = store.next_ready_time
+        enqueued: list[int] = []
+
+        async def enqueue_meanwhile(now: dt.datetime) -> dt.datetime | None:
+            ready = await real_next_ready_time(now)
+            if not enqueued:
+                result = await h.service.app.enqueue([task.id], "API")
+                enqueued.append(result.runs[0].job_id)
+            return ready
+
+        monkeypatch.setattr(store, "next_ready_time", enqueue_meanwhile)
+        async with raw_worker(h.service.address, "w") as w:
+            assert (await w.hello()).active
+            await w.send(poll_job=Request.PollJob())
+            answer = await w.receive(5)
+            assert answer is not None and answer.WhichOneof("message") == "assign_job"
+            assert answer.assign_job.job.id == enqueued[0]
+
+
+@pytest.fixture
+def slow_poll_server(tmp_path: Path, database_url: str) -> Iterator[Server]:
+    """A scheduler service whose worker polls are answered only every 30 s."""
+    srv = Server(
+        tmp_path,
+        env={"WORKER_IS_ENABLED": "false", "WORKER_POLL_INTERVAL_SECONDS": "30"},
+        database_url=database_url,
+        name="api",
+    )
+    try:
+        yield srv.wait_healthy()
+    finally:
+        srv.stop()
+
+
+def _seconds(value: Timestamp) -> float:
+    return value.ToDatetime(tzinfo=UTC).timestamp()
+
+
+def test_dispatch_is_pushed_and_retries_start_when_ready(
+    tmp_path: Path, slow_poll_server: Server
+) -> None:
+    poll_interval_s = 30.0
+    marker = tmp_path / "flaky-ran-once"
+    with Client(slow_poll_server.address) as client:
+        client.create_task("ping", "shell", {"argv": ["true"]})
+        client.create_task(
+            "flaky",
+            "shell",
+            {
+                "argv": [
+                    "sh",
+                    "-c",
+                    'if mkdir "$0" 2>/dev/null; then echo first attempt fails >&2; exit 3; fi',
+                    str(marker),
+                ]
+            },
+            max_attempts=2,
+            backoff_base_seconds=1,
+            backoff_cap_seconds=1,
+        )
+        worker = WorkerProc(
+            tmp_path, slow_poll_server.address, env={"WORKER_POLL_INTERVAL_SECONDS": "1"}
+        )
+        try:
+            wait_logged(worker, "as the active worker")
+            # The worker is idle in a poll the server would answer only after 30 s: every
+            # enqueue wakes it at once.
+            for _ in range(3):
+                (run,) = client.run("ping")
+                job = client.wait(run.job_id, timeout=10)
+                assert job.status == JobStatus.JOB_STATUS_SUCCEEDED
+                latency = _seconds(job.start_time) - _seconds(job.enqueue_time)
+                assert 0 <= latency < 1.0, latency
+
+            (run,) = client.run("flaky")
+            first = client.wait(run.job_id, timeout=10)
+            assert first.status == JobStatus.JOB_STATUS_FAILED
+            assert first.error == "exit code 3: first attempt fails"
+
+            def retry_done() -> Job | None:
+                jobs = client.list_jobs(task="flaky", statuses=["SUCCEEDED"])
+                return jobs[0] if jobs else None
+
+            retry = wait_for(retry_done, timeout_s=10, what="the retry to succeed")
+            assert retry.retry_of_job_id == first.id and retry.attempt == 2
+            not_before = _seconds(retry.not_before_time)
+            # base = cap = 1 s: full jitter in [0, 1] and at least one second.
+            assert not_before - _seconds(first.finish_time) == pytest.approx(1.0, abs=0.01)
+            started = _seconds(retry.start_time)
+            # Ready by time: not before not_before, and picked up well within the poll
+            # interval (the server wakes the waiting poll at the earliest not_before).
+            assert not_before <= started < not_before + min(3.0, poll_interval_s)
+        finally:
+            worker.stop()
