@@ -48,6 +48,11 @@ class _NoQueue:
     async def Enqueue(self, request: queue_pb2.EnqueueRequest) -> queue_pb2.EnqueueResponse:
         raise AssertionError("a schedule was due in the tick benchmark")
 
+    async def EnqueueFires(
+        self, request: queue_pb2.EnqueueFiresRequest
+    ) -> queue_pb2.EnqueueFiresResponse:
+        raise AssertionError("a schedule was due in the tick benchmark")
+
 
 def _build(path: Path, count: int) -> str:
     url = f"sqlite+aiosqlite:///{path}"

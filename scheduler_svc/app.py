@@ -17,7 +17,14 @@ from scheduler_svc import notify
 from scheduler_svc.firing import first_fire_after
 from scheduler_svc.hub import Hub
 from scheduler_svc.metrics import Metrics
-from scheduler_svc.records import EnqueueResult, FinishResult, ScheduleRecord
+from scheduler_svc.records import (
+    EnqueueResult,
+    FinishResult,
+    FireRequest,
+    FireResult,
+    ScheduleRecord,
+    TaskRunResult,
+)
 from scheduler_svc.settings import Settings
 from scheduler_svc.store import Store
 
@@ -72,19 +79,49 @@ class App:
             missed=missed,
             missed_fire_times=missed_fire_times,
         )
-        for run in result.runs:
+        self._enqueued(result.runs)
+        if fire_time is not None and not result.duplicate_fire:
+            self._observe_fire(result.runs, fire_time, missed, len(missed_fire_times), now)
+        return result
+
+    async def enqueue_fires(self, fires: Sequence[FireRequest]) -> list[FireResult]:
+        """Record a batch of scheduler fires in one transaction (see
+        :meth:`Store.enqueue_fires`), wake an idle worker, and count the fires."""
+        now = self.clock()
+        results = await self.store.enqueue_fires(fires, now)
+        runs = [run for result in results for run in result.runs]
+        self._enqueued(runs)
+        for result in results:
+            req = result.request
+            if result.schedule_found and not result.duplicate_fire:
+                self._observe_fire(
+                    result.runs, req.fire_time, req.missed, len(req.missed_fire_times), now
+                )
+        return results
+
+    def _enqueued(self, runs: Sequence[TaskRunResult]) -> None:
+        for run in runs:
             if run.job_id:
                 self.hub.job_changed(run.job_id)
-        if any(r.skip_reason is None for r in result.runs):
+        if any(r.skip_reason is None for r in runs):
             self.hub.queue.fire()
-        if fire_time is not None and not result.duplicate_fire:
-            self.metrics.fires.labels("missed").inc(len(missed_fire_times) + int(missed))
-            if not missed and any(r.skip_reason is None for r in result.runs):
-                self.metrics.fires.labels("enqueued").inc()
-                self.metrics.fire_lateness.observe(max(0.0, (now - fire_time).total_seconds()))
-            elif not missed:
-                self.metrics.fires.labels("skipped").inc()
-        return result
+
+    def _observe_fire(
+        self,
+        runs: Sequence[TaskRunResult],
+        fire_time: dt.datetime,
+        missed: bool,
+        missed_windows: int,
+        now: dt.datetime,
+    ) -> None:
+        self.metrics.fires.labels("missed").inc(missed_windows + int(missed))
+        if missed:
+            return
+        if any(r.skip_reason is None for r in runs):
+            self.metrics.fires.labels("enqueued").inc()
+            self.metrics.fire_lateness.observe(max(0.0, (now - fire_time).total_seconds()))
+        else:
+            self.metrics.fires.labels("skipped").inc()
 
     async def finish_job(
         self, job_id: int, token: str, status: str, error: str, output_tail: str

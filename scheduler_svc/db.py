@@ -208,6 +208,34 @@ def dialect_of(engine: AsyncEngine) -> Dialect:
     )
 
 
+def insert_skipping_conflicts(
+    dialect: Dialect,
+    table: sa.Table,
+    index_elements: list[str],
+    index_where: sa.ColumnElement[bool] | None = None,
+) -> Any:
+    """``INSERT ... ON CONFLICT (index_elements) [WHERE index_where] DO NOTHING`` for
+    ``table``: rows that would violate that unique index (or partial unique index) are left
+    out instead of failing the statement. Both SQLite (3.24+) and PostgreSQL have it, with
+    SQLAlchemy's per-dialect constructs; this is the one place that picks between them.
+    """
+    if dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        return pg_insert(table).on_conflict_do_nothing(
+            index_elements=index_elements, index_where=index_where
+        )
+    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+    return sqlite_insert(table).on_conflict_do_nothing(
+        index_elements=index_elements, index_where=index_where
+    )
+
+
+#: The predicate of uq_jobs_one_active_per_task, for ON CONFLICT against it.
+ACTIVE_JOB_PREDICATE = sa.text("status IN ('QUEUED', 'RUNNING')")
+
+
 #: The advisory lock key that serializes schema migrations ("tickwork" in ASCII).
 MIGRATION_LOCK_KEY = 0x7469636B776F726B
 

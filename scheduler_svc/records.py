@@ -133,6 +133,28 @@ class EnqueueResult:
 
 
 @dataclass(frozen=True)
+class FireRequest:
+    """One schedule's fire as the scheduler decided it (see :class:`firing.FirePlan`)."""
+
+    schedule_id: int
+    fire_time: dt.datetime
+    task_ids: tuple[int, ...]
+    missed: bool = False
+    missed_fire_times: tuple[dt.datetime, ...] = ()
+
+
+@dataclass(frozen=True)
+class FireResult:
+    """What recording one fire did: per-task results, whether it was already recorded,
+    and whether the schedule still existed (nothing is recorded when it did not)."""
+
+    request: FireRequest
+    runs: tuple[TaskRunResult, ...]
+    duplicate_fire: bool = False
+    schedule_found: bool = True
+
+
+@dataclass(frozen=True)
 class FinishResult:
     """What recording a job's outcome did.
 

@@ -29,12 +29,14 @@ from scheduler_svc.records import ScheduleRecord
 from scheduler_svc.servicers._convert import ts
 from scheduler_svc.settings import Settings
 from scheduler_svc.store import Store
-from tickwork.v1 import common_pb2, queue_pb2, queue_pb2_grpc
+from tickwork.v1 import queue_pb2, queue_pb2_grpc
 
 log = logging.getLogger(__name__)
 
 #: Most schedules handled in one pass of a tick; a tick loops until none is due.
 BATCH = 500
+#: Fires recorded per EnqueueFires call (one transaction each).
+FIRES_PER_CALL = 250
 
 
 class QueueClient(Protocol):
@@ -42,6 +44,12 @@ class QueueClient(Protocol):
 
     async def Enqueue(self, request: queue_pb2.EnqueueRequest) -> queue_pb2.EnqueueResponse:
         """QueueService.Enqueue."""
+        ...
+
+    async def EnqueueFires(
+        self, request: queue_pb2.EnqueueFiresRequest
+    ) -> queue_pb2.EnqueueFiresResponse:
+        """QueueService.EnqueueFires."""
         ...
 
 
@@ -55,6 +63,15 @@ class _QueueStub:
     async def Enqueue(self, request: queue_pb2.EnqueueRequest) -> queue_pb2.EnqueueResponse:
         """QueueService.Enqueue."""
         response: queue_pb2.EnqueueResponse = await self._stub.Enqueue(
+            request, metadata=self._metadata
+        )
+        return response
+
+    async def EnqueueFires(
+        self, request: queue_pb2.EnqueueFiresRequest
+    ) -> queue_pb2.EnqueueFiresResponse:
+        """QueueService.EnqueueFires."""
+        response: queue_pb2.EnqueueFiresResponse = await self._stub.EnqueueFires(
             request, metadata=self._metadata
         )
         return response
@@ -87,6 +104,8 @@ class Scheduler:
         self.hub = hub
         self.holder_id = holder_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._stop = asyncio.Event()
+        #: Fires recorded per EnqueueFires call; the lease is renewed between calls.
+        self.fires_per_call = FIRES_PER_CALL
         #: The scheduler lease's fencing token while this replica holds it, else None.
         self.lease_token: int | None = None
 
@@ -113,12 +132,12 @@ class Scheduler:
             due = await self.store.due_schedules(now, BATCH)
             if not due:
                 break
-            for schedule in due:
+            for start in range(0, len(due), self.fires_per_call):
                 if self.clock() >= renew_at:
                     if not await self._hold_lease(self.clock()):
                         return self.clock() + renew_every
                     renew_at = self.clock() + renew_every
-                await self._fire(schedule, now)
+                await self._fire_batch(due[start : start + self.fires_per_call], now)
         wake = now + dt.timedelta(seconds=self.settings.scheduler_poll_interval_s)
         earliest = await self.store.earliest_next_run()
         if earliest is not None:
@@ -160,49 +179,59 @@ class Scheduler:
                 "next run computed for a schedule that had none", extra={"schedule_id": schedule.id}
             )
 
-    async def _fire(self, schedule: ScheduleRecord, now: dt.datetime) -> None:
-        try:
-            plan = plan_fire(schedule, now)
-        except CronError as err:
-            log.error(
-                "schedule has an invalid expression: %s", err, extra={"schedule_id": schedule.id}
-            )
-            await self.store.set_next_run(schedule.id, schedule.next_run_at, None)
-            return
-        request = queue_pb2.EnqueueRequest(
-            task_ids=list(schedule.task_ids),
-            trigger=common_pb2.TRIGGER_SCHEDULER,
-            schedule_id=schedule.id,
-            fire_time=ts(plan.fire_time),
-            missed=not plan.enqueue,
-            missed_fire_times=[cv_ts for t in plan.missed_fire_times if (cv_ts := ts(t))],
+    async def _fire_batch(self, due: list[ScheduleRecord], now: dt.datetime) -> None:
+        """Plan each due schedule's fire, record them all with one EnqueueFires call (one
+        transaction), then move their next runs in one transaction.
+
+        A crash between the two leaves the windows due: the next tick asks again and the
+        (schedule, fire time) rows turn the repeat into a no-op.
+        """
+        plans = []
+        moves: list[tuple[int, dt.datetime | None, dt.datetime | None, dt.datetime | None]] = []
+        for schedule in due:
+            try:
+                plans.append((schedule, plan_fire(schedule, now)))
+            except CronError as err:
+                log.error(
+                    "schedule has an invalid expression: %s",
+                    err,
+                    extra={"schedule_id": schedule.id},
+                )
+                moves.append((schedule.id, schedule.next_run_at, None, None))
+        request = queue_pb2.EnqueueFiresRequest(
+            fires=[
+                queue_pb2.ScheduleFire(
+                    schedule_id=schedule.id,
+                    fire_time=ts(plan.fire_time),
+                    task_ids=list(schedule.task_ids),
+                    missed=not plan.enqueue,
+                    missed_fire_times=[t for m in plan.missed_fire_times if (t := ts(m))],
+                )
+                for schedule, plan in plans
+            ]
         )
         try:
-            response = await self.queue.Enqueue(request)
+            response = await self.queue.EnqueueFires(request)
         except grpc.RpcError as err:
-            if isinstance(err, grpc.aio.AioRpcError) and err.code() == grpc.StatusCode.NOT_FOUND:
-                return  # the schedule was deleted meanwhile
-            log.error(
-                "enqueue failed; the fire is retried at the next tick: %s",
-                err,
-                extra={"schedule_id": schedule.id},
-            )
+            log.error("enqueue failed; the fires are retried at the next tick: %s", err)
             raise
         failpoint("after-enqueue")
-        log.info(
-            "schedule fired",
-            extra={
-                "schedule_id": schedule.id,
-                "fire_time": plan.fire_time.isoformat(),
-                "missed": not plan.enqueue,
-                "missed_windows": len(plan.missed_fire_times),
-                "jobs": [r.job_id for r in response.runs if not r.skipped],
-                "duplicate": response.duplicate_fire,
-            },
-        )
-        await self.store.set_next_run(
-            schedule.id, schedule.next_run_at, plan.next_run_at, last_run_at=plan.fire_time
-        )
+        for (schedule, plan), result in zip(plans, response.results, strict=True):
+            if not result.schedule_found:
+                continue  # deleted meanwhile
+            log.info(
+                "schedule fired",
+                extra={
+                    "schedule_id": schedule.id,
+                    "fire_time": plan.fire_time.isoformat(),
+                    "missed": not plan.enqueue,
+                    "missed_windows": len(plan.missed_fire_times),
+                    "jobs": [r.job_id for r in result.runs if not r.skipped],
+                    "duplicate": result.duplicate_fire,
+                },
+            )
+            moves.append((schedule.id, schedule.next_run_at, plan.next_run_at, plan.fire_time))
+        await self.store.set_next_runs(moves)
 
     async def run(self) -> None:
         """Tick until :meth:`stop`. A failing tick is logged and retried after a pause."""

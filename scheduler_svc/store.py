@@ -40,6 +40,8 @@ from scheduler_svc.records import (
     EnqueueResult,
     FinishResult,
     FireRecord,
+    FireRequest,
+    FireResult,
     JobRecord,
     ScheduleRecord,
     TaskRecord,
@@ -393,6 +395,43 @@ class Store:
             )
         return bool(result.rowcount == 1)
 
+    async def set_next_runs(
+        self,
+        moves: Sequence[tuple[int, dt.datetime | None, dt.datetime | None, dt.datetime | None]],
+    ) -> None:
+        """Many :meth:`set_next_run` in one transaction: (schedule_id, expected, next_run_at,
+        last_run_at) each, each conditional on next_run_at still being ``expected``."""
+        if not moves:
+            return
+        with_last = [m for m in moves if m[1] is not None and m[3] is not None]
+        others = [m for m in moves if not (m[1] is not None and m[3] is not None)]
+        async with self.db.write() as conn:
+            if with_last:  # the scheduler's moves after a fire: one executemany
+                await conn.execute(
+                    schedules.update()
+                    .where(
+                        schedules.c.id == sa.bindparam("sid"),
+                        schedules.c.next_run_at == sa.bindparam("expected"),
+                    )
+                    .values(next_run_at=sa.bindparam("nxt"), last_run_at=sa.bindparam("last")),
+                    [
+                        {"sid": sid, "expected": exp, "nxt": nxt, "last": last}
+                        for sid, exp, nxt, last in with_last
+                    ],
+                )
+            for schedule_id, expected, next_run_at, last_run_at in others:
+                cond = (
+                    schedules.c.next_run_at.is_(None)
+                    if expected is None
+                    else schedules.c.next_run_at == expected
+                )
+                values: dict[str, Any] = {"next_run_at": next_run_at}
+                if last_run_at is not None:
+                    values["last_run_at"] = last_run_at
+                await conn.execute(
+                    schedules.update().where(schedules.c.id == schedule_id, cond).values(values)
+                )
+
     # ------------------------------------------------------------------ queue
 
     async def _active_job(self, conn: AsyncConnection, task_id: int) -> sa.Row[Any] | None:
@@ -478,72 +517,289 @@ class Store:
         Raises NotFound(field="task_ids") for an unknown task (nothing is enqueued), and
         NotFound(field="schedule_id") for an unknown schedule.
         """
-        scheduled = trigger == "SCHEDULER"
+        if trigger == "SCHEDULER":
+            assert schedule_id is not None and fire_time is not None
+            fire = FireRequest(
+                schedule_id, fire_time, tuple(task_ids), missed, tuple(missed_fire_times)
+            )
+            (result,) = await self.enqueue_fires([fire], now)
+            if not result.schedule_found:
+                raise NotFound(f"no schedule with id {schedule_id}", field="schedule_id")
+            return EnqueueResult(result.runs, duplicate_fire=result.duplicate_fire)
         async with self.db.write() as conn:
-            if scheduled:
-                assert schedule_id is not None and fire_time is not None
-                found = await conn.scalar(
-                    sa.select(schedules.c.id).where(schedules.c.id == schedule_id)
-                )
-                if found is None:
-                    raise NotFound(f"no schedule with id {schedule_id}", field="schedule_id")
-                fire_id = await self._claim_fire(conn, schedule_id, fire_time, now)
-                if fire_id is None:
-                    existing = (
-                        await conn.execute(
-                            fires.select().where(
-                                fires.c.schedule_id == schedule_id,
-                                fires.c.fire_time == fire_time,
-                            )
-                        )
-                    ).one()
-                    log.info(
-                        "fire already recorded; not enqueued again",
-                        extra={"schedule_id": schedule_id, "fire_time": fire_time.isoformat()},
-                    )
-                    return EnqueueResult(_fire(existing).runs, duplicate_fire=True)
-                for missed_at in missed_fire_times:
-                    if await self._claim_fire(conn, schedule_id, missed_at, now, "MISSED"):
-                        log.info(
-                            "fire missed (catch-up policy)",
-                            extra={"schedule_id": schedule_id, "fire_time": missed_at.isoformat()},
-                        )
             rows = (await conn.execute(tasks.select().where(tasks.c.id.in_(task_ids)))).all()
             by_id = {r._mapping["id"]: _task(r) for r in rows}
-            if not scheduled:
-                missing = [t for t in task_ids if t not in by_id]
-                if missing:
-                    raise NotFound(f"no task with id {missing[0]}", field="task_ids")
-                ordered = [by_id[t] for t in dict.fromkeys(task_ids)]
-            else:
-                # Tasks deleted since the schedule was read are simply gone.
-                ordered = sorted(by_id.values(), key=lambda t: t.name)
-            results: list[TaskRunResult] = []
-            if not missed:
-                for task in ordered:
-                    results.append(
-                        await self._enqueue_one(
-                            conn,
-                            task,
-                            trigger,
-                            now,
-                            schedule_id if scheduled else None,
-                            fire_time if scheduled else None,
-                        )
-                    )
-            if scheduled:
-                if missed:
-                    outcome = "MISSED"
-                elif any(r.skip_reason is None for r in results):
-                    outcome = "ENQUEUED"
-                else:
-                    outcome = "SKIPPED"
-                await conn.execute(
-                    fires.update()
-                    .where(fires.c.id == fire_id)
-                    .values(outcome=outcome, runs=[r.to_json() for r in results])
-                )
+            missing = [t for t in task_ids if t not in by_id]
+            if missing:
+                raise NotFound(f"no task with id {missing[0]}", field="task_ids")
+            results = [
+                await self._enqueue_one(conn, by_id[t], trigger, now, None, None)
+                for t in dict.fromkeys(task_ids)
+            ]
             return EnqueueResult(tuple(results))
+
+    async def enqueue_fires(
+        self, requests: Sequence[FireRequest], now: dt.datetime
+    ) -> list[FireResult]:
+        """Record scheduler fires in one transaction; one result per request, in order.
+
+        Each fire is recorded once per (schedule, fire time), with each of its
+        ``missed_fire_times`` as missed: a repeat returns the recorded result with
+        duplicate_fire=True and changes nothing. A fire that is not ``missed`` enqueues the
+        schedule's enabled tasks in ascending task-name order (a disabled task is skipped
+        TASK_DISABLED, one with a queued or running job ALREADY_QUEUED / ALREADY_RUNNING);
+        the fire's outcome is ENQUEUED when a job was created, SKIPPED otherwise, MISSED when
+        ``missed``. A fire of a schedule that no longer exists gets schedule_found=False.
+        """
+        if not requests:
+            return []
+        async with self.db.write() as conn:
+            wanted = {r.schedule_id for r in requests}
+            found = set(
+                (
+                    await conn.execute(sa.select(schedules.c.id).where(schedules.c.id.in_(wanted)))
+                ).scalars()
+            )
+            all_task_ids = {t for r in requests if not r.missed for t in r.task_ids}
+            task_rows = (
+                await conn.execute(tasks.select().where(tasks.c.id.in_(all_task_ids)))
+            ).all()
+            by_id = {r._mapping["id"]: _task(r) for r in task_rows}
+            live = [r for r in requests if r.schedule_id in found]
+            recorded = await self._record_fires_bulk(conn, live, by_id, now)
+            out = []
+            for request in requests:
+                if request.schedule_id not in found:
+                    out.append(FireResult(request, (), schedule_found=False))
+                elif (request.schedule_id, request.fire_time) in recorded:
+                    out.append(recorded[(request.schedule_id, request.fire_time)])
+                else:
+                    # Already recorded (a repeat after a crash, or a second scheduler).
+                    out.append(await self._record_fire(conn, request, by_id, now))
+            return out
+
+    async def _record_fires_bulk(
+        self,
+        conn: AsyncConnection,
+        requests: Sequence[FireRequest],
+        tasks_by_id: dict[int, TaskRecord],
+        now: dt.datetime,
+    ) -> dict[tuple[int, dt.datetime], FireResult]:
+        """Record new fires with a few set-based statements instead of several per fire.
+
+        Claims every (schedule, fire time) at once (a fire already recorded is left out of
+        the result, for the caller to answer from the recorded row), records the missed
+        windows, inserts one job per due enabled task without a queued or running job (in
+        fire order, task names ascending: that is the insertion order), and stores each
+        fire's outcome. Same results as :meth:`_record_fire` one by one.
+        """
+        if not requests:
+            return {}
+        dialect = self.db.dialect
+        claim = db.insert_skipping_conflicts(dialect, fires, ["schedule_id", "fire_time"])
+        claimed_rows = (
+            await conn.execute(
+                claim.values(
+                    [
+                        {
+                            "schedule_id": r.schedule_id,
+                            "fire_time": r.fire_time,
+                            "outcome": "ENQUEUED",
+                            "runs": [],
+                            "recorded_at": now,
+                        }
+                        for r in requests
+                    ]
+                ).returning(fires.c.id, fires.c.schedule_id, fires.c.fire_time)
+            )
+        ).all()
+        fire_ids = {(row.schedule_id, row.fire_time): row.id for row in claimed_rows}
+        claimed = [r for r in requests if (r.schedule_id, r.fire_time) in fire_ids]
+        missed_rows = [
+            {
+                "schedule_id": r.schedule_id,
+                "fire_time": t,
+                "outcome": "MISSED",
+                "runs": [],
+                "recorded_at": now,
+            }
+            for r in claimed
+            for t in r.missed_fire_times
+        ]
+        if missed_rows:
+            await conn.execute(claim.values(missed_rows))
+            log.info("fires missed (catch-up policy)", extra={"count": len(missed_rows)})
+
+        # Which tasks already have a queued or running job.
+        wanted = {t for r in claimed if not r.missed for t in r.task_ids if t in tasks_by_id}
+        active: dict[int, tuple[int, str]] = {}
+        if wanted:
+            query = sa.select(jobs.c.id, jobs.c.task_id, jobs.c.status).where(
+                jobs.c.status.in_(ACTIVE_STATES), jobs.c.task_id.in_(wanted)
+            )
+            if dialect.skip_locked:
+                query = query.with_for_update()
+            for row in (await conn.execute(query)).all():
+                active[row.task_id] = (row.id, row.status)
+
+        # Decide, in fire order and task-name order, which tasks get a new job.
+        plan: list[tuple[FireRequest, list[tuple[TaskRecord, str | None]]]] = []
+        new_rows: list[dict[str, Any]] = []
+        new_for_task: set[int] = set()
+        for r in claimed:
+            decisions: list[tuple[TaskRecord, str | None]] = []
+            if not r.missed:
+                ordered = sorted(
+                    (tasks_by_id[t] for t in r.task_ids if t in tasks_by_id),
+                    key=lambda t: t.name,
+                )
+                for task in ordered:
+                    if not task.enabled:
+                        decisions.append((task, "TASK_DISABLED"))
+                    elif task.id in active:
+                        status = active[task.id][1]
+                        reason = "ALREADY_RUNNING" if status == RUNNING else "ALREADY_QUEUED"
+                        decisions.append((task, reason))
+                    elif task.id in new_for_task:
+                        decisions.append((task, "ALREADY_QUEUED"))
+                    else:
+                        new_for_task.add(task.id)
+                        decisions.append((task, None))
+                        new_rows.append(
+                            {
+                                "task_id": task.id,
+                                "task_name": task.name,
+                                "status": QUEUED,
+                                "trigger": "SCHEDULER",
+                                "lane": LANE_SCHEDULER,
+                                "task_priority": task.task_priority,
+                                "attempt": 1,
+                                "enqueued_at": now,
+                                "schedule_id": r.schedule_id,
+                                "fire_time": r.fire_time,
+                                "error": "",
+                                "output_tail": "",
+                                "abort_requested": False,
+                                "late_outcome": "",
+                            }
+                        )
+            plan.append((r, decisions))
+
+        inserted: dict[int, int] = {}
+        if new_rows:
+            insert = db.insert_skipping_conflicts(
+                dialect,
+                jobs,
+                ["task_id"],
+                index_where=db.ACTIVE_JOB_PREDICATE,  # type: ignore[arg-type]
+            )
+            rows = await conn.execute(insert.values(new_rows).returning(jobs.c.id, jobs.c.task_id))
+            inserted = {row.task_id: row.id for row in rows.all()}
+            lost = [row["task_id"] for row in new_rows if row["task_id"] not in inserted]
+            if lost:
+                # Another transaction queued these tasks meanwhile (PostgreSQL): report that
+                # job as the skip it is.
+                query = sa.select(jobs.c.id, jobs.c.task_id, jobs.c.status).where(
+                    jobs.c.status.in_(ACTIVE_STATES), jobs.c.task_id.in_(lost)
+                )
+                for row in (await conn.execute(query)).all():
+                    active[row.task_id] = (row.id, row.status)
+
+        out: dict[tuple[int, dt.datetime], FireResult] = {}
+        updates = []
+        for r, decisions in plan:
+            runs = []
+            for task, skip in decisions:
+                if skip == "TASK_DISABLED":
+                    job_id = 0
+                elif task.id in inserted:
+                    # The new job, or (ALREADY_QUEUED) the one an earlier fire of this
+                    # batch created.
+                    job_id = inserted[task.id]
+                else:
+                    job_id, status = active.get(task.id, (0, QUEUED))
+                    if skip is None:
+                        skip = "ALREADY_RUNNING" if status == RUNNING else "ALREADY_QUEUED"
+                runs.append(TaskRunResult(task.id, task.name, job_id, skip))
+            if r.missed:
+                outcome = "MISSED"
+            elif any(x.skip_reason is None for x in runs):
+                outcome = "ENQUEUED"
+            else:
+                outcome = "SKIPPED"
+            updates.append(
+                {
+                    "fire_id": fire_ids[(r.schedule_id, r.fire_time)],
+                    "outcome": outcome,
+                    "runs": [x.to_json() for x in runs],
+                }
+            )
+            out[(r.schedule_id, r.fire_time)] = FireResult(r, tuple(runs))
+        if updates:
+            await conn.execute(
+                fires.update()
+                .where(fires.c.id == sa.bindparam("fire_id"))
+                .values(outcome=sa.bindparam("outcome"), runs=sa.bindparam("runs")),
+                updates,
+            )
+        return out
+
+    async def _record_fire(
+        self,
+        conn: AsyncConnection,
+        request: FireRequest,
+        tasks_by_id: dict[int, TaskRecord],
+        now: dt.datetime,
+    ) -> FireResult:
+        fire_id = await self._claim_fire(conn, request.schedule_id, request.fire_time, now)
+        if fire_id is None:
+            existing = (
+                await conn.execute(
+                    fires.select().where(
+                        fires.c.schedule_id == request.schedule_id,
+                        fires.c.fire_time == request.fire_time,
+                    )
+                )
+            ).one()
+            log.info(
+                "fire already recorded; not enqueued again",
+                extra={
+                    "schedule_id": request.schedule_id,
+                    "fire_time": request.fire_time.isoformat(),
+                },
+            )
+            return FireResult(request, _fire(existing).runs, duplicate_fire=True)
+        for missed_at in request.missed_fire_times:
+            if await self._claim_fire(conn, request.schedule_id, missed_at, now, "MISSED"):
+                log.info(
+                    "fire missed (catch-up policy)",
+                    extra={"schedule_id": request.schedule_id, "fire_time": missed_at.isoformat()},
+                )
+        results: list[TaskRunResult] = []
+        if not request.missed:
+            # Tasks deleted since the schedule was read are simply gone.
+            ordered = sorted(
+                (tasks_by_id[t] for t in request.task_ids if t in tasks_by_id),
+                key=lambda t: t.name,
+            )
+            for task in ordered:
+                results.append(
+                    await self._enqueue_one(
+                        conn, task, "SCHEDULER", now, request.schedule_id, request.fire_time
+                    )
+                )
+        if request.missed:
+            outcome = "MISSED"
+        elif any(r.skip_reason is None for r in results):
+            outcome = "ENQUEUED"
+        else:
+            outcome = "SKIPPED"
+        await conn.execute(
+            fires.update()
+            .where(fires.c.id == fire_id)
+            .values(outcome=outcome, runs=[r.to_json() for r in results])
+        )
+        return FireResult(request, tuple(results))
 
     async def _claim_fire(
         self,

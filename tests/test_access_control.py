@@ -44,7 +44,7 @@ VIEW = {
     "JobService/WatchJob",
 }
 WORK = {"WorkerService/Connect", "WorkerService/PurgeHistory"}
-SELF_ONLY = {"QueueService/Enqueue"}
+SELF_ONLY = {"QueueService/Enqueue", "QueueService/EnqueueFires"}
 
 ALLOWED = {
     "admin": ADMIN_ONLY | OPERATE | VIEW,

@@ -664,16 +664,21 @@ async def test_a_stopping_scheduler_hands_its_lease_over_at_once(
 
 
 class StealingQueue:
-    """A QueueService stand-in for a long tick: every Enqueue takes ``cost_s`` of the fake
-    clock, and after the first one another replica takes the (by then expired) lease."""
+    """A QueueService stand-in for a long tick: every EnqueueFires takes ``cost_s`` of the
+    fake clock, and after the first one another replica takes the (by then expired) lease."""
 
     def __init__(self, inner: Any, clock: Any, thief: Scheduler, cost_s: float) -> None:
         self.inner, self.clock, self.thief, self.cost_s = inner, clock, thief, cost_s
         self.calls = 0
 
     async def Enqueue(self, request: queue_pb2.EnqueueRequest) -> queue_pb2.EnqueueResponse:
+        raise AssertionError("the scheduler records fires with EnqueueFires")
+
+    async def EnqueueFires(
+        self, request: queue_pb2.EnqueueFiresRequest
+    ) -> queue_pb2.EnqueueFiresResponse:
         self.calls += 1
-        response: queue_pb2.EnqueueResponse = await self.inner.Enqueue(request)
+        response: queue_pb2.EnqueueFiresResponse = await self.inner.EnqueueFires(request)
         self.clock.advance(self.cost_s)
         if self.calls == 1:
             await self.thief.store.acquire_lease(
@@ -698,6 +703,7 @@ async def test_a_tick_that_outlives_its_lease_stops_firing(
         a = h.scheduler
         thief = Scheduler(a.settings, a.store, a.queue, clock=h.clock, hub=Hub(), holder_id="b")
         queue = a.queue = StealingQueue(a.queue, h.clock, thief, cost_s=4.0)
+        a.fires_per_call = 1  # one schedule per call, so the pass spans several calls
         await a.tick(h.clock.set(T0 + dt.timedelta(seconds=60)))
         assert a.lease_token is None
         assert queue.calls == 1  # the other four were left to the new leader

@@ -213,3 +213,32 @@ async def test_spring_forward_day_fires_skipped_time_at_gap_end(
             await h.tick(h.clock.advance(300))
         fires = await fire_summary(h)
         assert fires == [("2026-03-29T01:00:00+00:00", "FIRE_OUTCOME_ENQUEUED")]  # 03:00 CEST
+
+
+async def test_one_tick_records_many_fires_and_a_shared_task_runs_once(
+    tmp_path: Path, database_url: str
+) -> None:
+    """A tick records all due schedules in one EnqueueFires call: a task named by two
+    schedules due at the same instant gets one job; the second fire reports that job as
+    already queued; a disabled task is skipped; each fire is recorded once."""
+    async with inprocess(tmp_path, database_url, T0) as h:
+        shared = await h.client.create_task("shared", "shell", {"argv": ["true"]})
+        own = await h.client.create_task("own", "shell", {"argv": ["true"]})
+        off = await h.client.create_task("off", "shell", {"argv": ["true"]}, enabled=False)
+        await h.client.create_schedule("a", [shared.id, own.id], cron="*/5 * * * *")
+        await h.client.create_schedule("b", [shared.id, off.id], cron="*/5 * * * *")
+        await h.tick(at("2026-06-01T10:05:00+00:00"))
+        jobs = sorted(await h.client.list_jobs(), key=lambda j: j.id)
+        assert [j.task_name for j in jobs] == ["own", "shared"]
+        (fire_a,) = await h.client.list_fires("a")
+        (fire_b,) = await h.client.list_fires("b")
+        assert fire_a.outcome == FireOutcome.FIRE_OUTCOME_ENQUEUED
+        assert [(r.task_name, r.skipped) for r in fire_a.runs] == [
+            ("own", False),
+            ("shared", False),
+        ]
+        assert fire_b.outcome == FireOutcome.FIRE_OUTCOME_SKIPPED
+        runs_b = {r.task_name: r for r in fire_b.runs}
+        assert runs_b["off"].skip_reason == SkipReason.SKIP_REASON_TASK_DISABLED
+        assert runs_b["shared"].skip_reason == SkipReason.SKIP_REASON_ALREADY_QUEUED
+        assert runs_b["shared"].job_id == jobs[1].id

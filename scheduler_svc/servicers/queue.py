@@ -8,6 +8,7 @@ import grpc
 
 from scheduler_svc.app import App
 from scheduler_svc.errors import InvalidArgument
+from scheduler_svc.records import FireRequest
 from scheduler_svc.servicers import _convert as cv
 from scheduler_svc.servicers._errors import rpc_errors
 from tickwork.v1 import common_pb2, queue_pb2, queue_pb2_grpc
@@ -44,4 +45,37 @@ class QueueServicer(queue_pb2_grpc.QueueServiceServicer):
         )
         return queue_pb2.EnqueueResponse(
             runs=[cv.task_run(r) for r in result.runs], duplicate_fire=result.duplicate_fire
+        )
+
+    @rpc_errors
+    async def EnqueueFires(
+        self, request: queue_pb2.EnqueueFiresRequest, context: Ctx
+    ) -> queue_pb2.EnqueueFiresResponse:
+        fires = []
+        for i, fire in enumerate(request.fires):
+            if not fire.schedule_id or not fire.HasField("fire_time"):
+                raise InvalidArgument(
+                    "every fire needs schedule_id and fire_time", field=f"fires[{i}]"
+                )
+            fires.append(
+                FireRequest(
+                    schedule_id=fire.schedule_id,
+                    fire_time=cv.from_ts(fire.fire_time),
+                    task_ids=tuple(fire.task_ids),
+                    missed=fire.missed,
+                    missed_fire_times=tuple(cv.from_ts(t) for t in fire.missed_fire_times),
+                )
+            )
+        results = await self.app.enqueue_fires(fires)
+        return queue_pb2.EnqueueFiresResponse(
+            results=[
+                queue_pb2.ScheduleFireResult(
+                    schedule_id=r.request.schedule_id,
+                    fire_time=cv.ts(r.request.fire_time),
+                    runs=[cv.task_run(x) for x in r.runs],
+                    duplicate_fire=r.duplicate_fire,
+                    schedule_found=r.schedule_found,
+                )
+                for r in results
+            ]
         )

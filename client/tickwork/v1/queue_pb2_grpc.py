@@ -41,6 +41,11 @@ class QueueServiceStub:
                 request_serializer=tickwork_dot_v1_dot_queue__pb2.EnqueueRequest.SerializeToString,
                 response_deserializer=tickwork_dot_v1_dot_queue__pb2.EnqueueResponse.FromString,
                 _registered_method=True)
+        self.EnqueueFires = channel.unary_unary(
+                '/tickwork.v1.QueueService/EnqueueFires',
+                request_serializer=tickwork_dot_v1_dot_queue__pb2.EnqueueFiresRequest.SerializeToString,
+                response_deserializer=tickwork_dot_v1_dot_queue__pb2.EnqueueFiresResponse.FromString,
+                _registered_method=True)
 
 
 class QueueServiceServicer:
@@ -61,6 +66,18 @@ class QueueServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def EnqueueFires(self, request, context):
+        """Records many schedules' fires in one transaction: what the scheduler loop calls once
+        per batch of due schedules, so a tick's cost is one call, not one per schedule. Each
+        fire behaves as a scheduler Enqueue (recorded once per (schedule, fire time); a repeat
+        returns the recorded result); a fire of a schedule deleted meanwhile is reported with
+        schedule_found false and changes nothing. Results are in request order.
+        Errors: INVALID_ARGUMENT (a fire without schedule_id or fire_time).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_QueueServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -68,6 +85,11 @@ def add_QueueServiceServicer_to_server(servicer, server):
                     servicer.Enqueue,
                     request_deserializer=tickwork_dot_v1_dot_queue__pb2.EnqueueRequest.FromString,
                     response_serializer=tickwork_dot_v1_dot_queue__pb2.EnqueueResponse.SerializeToString,
+            ),
+            'EnqueueFires': grpc.unary_unary_rpc_method_handler(
+                    servicer.EnqueueFires,
+                    request_deserializer=tickwork_dot_v1_dot_queue__pb2.EnqueueFiresRequest.FromString,
+                    response_serializer=tickwork_dot_v1_dot_queue__pb2.EnqueueFiresResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -99,6 +121,33 @@ class QueueService:
             '/tickwork.v1.QueueService/Enqueue',
             tickwork_dot_v1_dot_queue__pb2.EnqueueRequest.SerializeToString,
             tickwork_dot_v1_dot_queue__pb2.EnqueueResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def EnqueueFires(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tickwork.v1.QueueService/EnqueueFires',
+            tickwork_dot_v1_dot_queue__pb2.EnqueueFiresRequest.SerializeToString,
+            tickwork_dot_v1_dot_queue__pb2.EnqueueFiresResponse.FromString,
             options,
             channel_credentials,
             insecure,

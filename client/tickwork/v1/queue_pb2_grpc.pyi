@@ -44,6 +44,14 @@ class QueueServiceStub:
     Errors: INVALID_ARGUMENT (no tasks, no trigger, a scheduler enqueue without schedule and
     fire time), NOT_FOUND (unknown task or schedule).
     """
+    EnqueueFires: _grpc.UnaryUnaryMultiCallable[_queue_pb2.EnqueueFiresRequest, _queue_pb2.EnqueueFiresResponse]
+    """Records many schedules' fires in one transaction: what the scheduler loop calls once
+    per batch of due schedules, so a tick's cost is one call, not one per schedule. Each
+    fire behaves as a scheduler Enqueue (recorded once per (schedule, fire time); a repeat
+    returns the recorded result); a fire of a schedule deleted meanwhile is reported with
+    schedule_found false and changes nothing. Results are in request order.
+    Errors: INVALID_ARGUMENT (a fire without schedule_id or fire_time).
+    """
 
 @_typing.type_check_only
 class QueueServiceAsyncStub(QueueServiceStub):
@@ -60,6 +68,14 @@ class QueueServiceAsyncStub(QueueServiceStub):
     The scheduler never enqueues a disabled task.
     Errors: INVALID_ARGUMENT (no tasks, no trigger, a scheduler enqueue without schedule and
     fire time), NOT_FOUND (unknown task or schedule).
+    """
+    EnqueueFires: _aio.UnaryUnaryMultiCallable[_queue_pb2.EnqueueFiresRequest, _queue_pb2.EnqueueFiresResponse]  # type: ignore[assignment]
+    """Records many schedules' fires in one transaction: what the scheduler loop calls once
+    per batch of due schedules, so a tick's cost is one call, not one per schedule. Each
+    fire behaves as a scheduler Enqueue (recorded once per (schedule, fire time); a repeat
+    returns the recorded result); a fire of a schedule deleted meanwhile is reported with
+    schedule_found false and changes nothing. Results are in request order.
+    Errors: INVALID_ARGUMENT (a fire without schedule_id or fire_time).
     """
 
 class QueueServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -80,6 +96,20 @@ class QueueServiceServicer(metaclass=_abc_1.ABCMeta):
         The scheduler never enqueues a disabled task.
         Errors: INVALID_ARGUMENT (no tasks, no trigger, a scheduler enqueue without schedule and
         fire time), NOT_FOUND (unknown task or schedule).
+        """
+
+    @_abc_1.abstractmethod
+    def EnqueueFires(
+        self,
+        request: _queue_pb2.EnqueueFiresRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_queue_pb2.EnqueueFiresResponse, _abc.Awaitable[_queue_pb2.EnqueueFiresResponse]]:
+        """Records many schedules' fires in one transaction: what the scheduler loop calls once
+        per batch of due schedules, so a tick's cost is one call, not one per schedule. Each
+        fire behaves as a scheduler Enqueue (recorded once per (schedule, fire time); a repeat
+        returns the recorded result); a fire of a schedule deleted meanwhile is reported with
+        schedule_found false and changes nothing. Results are in request order.
+        Errors: INVALID_ARGUMENT (a fire without schedule_id or fire_time).
         """
 
 def add_QueueServiceServicer_to_server(servicer: QueueServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
