@@ -173,7 +173,10 @@ class App:
         if result.accepted:
             # The one running job ended: the next one (or the retry) may go now.
             self.hub.queue.fire()
-        self.hub.schedules.fire()
+        if result.anchored_next_run is not None:
+            # An interval schedule's next run moved: the scheduler loop may need to wake
+            # earlier than it planned. Other finishes do not concern it.
+            self.hub.schedules.fire()
         if result.disabled_task is not None:
             task = result.disabled_task
             self.metrics.auto_disables.labels(task.name).inc()

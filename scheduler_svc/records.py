@@ -161,10 +161,12 @@ class FinishResult:
     ``accepted`` False: the lease was lost (stale token); the outcome was recorded as late.
     ``retry`` is the queued retry job, if one was made. ``disabled_task`` is the task when
     this failure disabled it (auto-disable), so the caller can send the email.
+    ``anchored_next_run`` is the new next run of the job's interval schedule, if it moved.
     """
 
     accepted: bool
     job: JobRecord | None
     retry: JobRecord | None = None
     disabled_task: TaskRecord | None = None
+    anchored_next_run: dt.datetime | None = None
     extra: dict[str, Any] = field(default_factory=dict)

@@ -1079,14 +1079,24 @@ class Store:
             ).one()
             if "enabled" in values:
                 disabled = _task(updated)
+        anchored = None
         if retry is None and job.schedule_id is not None:
-            await self._anchor_interval(conn, job.schedule_id, now)
-        return FinishResult(accepted=True, job=finished, retry=retry, disabled_task=disabled)
+            anchored = await self._anchor_interval(conn, job.schedule_id, now)
+        return FinishResult(
+            accepted=True,
+            job=finished,
+            retry=retry,
+            disabled_task=disabled,
+            anchored_next_run=anchored,
+        )
 
     async def _anchor_interval(
         self, conn: AsyncConnection, schedule_id: int, finished_at: dt.datetime
-    ) -> None:
-        """Interval schedules fire interval seconds after their previous run finished."""
+    ) -> dt.datetime | None:
+        """Interval schedules fire interval seconds after their previous run finished.
+
+        Returns the schedule's new next run, or None when it is not an interval schedule.
+        """
         row = (
             await conn.execute(
                 sa.select(schedules.c.interval_seconds, schedules.c.cron_expression).where(
@@ -1095,12 +1105,12 @@ class Store:
             )
         ).first()
         if row is None or row.cron_expression or row.interval_seconds <= 0:
-            return
+            return None
+        next_run = finished_at + dt.timedelta(seconds=row.interval_seconds)
         await conn.execute(
-            schedules.update()
-            .where(schedules.c.id == schedule_id)
-            .values(next_run_at=finished_at + dt.timedelta(seconds=row.interval_seconds))
+            schedules.update().where(schedules.c.id == schedule_id).values(next_run_at=next_run)
         )
+        return next_run
 
     async def reap_expired_leases(
         self, now: dt.datetime, *, auto_disable_count: int
