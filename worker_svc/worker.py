@@ -31,9 +31,10 @@ from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from google.protobuf import json_format, struct_pb2
+from google.protobuf import struct_pb2
 
 from tickwork._channel import aio_channel, auth_metadata
+from tickwork.structs import struct_to_dict
 from tickwork.v1 import job_pb2, worker_pb2, worker_pb2_grpc
 from worker_svc._connection import Connection, StreamBroken
 from worker_svc._job_output import JobOutput
@@ -66,40 +67,6 @@ def _new_worker_id() -> str:
         str: the worker id sent in Hello.
     """
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-
-def _json_numbers(value: Any) -> Any:
-    """Return ``value`` with integral floats made ints, recursively.
-
-    A ``google.protobuf.Struct`` holds every number as a double; the Task's params were JSON,
-    where ``3`` is an int, and handlers validated them as such.
-
-    Args:
-        value (Any): a value decoded from a Struct.
-
-    Returns:
-        Any: the same value with ``3.0`` turned into ``3`` wherever it occurs.
-    """
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, dict):
-        return {key: _json_numbers(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_json_numbers(item) for item in value]
-    return value
-
-
-def _params_from_struct(params: struct_pb2.Struct) -> dict[str, Any]:
-    """Decode a job's params.
-
-    Args:
-        params (struct_pb2.Struct): ``AssignJob.params``.
-
-    Returns:
-        dict[str, Any]: the params as JSON values (integral numbers as ``int``).
-    """
-    decoded: dict[str, Any] = _json_numbers(json_format.MessageToDict(params))
-    return decoded
 
 
 async def _shielded(coro: Coroutine[Any, Any, _T]) -> _T:
@@ -634,7 +601,7 @@ class Worker:
         except LookupError as exc:
             return _Result(job_pb2.JOB_STATUS_FAILED, f"{type(exc).__name__}: {exc}", "")
         try:
-            result = await handler.run(_params_from_struct(params), ctx)
+            result = await handler.run(struct_to_dict(params), ctx)
         except JobFailed as exc:
             return _Result(job_pb2.JOB_STATUS_FAILED, exc.error, exc.output_tail)
         except Exception as exc:

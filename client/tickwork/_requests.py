@@ -13,7 +13,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypedDict, cast
 
-from google.protobuf import json_format
 from google.protobuf.field_mask_pb2 import FieldMask
 from google.protobuf.struct_pb2 import Struct
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -249,11 +248,6 @@ def to_struct(params: Mapping[str, Any], field: str = "params") -> Struct:
     except (ValueError, TypeError, AttributeError) as err:
         raise InvalidArgument(f"{field}: not JSON-representable: {err}") from None
     return struct
-
-
-def struct_to_dict(struct: Struct) -> dict[str, Any]:
-    """Convert a Struct back into a plain dict (numbers come back as floats)."""
-    return dict(json_format.MessageToDict(struct))
 
 
 def to_timestamp(value: datetime, field: str) -> Timestamp:

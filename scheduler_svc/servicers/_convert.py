@@ -5,9 +5,10 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from google.protobuf import json_format, struct_pb2, timestamp_pb2
+from google.protobuf import struct_pb2, timestamp_pb2
 
 from scheduler_svc.records import FireRecord, JobRecord, ScheduleRecord, TaskRecord, TaskRunResult
+from tickwork.structs import dict_to_struct, struct_to_dict
 from tickwork.v1 import common_pb2, job_pb2, schedule_pb2, task_pb2
 
 UTC = dt.UTC
@@ -29,24 +30,12 @@ def from_ts(value: timestamp_pb2.Timestamp) -> dt.datetime:
 
 def struct(value: dict[str, Any]) -> struct_pb2.Struct:
     """A JSON object as a Struct."""
-    out = struct_pb2.Struct()
-    out.update(value)
-    return out
+    return dict_to_struct(value)
 
 
 def from_struct(value: struct_pb2.Struct) -> dict[str, Any]:
     """A Struct as a plain dict (whole numbers come back as int, not float)."""
-    return _ints(json_format.MessageToDict(value))  # type: ignore[no-any-return]
-
-
-def _ints(value: Any) -> Any:
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
-        return int(value)
-    if isinstance(value, dict):
-        return {k: _ints(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_ints(v) for v in value]
-    return value
+    return struct_to_dict(value)
 
 
 def task(r: TaskRecord) -> task_pb2.Task:
