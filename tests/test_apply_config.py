@@ -19,6 +19,7 @@ from tickwork.apply import (
     parse_config,
 )
 from tickwork.errors import InvalidArgument, NotFound
+from tickwork.structs import struct_to_dict
 from tickwork.v1.schedule_pb2 import CatchUpPolicy, Schedule
 from tickwork.v1.task_pb2 import Task
 
@@ -428,7 +429,7 @@ def test_apply_updates_only_what_differs(tmp_path: Path) -> None:
         "schedule every-10s: updated (cron, interval_seconds)",
     ]
     task = server.get_task("health-check")
-    assert rq.struct_to_dict(task.params)["argv"] == ["sh", "-c", "echo fine"]
+    assert struct_to_dict(task.params)["argv"] == ["sh", "-c", "echo fine"]
     assert task.retry_policy.max_attempts == 4
     schedule = server.get_schedule("every-10s")
     assert (schedule.cron_expression, schedule.interval_seconds) == ("", 60)
