@@ -132,6 +132,11 @@ class CronError(ValueError):
         self.field = field
         self._reason = reason
 
+    @property
+    def reason(self) -> str:
+        """The message without the field prefix."""
+        return self._reason
+
     def __reduce__(self) -> tuple[type[CronError], tuple[str, str]]:
         return (type(self), (self.field, self._reason))
 
@@ -177,7 +182,7 @@ def validate_timezone(name: str) -> ZoneInfo:
         CronError: ``field == "timezone"`` when the name is empty, malformed or not in the tz
             database.
     """
-    if not isinstance(name, str) or not name or name != name.strip():
+    if not isinstance(name, str) or not name or name != name.strip() or name == "localtime":
         raise CronError("timezone", f"{name!r} is not an IANA time zone name")
     try:
         return ZoneInfo(name)

@@ -26,8 +26,8 @@ def name(value: str, field: str) -> str:
         raise InvalidArgument("must not be empty", field=field)
     if len(text) > MAX_NAME_CHARS:
         raise InvalidArgument(f"must be at most {MAX_NAME_CHARS} characters", field=field)
-    if any(unicodedata.category(ch) == "Cc" for ch in text):
-        raise InvalidArgument("must not contain control characters", field=field)
+    if any(unicodedata.category(ch) in ("Cc", "Cf") for ch in text):
+        raise InvalidArgument("must not contain control or format characters", field=field)
     return text
 
 
@@ -45,10 +45,33 @@ def handler_params(handler: str, params: dict[str, Any]) -> None:
         raise InvalidArgument(str(err), field="task.params") from None
 
 
+#: Longest interval or timeout accepted, seconds (ten years): beyond it datetimes overflow.
+MAX_SECONDS = 10 * 366 * 86400
+
+
+def free_text(value: str, field: str) -> str:
+    """Free text (descriptions, lookup names): no NUL characters, which PostgreSQL cannot
+    store and terminals mishandle."""
+    if "\x00" in value:
+        raise InvalidArgument("must not contain NUL characters", field=field)
+    return value
+
+
+def interval_seconds(value: int) -> int:
+    """An interval of 1 s to ten years."""
+    if not 1 <= value <= MAX_SECONDS:
+        raise InvalidArgument(
+            f"must be between 1 and {MAX_SECONDS} seconds", field="schedule.interval_seconds"
+        )
+    return value
+
+
 def seconds(value: float, field: str, *, minimum: float = 0.0) -> float:
     """A finite number of seconds >= minimum."""
-    if not math.isfinite(value) or value < minimum:
-        raise InvalidArgument(f"must be a finite number of seconds >= {minimum:g}", field=field)
+    if not math.isfinite(value) or value < minimum or value > MAX_SECONDS:
+        raise InvalidArgument(
+            f"must be a number of seconds from {minimum:g} to {MAX_SECONDS}", field=field
+        )
     return float(value)
 
 
@@ -70,7 +93,7 @@ def retry_policy(max_attempts: int, base_s: float, cap_s: float) -> tuple[int, f
     return max_attempts, base, cap
 
 
-def cron(expression: str, timezone: str) -> CronSchedule:
+def cron(expression: str, timezone: str, prefix: str = "schedule.") -> CronSchedule:
     """A valid cron expression in a valid IANA zone that fires at least once.
 
     The field is ``schedule.cron_expression`` or ``schedule.timezone``; the message names the
@@ -79,12 +102,14 @@ def cron(expression: str, timezone: str) -> CronSchedule:
     try:
         validate_timezone(timezone)
     except CronError as err:
-        raise InvalidArgument(str(err), field="schedule.timezone") from None
+        raise InvalidArgument(err.reason, field=f"{prefix}timezone") from None
     try:
         return CronSchedule(expression, timezone)
     except CronError as err:
-        field = "schedule.timezone" if err.field == "timezone" else "schedule.cron_expression"
-        raise InvalidArgument(str(err), field=field) from None
+        if err.field == "timezone":
+            raise InvalidArgument(err.reason, field=f"{prefix}timezone") from None
+        detail = err.reason if err.field == "expression" else str(err)
+        raise InvalidArgument(detail, field=f"{prefix}cron_expression") from None
 
 
 def catch_up_policy(value: str) -> str:

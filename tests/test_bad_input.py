@@ -103,7 +103,75 @@ CASES: list[tuple[str, Callable[[Client], object], grpc.StatusCode, str]] = [
         grpc.StatusCode.INVALID_ARGUMENT,
         "cron_expression",
     ),
+    (
+        "huge interval",
+        lambda c: c.create_schedule("s", ["existing"], interval_seconds=10**12),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "schedule.interval_seconds",
+    ),
+    (
+        "NaN in params",
+        lambda c: c.create_task("x", "shell", {"argv": ["ls"], "timeout_seconds": float("nan")}),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "task.params",
+    ),
+    (
+        "NUL in a description",
+        lambda c: c.create_task("x", "shell", {"argv": ["ls"]}, description="a\x00b"),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "task.description",
+    ),
+    (
+        "NUL in a lookup name",
+        lambda c: c.get_task("a\x00"),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "name",
+    ),
+    (
+        "host-dependent zone",
+        lambda c: c.create_schedule("s", ["existing"], cron="0 2 * * *", timezone="localtime"),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "schedule.timezone",
+    ),
+    (
+        "oversized name is not echoed whole",
+        lambda c: c.get_task("x" * 100_000),
+        grpc.StatusCode.NOT_FOUND,
+        "no task named",
+    ),
 ]
+
+
+def raw_call(server: Server, call: Callable[[grpc.Channel], object]) -> grpc.RpcError:
+    with grpc.insecure_channel(server.address) as channel, pytest.raises(grpc.RpcError) as info:
+        call(channel)
+    return info.value
+
+
+def test_huge_page_token_and_invalid_timestamps_are_invalid_argument(
+    seeded: tuple[Server, Client],
+) -> None:
+    from google.protobuf.timestamp_pb2 import Timestamp
+
+    from tickwork.v1 import job_pb2, job_pb2_grpc, schedule_pb2, schedule_pb2_grpc
+
+    server, _ = seeded
+    err = raw_call(
+        server,
+        lambda ch: job_pb2_grpc.JobServiceStub(ch).ListJobs(
+            job_pb2.ListJobsRequest(page_token="9" * 30)
+        ),
+    )
+    assert err.code() == grpc.StatusCode.INVALID_ARGUMENT and "page_token" in (err.details() or "")
+    err = raw_call(
+        server,
+        lambda ch: schedule_pb2_grpc.ScheduleServiceStub(ch).DescribeCron(
+            schedule_pb2.DescribeCronRequest(
+                cron_expression="0 * * * *", after=Timestamp(seconds=0, nanos=-5)
+            )
+        ),
+    )
+    assert err.code() == grpc.StatusCode.INVALID_ARGUMENT and "after" in (err.details() or "")
 
 
 @pytest.mark.parametrize(("what", "call", "code", "field"), CASES, ids=[c[0] for c in CASES])
@@ -121,3 +189,16 @@ def test_bad_input_is_rejected_cleanly(
     assert info.value.code == code, info.value
     assert field in info.value.details
     assert snapshot(server) == before
+
+
+def test_unexpected_errors_never_reach_the_client_with_sql_or_tracebacks() -> None:
+    from sqlalchemy.exc import IntegrityError
+
+    from scheduler_svc.servicers._errors import translate
+
+    db_error = IntegrityError("INSERT INTO tasks (name) VALUES ('SECRET-ARG')", {}, Exception())
+    code, details = translate(db_error, "TaskServicer.CreateTask")
+    assert code == grpc.StatusCode.UNAVAILABLE
+    assert "SECRET" not in details and "INSERT" not in details
+    code, details = translate(ZeroDivisionError("boom at line 3"), "TaskServicer.CreateTask")
+    assert code == grpc.StatusCode.INTERNAL and "boom" not in details

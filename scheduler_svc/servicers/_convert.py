@@ -7,6 +7,7 @@ from typing import Any
 
 from google.protobuf import struct_pb2, timestamp_pb2
 
+from scheduler_svc.errors import InvalidArgument
 from scheduler_svc.records import FireRecord, JobRecord, ScheduleRecord, TaskRecord, TaskRunResult
 from tickwork.structs import dict_to_struct, struct_to_dict
 from tickwork.v1 import common_pb2, job_pb2, schedule_pb2, task_pb2
@@ -23,9 +24,16 @@ def ts(value: dt.datetime | None) -> timestamp_pb2.Timestamp | None:
     return out
 
 
-def from_ts(value: timestamp_pb2.Timestamp) -> dt.datetime:
-    """A Timestamp as an aware UTC datetime."""
-    return value.ToDatetime(tzinfo=UTC)
+def from_ts(value: timestamp_pb2.Timestamp, field: str = "timestamp") -> dt.datetime:
+    """A Timestamp as an aware UTC datetime.
+
+    Raises InvalidArgument(field) for a Timestamp outside 0001-01-01..9999-12-31 or with
+    out-of-range nanos.
+    """
+    try:
+        return value.ToDatetime(tzinfo=UTC)
+    except (ValueError, OverflowError):
+        raise InvalidArgument("not a valid timestamp", field=field) from None
 
 
 def struct(value: dict[str, Any]) -> struct_pb2.Struct:
@@ -33,9 +41,15 @@ def struct(value: dict[str, Any]) -> struct_pb2.Struct:
     return dict_to_struct(value)
 
 
-def from_struct(value: struct_pb2.Struct) -> dict[str, Any]:
-    """A Struct as a plain dict (whole numbers come back as int, not float)."""
-    return struct_to_dict(value)
+def from_struct(value: struct_pb2.Struct, field: str = "params") -> dict[str, Any]:
+    """A Struct as a plain dict (whole numbers come back as int, not float).
+
+    Raises InvalidArgument(field) for values JSON cannot hold (NaN, Infinity).
+    """
+    try:
+        return struct_to_dict(value)
+    except (ValueError, TypeError) as err:
+        raise InvalidArgument(f"not a JSON object: {err}", field=field) from None
 
 
 def task(r: TaskRecord) -> task_pb2.Task:

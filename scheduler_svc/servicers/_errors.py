@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 import grpc
+from sqlalchemy.exc import DBAPIError
 
 from scheduler_svc.errors import (
     AlreadyExists,
@@ -39,17 +40,43 @@ def status_of(err: TickworkError) -> grpc.StatusCode:
     return grpc.StatusCode.UNKNOWN
 
 
+#: Longest message sent back; an echoed oversized input must not break the reply.
+MAX_DETAILS = 1000
+
+
+def _details(text: str) -> str:
+    return text if len(text) <= MAX_DETAILS else text[: MAX_DETAILS - 1] + "…"
+
+
+def translate(err: Exception, method: str) -> tuple[grpc.StatusCode, str]:
+    """The status and message a failed call answers with.
+
+    Domain errors carry their own status. Database driver errors become UNAVAILABLE and
+    anything else INTERNAL, with a short message: the SQL, its parameters and the traceback
+    go to the log only, never to the client.
+    """
+    if isinstance(err, TickworkError):
+        return status_of(err), _details(err.message)
+    if isinstance(err, DBAPIError):
+        log.error("database error in %s", method, exc_info=err)
+        return grpc.StatusCode.UNAVAILABLE, "database error; the server log has the details"
+    log.error("unexpected error in %s", method, exc_info=err)
+    return grpc.StatusCode.INTERNAL, "internal error; the server log has the details"
+
+
 def rpc_errors(
     fn: Callable[..., Awaitable[R]],
 ) -> Callable[..., Awaitable[R]]:
-    """Decorate a unary servicer method: domain errors abort the call with their status."""
+    """Decorate a unary servicer method: errors abort the call with their status."""
 
     @functools.wraps(fn)
     async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> R:
         try:
             return await fn(self, request, context)
-        except TickworkError as err:
-            await context.abort(status_of(err), err.message)
+        except grpc.aio.AbortError:
+            raise
+        except Exception as err:
+            await context.abort(*translate(err, fn.__qualname__))
             raise  # unreachable: abort raises
 
     return wrapper
@@ -67,7 +94,9 @@ def stream_errors(
         try:
             async for item in fn(self, request, context):
                 yield item
-        except TickworkError as err:
-            await context.abort(status_of(err), err.message)
+        except grpc.aio.AbortError:
+            raise
+        except Exception as err:
+            await context.abort(*translate(err, fn.__qualname__))
 
     return wrapper

@@ -53,7 +53,8 @@ def describe(record: ScheduleRecord) -> str:
         except CronError as err:
             return f"invalid: {err}"
     if record.interval_seconds:
-        return f"Every {record.interval_seconds} seconds after the previous run finished"
+        unit = "second" if record.interval_seconds == 1 else "seconds"
+        return f"Every {record.interval_seconds} {unit} after the previous run finished"
     return ""
 
 
@@ -65,12 +66,12 @@ def schedule_values(s: schedule_pb2.Schedule, paths: tuple[str, ...]) -> dict[st
         if path == "name":
             out["name"] = validation.name(s.name, "schedule.name")
         elif path == "description":
-            out["description"] = s.description
+            out["description"] = validation.free_text(s.description, "schedule.description")
         elif path == "cron_expression":
             out["cron_expression"] = " ".join(s.cron_expression.split())
         elif path == "interval_seconds":
-            if s.interval_seconds < 0:
-                raise InvalidArgument("must be >= 1 (seconds)", field="schedule.interval_seconds")
+            if s.interval_seconds:
+                validation.interval_seconds(s.interval_seconds)
             out["interval_seconds"] = s.interval_seconds
         elif path == "timezone":
             out["timezone"] = s.timezone.strip() or "UTC"
@@ -142,7 +143,8 @@ class ScheduleServicer(schedule_pb2_grpc.ScheduleServiceServicer):
         if request.schedule_id:
             found = await self.app.store.get_schedule(request.schedule_id)
         elif request.name:
-            found = await self.app.store.get_schedule_by_name(request.name)
+            name = validation.free_text(request.name, "name")
+            found = await self.app.store.get_schedule_by_name(name)
         else:
             raise InvalidArgument("give schedule_id or name", field="schedule_id")
         return schedule_pb2.GetScheduleResponse(schedule=self._out(found))
@@ -192,8 +194,10 @@ class ScheduleServicer(schedule_pb2_grpc.ScheduleServiceServicer):
         if not 0 <= request.count <= 1000:
             raise InvalidArgument("must be between 0 and 1000", field="count")
         zone = request.timezone.strip() or "UTC"
-        parsed = validation.cron(" ".join(request.cron_expression.split()), zone)
-        after = cv.from_ts(request.after) if request.HasField("after") else self.app.clock()
+        parsed = validation.cron(" ".join(request.cron_expression.split()), zone, prefix="")
+        after = (
+            cv.from_ts(request.after, "after") if request.HasField("after") else self.app.clock()
+        )
         previews = parsed.next_fire_times(after, request.count or 5)
         return schedule_pb2.DescribeCronResponse(
             description=parsed.describe(),

@@ -37,11 +37,11 @@ def task_values(task: task_pb2.Task, paths: tuple[str, ...]) -> dict[str, Any]:
         if path == "name":
             out["name"] = validation.name(task.name, "task.name")
         elif path == "description":
-            out["description"] = task.description
+            out["description"] = validation.free_text(task.description, "task.description")
         elif path == "handler":
             out["handler"] = task.handler.strip()
         elif path == "params":
-            out["params"] = cv.from_struct(task.params)
+            out["params"] = cv.from_struct(task.params, "task.params")
         elif path == "task_priority":
             value = task.task_priority if task.HasField("task_priority") else 100
             out["task_priority"] = validation.priority(value)
@@ -89,7 +89,8 @@ class TaskServicer(task_pb2_grpc.TaskServiceServicer):
         if request.task_id:
             found = await self.app.store.get_task(request.task_id)
         elif request.name:
-            found = await self.app.store.get_task_by_name(request.name)
+            name = validation.free_text(request.name, "name")
+            found = await self.app.store.get_task_by_name(name)
         else:
             raise InvalidArgument("give task_id or name", field="task_id")
         return task_pb2.GetTaskResponse(task=cv.task(found))
@@ -135,6 +136,7 @@ class TaskServicer(task_pb2_grpc.TaskServiceServicer):
     ) -> task_pb2.RunTasksResponse:
         ids = list(request.task_ids)
         for name in request.task_names:
+            validation.free_text(name, "task_names")
             ids.append((await self.app.store.get_task_by_name(name)).id)
         if not ids:
             raise InvalidArgument("name at least one task", field="task_ids")
