@@ -367,3 +367,15 @@ def test_cli_run_wait_and_listings(
 
     assert main([*base, "jobs", "get", "999"]) == 1
     assert capsys.readouterr().err.startswith("error: NOT_FOUND: ")
+
+
+def test_sdk_argument_shapes_are_checked(tw: Client) -> None:
+    tw.create_task("shape-check", "shell", {"argv": ["true"]})
+    with pytest.raises(InvalidArgument, match="tasks: expected a list"):
+        tw.create_schedule("s", "shape-check", cron="0 * * * *")
+    with pytest.raises(InvalidArgument, match="timeout"):
+        tw.wait(1, timeout=float("nan"))
+    (run,) = tw.run("shape-check")
+    done = tw.wait(run.job_id, timeout=float("inf"))  # inf waits, it does not give up at once
+    assert done.status == JobStatus.JOB_STATUS_SUCCEEDED
+    assert [j.id for j in tw.list_jobs(statuses="succeeded")] == [run.job_id]

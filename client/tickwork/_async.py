@@ -207,7 +207,7 @@ class AsyncClient:
         Raises:
             NotFound: an unknown task.
         """
-        ids = [await self._task_id(t) for t in tasks]
+        ids = [await self._task_id(t) for t in rq.task_refs(tasks)]
         request = AbortTasksRequest(task_ids=ids)
         response = await self._call(self._stubs().tasks.AbortTasks, request)
         return list(response.aborts)
@@ -294,6 +294,7 @@ class AsyncClient:
             JobTimeout: the job had not ended within ``timeout`` (it goes on running).
             NotFound: no such job.
         """
+        timeout = rq.wait_timeout(timeout)
         last: Job | None = None
         call = self._stubs().jobs.WatchJob(
             WatchJobRequest(job_id=job_id), timeout=timeout, metadata=self._metadata
@@ -465,7 +466,7 @@ class AsyncClient:
         """
         schedule = rq.build_schedule(
             name,
-            [await self._task_id(t) for t in tasks],
+            [await self._task_id(t) for t in rq.task_refs(tasks)],
             cron=cron,
             interval_seconds=interval_seconds,
             timezone=timezone,

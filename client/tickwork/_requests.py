@@ -8,6 +8,7 @@ in how they call the stubs. Argument errors raise :class:`~tickwork.errors.Inval
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -287,10 +288,31 @@ def check_limit(limit: int) -> int:
     return limit
 
 
+def task_refs(tasks: Sequence[int | str], field: str = "tasks") -> Sequence[int | str]:
+    """A sequence of task ids or names; a bare string is refused rather than split into
+    characters. Raises InvalidArgument naming ``field``."""
+    if isinstance(tasks, str | bytes):
+        raise InvalidArgument(f"{field}: expected a list of task ids or names, got a string")
+    return tasks
+
+
+def wait_timeout(timeout: float | None) -> float | None:
+    """A wait's timeout in seconds: None, inf or more than ten years wait forever (gRPC
+    deadlines overflow beyond that); NaN or negative raise InvalidArgument."""
+    if timeout is None:
+        return None
+    if math.isnan(timeout) or timeout < 0:
+        raise InvalidArgument(f"timeout: expected seconds >= 0 or None, got {timeout!r}")
+    return None if timeout > 10 * 366 * 86400 else float(timeout)
+
+
 def list_jobs_request(
     task_id: int, statuses: Iterable[JobStatus | str], schedule_id: int
 ) -> ListJobsRequest:
-    """Build the first ListJobs request (page size and token are set per page)."""
+    """Build the first ListJobs request (page size and token are set per page). A single
+    status may be given alone."""
+    if isinstance(statuses, str):
+        statuses = [statuses]
     return ListJobsRequest(
         task_id=task_id,
         statuses=[parse_job_status(s) for s in statuses],

@@ -179,7 +179,7 @@ class Client:
         Raises:
             NotFound: an unknown task.
         """
-        ids = [self._task_id(t) for t in tasks]
+        ids = [self._task_id(t) for t in rq.task_refs(tasks)]
         response = self._call(self._tasks.AbortTasks, AbortTasksRequest(task_ids=ids))
         return list(response.aborts)
 
@@ -264,6 +264,7 @@ class Client:
             JobTimeout: the job had not ended within ``timeout`` (it goes on running).
             NotFound: no such job.
         """
+        timeout = rq.wait_timeout(timeout)
         last: Job | None = None
         call = self._jobs.WatchJob(
             WatchJobRequest(job_id=job_id), timeout=timeout, metadata=self._metadata
@@ -431,7 +432,7 @@ class Client:
         """
         schedule = rq.build_schedule(
             name,
-            [self._task_id(t) for t in tasks],
+            [self._task_id(t) for t in rq.task_refs(tasks)],
             cron=cron,
             interval_seconds=interval_seconds,
             timezone=timezone,
