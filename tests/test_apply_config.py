@@ -314,6 +314,9 @@ class FakeServer:
         self._next_id += 1
         return self._next_id
 
+    def describe_cron(self, expression: str, timezone: str, count: int) -> None:
+        """Validation is the real server's job (tests/test_sdk.py); accept everything."""
+
     def get_task(self, ref: int | str) -> Task:
         for task in self.tasks.values():
             if ref in (task.id, task.name):

@@ -379,3 +379,15 @@ def test_sdk_argument_shapes_are_checked(tw: Client) -> None:
     done = tw.wait(run.job_id, timeout=float("inf"))  # inf waits, it does not give up at once
     assert done.status == JobStatus.JOB_STATUS_SUCCEEDED
     assert [j.id for j in tw.list_jobs(statuses="succeeded")] == [run.job_id]
+
+
+def test_apply_checks_schedules_before_writing_anything(tw: Client) -> None:
+    unknown_task = parse_config(
+        tomllib.loads(CONFIG.replace('tasks = ["health-check"]', 'tasks = ["nope"]'))
+    )
+    with pytest.raises(NotFound, match=r"schedules\[0\]\.tasks: no task named 'nope'"):
+        apply_config(tw, unknown_task)
+    bad_cron = parse_config(tomllib.loads(CONFIG.replace("*/10 * * * * *", "61 * * * *")))
+    with pytest.raises(InvalidArgument, match=r"schedules\[0\]"):
+        apply_config(tw, bad_cron)
+    assert [t.name for t in tw.list_tasks() if not t.name.startswith("tickwork-")] == []

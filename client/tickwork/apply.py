@@ -446,8 +446,9 @@ def apply_config(client: Client, config: Config) -> ApplyReport:
         InvalidArgument: the server rejected a value (e.g. a cron expression; named).
         TickworkError: any other server error (what was applied before it stays applied).
     """
-    report = ApplyReport()
     task_ids: dict[str, int] = {}
+    _precheck_schedules(client, config, task_ids)
+    report = ApplyReport()
     for spec in config.tasks:
         task_id, change = _apply_task(client, spec)
         task_ids[spec.name] = task_id
@@ -465,6 +466,29 @@ def apply_config(client: Client, config: Config) -> ApplyReport:
             ids.append(task_ids[name])
         report.changes.append(_apply_schedule(client, sched, ids))
     return report
+
+
+def _precheck_schedules(client: Client, config: Config, task_ids: dict[str, int]) -> None:
+    """Before anything is written: every schedule's tasks exist (in the file or on the
+    server, whose ids go into ``task_ids``) and every cron expression and zone is valid, so
+    the common mistakes leave the server untouched. Raises NotFound / InvalidArgument naming
+    ``schedules[i]``."""
+    in_file = {t.name for t in config.tasks}
+    for i, sched in enumerate(config.schedules):
+        for name in sched.tasks:
+            if name in in_file or name in task_ids:
+                continue
+            try:
+                task_ids[name] = client.get_task(name).id
+            except NotFound:
+                raise NotFound(
+                    f"schedules[{i}].tasks: no task named {name!r} in the file or on the server"
+                ) from None
+        if sched.cron:
+            try:
+                client.describe_cron(sched.cron, sched.timezone, count=1)
+            except InvalidArgument as err:
+                raise InvalidArgument(f"schedules[{i}] ({sched.name}): {err.details}") from None
 
 
 def _apply_task(client: Client, spec: TaskSpec) -> tuple[int, ApplyChange]:
