@@ -2,8 +2,9 @@
 
 Each method's docstring is its contract: what it returns and in which order, what it
 updates, and what it raises. Every method takes ``now`` (aware UTC) from its caller; the
-store never reads the clock. Driver errors are wrapped as :class:`StorageError`; unique
-violations become :class:`AlreadyExists` naming the field.
+store never reads the clock. Unique violations become :class:`AlreadyExists` naming the
+field; other driver errors propagate as SQLAlchemy's ``DBAPIError`` (the servicers answer
+them UNAVAILABLE without the SQL; the loops log them and retry).
 """
 
 from __future__ import annotations
