@@ -45,9 +45,6 @@ EXPRESSIONS = (
 class _NoQueue:
     """A QueueService that must not be called: nothing is due."""
 
-    async def Enqueue(self, request: queue_pb2.EnqueueRequest) -> queue_pb2.EnqueueResponse:
-        raise AssertionError("a schedule was due in the tick benchmark")
-
     async def EnqueueFires(
         self, request: queue_pb2.EnqueueFiresRequest
     ) -> queue_pb2.EnqueueFiresResponse:

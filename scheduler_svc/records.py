@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -169,4 +169,3 @@ class FinishResult:
     retry: JobRecord | None = None
     disabled_task: TaskRecord | None = None
     anchored_next_run: dt.datetime | None = None
-    extra: dict[str, Any] = field(default_factory=dict)

@@ -40,11 +40,7 @@ FIRES_PER_CALL = 250
 
 
 class QueueClient(Protocol):
-    """What the scheduler needs of QueueService."""
-
-    async def Enqueue(self, request: queue_pb2.EnqueueRequest) -> queue_pb2.EnqueueResponse:
-        """QueueService.Enqueue."""
-        ...
+    """What the scheduler needs of QueueService: one call per batch of due schedules."""
 
     async def EnqueueFires(
         self, request: queue_pb2.EnqueueFiresRequest
@@ -59,13 +55,6 @@ class _QueueStub:
     def __init__(self, channel: grpc.aio.Channel, metadata: tuple[tuple[str, str], ...]) -> None:
         self._stub = queue_pb2_grpc.QueueServiceStub(channel)
         self._metadata = metadata
-
-    async def Enqueue(self, request: queue_pb2.EnqueueRequest) -> queue_pb2.EnqueueResponse:
-        """QueueService.Enqueue."""
-        response: queue_pb2.EnqueueResponse = await self._stub.Enqueue(
-            request, metadata=self._metadata
-        )
-        return response
 
     async def EnqueueFires(
         self, request: queue_pb2.EnqueueFiresRequest

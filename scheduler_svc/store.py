@@ -575,8 +575,7 @@ class Store:
                 elif (request.schedule_id, request.fire_time) in recorded:
                     out.append(recorded[(request.schedule_id, request.fire_time)])
                 else:
-                    # Already recorded (a repeat after a crash, or a second scheduler).
-                    out.append(await self._record_fire(conn, request, by_id, now))
+                    out.append(await self._recorded_fire(conn, request))
             return out
 
     async def _record_fires_bulk(
@@ -592,7 +591,7 @@ class Store:
         the result, for the caller to answer from the recorded row), records the missed
         windows, inserts one job per due enabled task without a queued or running job (in
         fire order, task names ascending: that is the insertion order), and stores each
-        fire's outcome. Same results as :meth:`_record_fire` one by one.
+        fire's outcome.
         """
         if not requests:
             return {}
@@ -745,88 +744,22 @@ class Store:
             )
         return out
 
-    async def _record_fire(
-        self,
-        conn: AsyncConnection,
-        request: FireRequest,
-        tasks_by_id: dict[int, TaskRecord],
-        now: dt.datetime,
-    ) -> FireResult:
-        fire_id = await self._claim_fire(conn, request.schedule_id, request.fire_time, now)
-        if fire_id is None:
-            existing = (
-                await conn.execute(
-                    fires.select().where(
-                        fires.c.schedule_id == request.schedule_id,
-                        fires.c.fire_time == request.fire_time,
-                    )
+    async def _recorded_fire(self, conn: AsyncConnection, request: FireRequest) -> FireResult:
+        """The result stored for a fire that was already recorded (a repeat after a crash,
+        or a second scheduler): nothing is enqueued again."""
+        existing = (
+            await conn.execute(
+                fires.select().where(
+                    fires.c.schedule_id == request.schedule_id,
+                    fires.c.fire_time == request.fire_time,
                 )
-            ).one()
-            log.info(
-                "fire already recorded; not enqueued again",
-                extra={
-                    "schedule_id": request.schedule_id,
-                    "fire_time": request.fire_time.isoformat(),
-                },
             )
-            return FireResult(request, _fire(existing).runs, duplicate_fire=True)
-        for missed_at in request.missed_fire_times:
-            if await self._claim_fire(conn, request.schedule_id, missed_at, now, "MISSED"):
-                log.info(
-                    "fire missed (catch-up policy)",
-                    extra={"schedule_id": request.schedule_id, "fire_time": missed_at.isoformat()},
-                )
-        results: list[TaskRunResult] = []
-        if not request.missed:
-            # Tasks deleted since the schedule was read are simply gone.
-            ordered = sorted(
-                (tasks_by_id[t] for t in request.task_ids if t in tasks_by_id),
-                key=lambda t: t.name,
-            )
-            for task in ordered:
-                results.append(
-                    await self._enqueue_one(
-                        conn, task, "SCHEDULER", now, request.schedule_id, request.fire_time
-                    )
-                )
-        if request.missed:
-            outcome = "MISSED"
-        elif any(r.skip_reason is None for r in results):
-            outcome = "ENQUEUED"
-        else:
-            outcome = "SKIPPED"
-        await conn.execute(
-            fires.update()
-            .where(fires.c.id == fire_id)
-            .values(outcome=outcome, runs=[r.to_json() for r in results])
+        ).one()
+        log.info(
+            "fire already recorded; not enqueued again",
+            extra={"schedule_id": request.schedule_id, "fire_time": request.fire_time.isoformat()},
         )
-        return FireResult(request, tuple(results))
-
-    async def _claim_fire(
-        self,
-        conn: AsyncConnection,
-        schedule_id: int,
-        fire_time: dt.datetime,
-        now: dt.datetime,
-        outcome: str = "ENQUEUED",
-    ) -> int | None:
-        """Insert the (schedule, fire time) row; None when it was already recorded."""
-        try:
-            async with conn.begin_nested():
-                fire_id = await conn.scalar(
-                    fires.insert()
-                    .values(
-                        schedule_id=schedule_id,
-                        fire_time=fire_time,
-                        outcome=outcome,
-                        runs=[],
-                        recorded_at=now,
-                    )
-                    .returning(fires.c.id)
-                )
-        except IntegrityError:
-            return None
-        return int(fire_id) if fire_id is not None else None
+        return FireResult(request, _fire(existing).runs, duplicate_fire=True)
 
     def _queue_order(self, query: sa.Select[Any]) -> sa.Select[Any]:
         return query.order_by(
@@ -1242,13 +1175,6 @@ class Store:
     async def queued_jobs_in_order(self, now: dt.datetime) -> list[JobRecord]:
         """Every ready queued job in the order the worker will take them."""
         query = self._queue_order(jobs.select().where(self._ready(now)))
-        async with self.db.read() as conn:
-            rows = (await conn.execute(query)).all()
-        return [_job(r) for r in rows]
-
-    async def running_jobs_to_abort(self) -> list[JobRecord]:
-        """Running jobs flagged for abort whose worker has not been told yet."""
-        query = jobs.select().where(jobs.c.status == RUNNING, jobs.c.abort_requested.is_(True))
         async with self.db.read() as conn:
             rows = (await conn.execute(query)).all()
         return [_job(r) for r in rows]

@@ -671,9 +671,6 @@ class StealingQueue:
         self.inner, self.clock, self.thief, self.cost_s = inner, clock, thief, cost_s
         self.calls = 0
 
-    async def Enqueue(self, request: queue_pb2.EnqueueRequest) -> queue_pb2.EnqueueResponse:
-        raise AssertionError("the scheduler records fires with EnqueueFires")
-
     async def EnqueueFires(
         self, request: queue_pb2.EnqueueFiresRequest
     ) -> queue_pb2.EnqueueFiresResponse:
