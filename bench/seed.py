@@ -54,20 +54,21 @@ async def seed(
     db = Database(database_url)
     try:
         await migrate.upgrade(db)
-        async with db.engine.begin() as conn:
+
+        def insert(conn: sa.Connection) -> None:
             for start in range(0, task_count, CHUNK):
                 rows = [
                     _task_row(f"t-{i:07d}", callable_, now)
                     for i in range(start, min(task_count, start + CHUNK))
                 ]
-                await conn.execute(tasks.insert(), rows)
-            first_task = await conn.scalar(sa.select(sa.func.min(tasks.c.id)))
-            first_schedule = (await conn.scalar(sa.select(sa.func.max(schedules.c.id)))) or 0
+                conn.execute(tasks.insert(), rows)
+            first_task = conn.scalar(sa.select(sa.func.min(tasks.c.id)))
+            first_schedule = (conn.scalar(sa.select(sa.func.max(schedules.c.id)))) or 0
             assert first_task is not None
             count = len(next_runs)
             for start in range(0, count, CHUNK):
                 stop = min(count, start + CHUNK)
-                await conn.execute(
+                conn.execute(
                     schedules.insert(),
                     [
                         {
@@ -87,7 +88,7 @@ async def seed(
                         for i in range(start, stop)
                     ],
                 )
-                await conn.execute(
+                conn.execute(
                     schedule_tasks.insert(),
                     [
                         {
@@ -98,6 +99,8 @@ async def seed(
                         for i in range(start, stop)
                     ],
                 )
+
+        await db.write(insert)
     finally:
         await db.dispose()
 
@@ -106,7 +109,6 @@ async def set_next_run(database_url: str, when: dt.datetime) -> None:
     """Move every schedule's next_run_at to ``when`` (as an operator would, directly)."""
     db = Database(database_url)
     try:
-        async with db.engine.begin() as conn:
-            await conn.execute(schedules.update().values(next_run_at=when))
+        await db.write(lambda conn: conn.execute(schedules.update().values(next_run_at=when)))
     finally:
         await db.dispose()

@@ -1,7 +1,7 @@
-"""Database schema, engine and migrations (SQLite and PostgreSQL through SQLAlchemy 2 async).
+"""Database schema, engines and transactions (SQLite and PostgreSQL through SQLAlchemy 2).
 
 Dialect differences live here and only here, as the capability flags of :class:`Dialect`:
-the rest of the code asks ``dialect.skip_locked`` or ``dialect.serialize_writes``, never
+the rest of the code asks ``dialect.skip_locked`` or ``dialect.advisory_locks``, never
 the dialect's name.
 """
 
@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Connection
 from sqlalchemy.engine import Dialect as SaDialect
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 UTC = dt.UTC
 
@@ -185,25 +185,21 @@ class Dialect:
     """What the database can do, computed once from the URL.
 
     ``skip_locked``: SELECT ... FOR UPDATE SKIP LOCKED is available (PostgreSQL).
-    ``serialize_writes``: writers must take one process-wide lock (SQLite allows one writer,
-    and a deferred transaction that upgrades to a writer fails instead of waiting).
     ``advisory_locks``: transaction-scoped advisory locks exist (PostgreSQL); without them
     a write transaction already excludes every other writer (SQLite's BEGIN IMMEDIATE).
     """
 
     name: str
     skip_locked: bool
-    serialize_writes: bool
-    advisory_locks: bool = False
+    advisory_locks: bool
 
 
-def dialect_of(engine: AsyncEngine) -> Dialect:
-    """Capability flags of ``engine``'s database."""
-    name = engine.dialect.name
+def dialect_of(url: str) -> Dialect:
+    """Capability flags of the database at SQLAlchemy URL ``url``."""
+    name = sa.engine.make_url(url).get_backend_name()
     return Dialect(
         name=name,
         skip_locked=name == "postgresql",
-        serialize_writes=name == "sqlite",
         advisory_locks=name == "postgresql",
     )
 
@@ -252,67 +248,119 @@ def lock_for_migration(conn: Connection, dialect: Dialect) -> None:
         conn.execute(sa.select(sa.func.pg_advisory_xact_lock(MIGRATION_LOCK_KEY)))
 
 
-def make_engine(url: str) -> AsyncEngine:
-    """Create the async engine for ``url`` (SQLAlchemy URL, e.g. sqlite+aiosqlite:///x.db).
+def _sqlite_path(url: str) -> str:
+    return sa.engine.make_url(url).database or ""
 
-    SQLite gets WAL journaling, foreign keys and a busy timeout on every connection.
+
+def make_sqlite_engine(url: str) -> sa.Engine:
+    """A synchronous engine (the standard library's sqlite3) for the SQLite file of ``url``
+    (``sqlite:///x.db`` or ``sqlite+aiosqlite:///x.db``; the file's directory is created).
+
+    Every connection gets WAL journaling, foreign keys, synchronous=NORMAL and a 30 s busy
+    timeout; transactions begin with BEGIN IMMEDIATE (the write lock, taken up front so a
+    writer waits instead of failing to upgrade) or, for reads, plain BEGIN.
     """
-    if url.startswith("sqlite"):
-        path = url.split("///", 1)[-1]
-        if path and path != ":memory:":
-            Path(path).expanduser().resolve().parent.mkdir(parents=True, exist_ok=True)
-        engine = create_async_engine(url, connect_args={"timeout": 30})
+    path = _sqlite_path(url)
+    if path and path != ":memory:":
+        Path(path).expanduser().resolve().parent.mkdir(parents=True, exist_ok=True)
+    sync_url = sa.engine.make_url(url).set(drivername="sqlite")
+    engine = sa.create_engine(
+        sync_url,
+        connect_args={"timeout": 30, "check_same_thread": False},
+        pool_size=READ_THREADS + 2,
+        max_overflow=4,
+    )
 
-        @event.listens_for(engine.sync_engine, "connect")
-        def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
-            cur = dbapi_conn.cursor()
-            cur.execute("PRAGMA journal_mode=WAL")
-            cur.execute("PRAGMA foreign_keys=ON")
-            cur.execute("PRAGMA synchronous=NORMAL")
-            cur.execute("PRAGMA busy_timeout=30000")
-            cur.close()
+    @event.listens_for(engine, "connect")
+    def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+        # pysqlite's own transaction handling is off; transactions begin explicitly below.
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.execute("PRAGMA busy_timeout=30000")
+        cur.close()
 
-        @event.listens_for(engine.sync_engine, "begin")
-        def _sqlite_begin(conn: Any) -> None:
-            # pysqlite's own transaction handling is off (below); begin explicitly. Writers
-            # take the write lock at BEGIN so they wait (busy_timeout) instead of failing
-            # when a read transaction would later need to upgrade.
-            readonly = conn.get_execution_options().get("tickwork_readonly", False)
-            conn.exec_driver_sql("BEGIN" if readonly else "BEGIN IMMEDIATE")
+    @event.listens_for(engine, "begin")
+    def _sqlite_begin(conn: Any) -> None:
+        readonly = conn.get_execution_options().get("tickwork_readonly", False)
+        conn.exec_driver_sql("BEGIN" if readonly else "BEGIN IMMEDIATE")
 
-        @event.listens_for(engine.sync_engine, "connect", insert=True)
-        def _sqlite_autocommit_off(dbapi_conn: Any, _record: Any) -> None:
-            dbapi_conn.isolation_level = None
+    return engine
 
-        return engine
-    return create_async_engine(url, pool_size=10, max_overflow=10, pool_pre_ping=True)
+
+#: Threads that run SQLite read transactions (WAL lets them read while one thread writes).
+READ_THREADS = 2
+
+R = TypeVar("R")
 
 
 class Database:
-    """An engine plus its capability flags and the SQLite writer lock."""
+    """The database behind one interface: run a function in one transaction.
+
+    A store operation is a plain function of a SQLAlchemy :class:`~sqlalchemy.engine.Connection`
+    that runs in one transaction, so each costs one hand-off, not one per statement.
+    SQLite: the function runs on the one writer thread (which serializes writers in this
+    process; BEGIN IMMEDIATE and the busy timeout serialize other processes) or on one of
+    :data:`READ_THREADS` reader threads, over the standard library's sqlite3. PostgreSQL:
+    the function runs on the event loop through SQLAlchemy's asyncio bridge
+    (``AsyncConnection.run_sync`` over asyncpg), each statement one round trip.
+
+    The function's exceptions propagate (the transaction is rolled back). A caller that is
+    cancelled while a SQLite transaction runs does not stop it: it commits or rolls back
+    on its thread as if the caller were still waiting.
+    """
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self.engine = make_engine(url)
-        self.dialect = dialect_of(self.engine)
-        self._write_lock = asyncio.Lock()
-
-    @asynccontextmanager
-    async def write(self) -> AsyncIterator[AsyncConnection]:
-        """A read-write transaction; committed on exit, rolled back on error."""
-        if self.dialect.serialize_writes:
-            async with self._write_lock, self.engine.begin() as conn:
-                yield conn
+        self.dialect = dialect_of(url)
+        self._sqlite: sa.Engine | None = None
+        self._async: AsyncEngine | None = None
+        if self.dialect.name == "sqlite":
+            self._sqlite = make_sqlite_engine(url)
+            self._writer = ThreadPoolExecutor(1, thread_name_prefix="tickwork-db-write")
+            self._readers = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="tickwork-db-read")
         else:
-            async with self.engine.begin() as conn:
-                yield conn
+            self._async = create_async_engine(
+                url, pool_size=10, max_overflow=10, pool_pre_ping=True
+            )
 
-    @asynccontextmanager
-    async def read(self) -> AsyncIterator[AsyncConnection]:
-        """A read-only connection (a transaction that is rolled back)."""
-        async with self.engine.connect() as conn:
-            yield await conn.execution_options(tickwork_readonly=True)
+    async def write(self, fn: Callable[[Connection], R]) -> R:
+        """Run ``fn(conn)`` in a read-write transaction; committed when it returns, rolled
+        back when it raises."""
+        if self._sqlite is not None:
+            engine = self._sqlite
+
+            def run() -> R:
+                with engine.begin() as conn:
+                    return fn(conn)
+
+            return await asyncio.get_running_loop().run_in_executor(self._writer, run)
+        assert self._async is not None
+        async with self._async.begin() as aconn:
+            return await aconn.run_sync(fn)
+
+    async def read(self, fn: Callable[[Connection], R]) -> R:
+        """Run ``fn(conn)`` in a transaction that is rolled back (it must only read)."""
+        if self._sqlite is not None:
+            engine = self._sqlite
+
+            def run() -> R:
+                with engine.connect().execution_options(tickwork_readonly=True) as conn:
+                    return fn(conn)
+
+            return await asyncio.get_running_loop().run_in_executor(self._readers, run)
+        assert self._async is not None
+        async with self._async.connect() as aconn:
+            return await aconn.run_sync(fn)
 
     async def dispose(self) -> None:
-        """Close every pooled connection."""
-        await self.engine.dispose()
+        """Finish the running transactions and close every pooled connection."""
+        if self._sqlite is not None:
+            loop = asyncio.get_running_loop()
+            for pool in (self._writer, self._readers):
+                await loop.run_in_executor(None, pool.shutdown)
+            self._sqlite.dispose()
+        if self._async is not None:
+            await self._async.dispose()

@@ -39,8 +39,7 @@ def _current(conn: Connection) -> str | None:
 
 async def current_revision(db: Database) -> str | None:
     """The revision the database is at; None for an empty database."""
-    async with db.engine.connect() as conn:
-        return await conn.run_sync(_current)
+    return await db.read(_current)
 
 
 async def upgrade(db: Database) -> str | None:
@@ -66,6 +65,5 @@ async def upgrade(db: Database) -> str | None:
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, "head")
 
-    async with db.engine.begin() as conn:
-        await conn.run_sync(run)
+    await db.write(run)
     return head_revision()

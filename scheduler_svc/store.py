@@ -10,16 +10,17 @@ them UNAVAILABLE without the SQL; the loops log them and retry).
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import logging
 import random
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import fields
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import sqlalchemy as sa
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from scheduler_svc import db
 from scheduler_svc.db import (
@@ -84,6 +85,15 @@ def _fire(row: sa.Row[Any]) -> FireRecord:
     )
 
 
+def _purge_batch(
+    table: sa.Table, cond: sa.ColumnElement[bool], batch: int, conn: Connection
+) -> list[int]:
+    ids = list(conn.execute(sa.select(table.c.id).where(cond).limit(batch)).scalars())
+    if ids:
+        conn.execute(table.delete().where(table.c.id.in_(ids)))
+    return ids
+
+
 def _tail(text: str) -> str:
     return text[-OUTPUT_TAIL_CHARS:]
 
@@ -108,8 +118,39 @@ def due_schedules_query(now: dt.datetime, limit: int) -> sa.Select[Any]:
     )
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+_Op = Callable[Concatenate["Store", Connection, P], R]
+_AsyncOp = Callable[Concatenate["Store", P], Coroutine[Any, Any, R]]
+
+
+def _writes(op: _Op[P, R]) -> _AsyncOp[P, R]:
+    """Make ``op(self, conn, ...)`` the coroutine method ``op(self, ...)`` that runs it in
+    one read-write transaction (:meth:`Database.write`)."""
+
+    @functools.wraps(op)
+    async def run(self: Store, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return await self.db.write(lambda conn: op(self, conn, *args, **kwargs))
+
+    return run
+
+
+def _reads(op: _Op[P, R]) -> _AsyncOp[P, R]:
+    """Like :func:`_writes`, in a transaction that only reads (:meth:`Database.read`)."""
+
+    @functools.wraps(op)
+    async def run(self: Store, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return await self.db.read(lambda conn: op(self, conn, *args, **kwargs))
+
+    return run
+
+
 class Store:
-    """tickwork's tables behind one async interface. Safe to share in one event loop."""
+    """tickwork's tables behind one async interface. Safe to share in one event loop.
+
+    Each public operation is written as a plain function of a connection and runs as one
+    transaction (``@_writes`` or ``@_reads``); callers await it. See :class:`Database`.
+    """
 
     def __init__(self, database: Database, *, rng: random.Random | None = None) -> None:
         self.db = database
@@ -117,46 +158,47 @@ class Store:
 
     # ------------------------------------------------------------------ tasks
 
-    async def create_task(self, values: dict[str, Any], now: dt.datetime) -> TaskRecord:
+    @_writes
+    def create_task(self, conn: Connection, values: dict[str, Any], now: dt.datetime) -> TaskRecord:
         """Insert a task from validated ``values`` (column names) and return it.
 
         Raises AlreadyExists(field="task.name") when the name is taken.
         """
         row = {**values, "created_at": now, "updated_at": now}
         try:
-            async with self.db.write() as conn:
-                result = await conn.execute(tasks.insert().values(row).returning(*tasks.c))
-                return _task(result.one())
+            result = conn.execute(tasks.insert().values(row).returning(*tasks.c))
+            return _task(result.one())
         except IntegrityError:
             raise AlreadyExists(
                 f"a task named {values.get('name')!r} already exists", field="task.name"
             ) from None
 
-    async def get_task(self, task_id: int) -> TaskRecord:
+    @_reads
+    def get_task(self, conn: Connection, task_id: int) -> TaskRecord:
         """The task with ``task_id``. Raises NotFound(field="task_id")."""
-        async with self.db.read() as conn:
-            row = (await conn.execute(tasks.select().where(tasks.c.id == task_id))).first()
+        row = (conn.execute(tasks.select().where(tasks.c.id == task_id))).first()
         if row is None:
             raise NotFound(f"no task with id {task_id}", field="task_id")
         return _task(row)
 
-    async def get_task_by_name(self, name: str) -> TaskRecord:
+    @_reads
+    def get_task_by_name(self, conn: Connection, name: str) -> TaskRecord:
         """The task named ``name``. Raises NotFound(field="name")."""
-        async with self.db.read() as conn:
-            row = (await conn.execute(tasks.select().where(tasks.c.name == name))).first()
+        row = (conn.execute(tasks.select().where(tasks.c.name == name))).first()
         if row is None:
             raise NotFound(f"no task named {name!r}", field="name")
         return _task(row)
 
-    async def list_tasks(self, limit: int, after_name: str = "") -> list[TaskRecord]:
+    @_reads
+    def list_tasks(self, conn: Connection, limit: int, after_name: str = "") -> list[TaskRecord]:
         """Up to ``limit`` tasks with names after ``after_name``, ascending by name."""
         query = tasks.select().where(tasks.c.name > after_name).order_by(tasks.c.name)
-        async with self.db.read() as conn:
-            rows = (await conn.execute(query.limit(limit))).all()
+        rows = (conn.execute(query.limit(limit))).all()
         return [_task(r) for r in rows]
 
-    async def update_task(
-        self, task_id: int, values: dict[str, Any], now: dt.datetime
+    @_writes
+    def update_task(
+        self, conn: Connection, task_id: int, values: dict[str, Any], now: dt.datetime
     ) -> TaskRecord:
         """Update the given columns of a task and return it.
 
@@ -164,51 +206,50 @@ class Store:
         clears disabled_reason. Raises NotFound(field="task.id"), AlreadyExists("task.name").
         """
         try:
-            async with self.db.write() as conn:
-                current = (await conn.execute(tasks.select().where(tasks.c.id == task_id))).first()
-                if current is None:
-                    raise NotFound(f"no task with id {task_id}", field="task.id")
-                row = dict(values)
-                if row.get("enabled") is True and not current._mapping["enabled"]:
-                    row["consecutive_failure_count"] = 0
-                    row["disabled_reason"] = ""
-                if row.get("enabled") is False:
-                    row.setdefault("disabled_reason", "")
-                row["updated_at"] = now
-                result = await conn.execute(
-                    tasks.update().where(tasks.c.id == task_id).values(row).returning(*tasks.c)
-                )
-                return _task(result.one())
+            current = (conn.execute(tasks.select().where(tasks.c.id == task_id))).first()
+            if current is None:
+                raise NotFound(f"no task with id {task_id}", field="task.id")
+            row = dict(values)
+            if row.get("enabled") is True and not current._mapping["enabled"]:
+                row["consecutive_failure_count"] = 0
+                row["disabled_reason"] = ""
+            if row.get("enabled") is False:
+                row.setdefault("disabled_reason", "")
+            row["updated_at"] = now
+            result = conn.execute(
+                tasks.update().where(tasks.c.id == task_id).values(row).returning(*tasks.c)
+            )
+            return _task(result.one())
         except IntegrityError:
             raise AlreadyExists(
                 f"a task named {values.get('name')!r} already exists", field="task.name"
             ) from None
 
-    async def delete_task(self, task_id: int) -> None:
+    @_writes
+    def delete_task(self, conn: Connection, task_id: int) -> None:
         """Delete a task with its jobs and schedule links.
 
         Raises NotFound(field="task_id"); FailedPrecondition when a job of it is running.
         """
-        async with self.db.write() as conn:
-            found = await conn.scalar(sa.select(tasks.c.id).where(tasks.c.id == task_id))
-            if found is None:
-                raise NotFound(f"no task with id {task_id}", field="task_id")
-            running = await conn.scalar(
-                sa.select(jobs.c.id).where(jobs.c.task_id == task_id, jobs.c.status == RUNNING)
+        found = conn.scalar(sa.select(tasks.c.id).where(tasks.c.id == task_id))
+        if found is None:
+            raise NotFound(f"no task with id {task_id}", field="task_id")
+        running = conn.scalar(
+            sa.select(jobs.c.id).where(jobs.c.task_id == task_id, jobs.c.status == RUNNING)
+        )
+        if running is not None:
+            raise FailedPrecondition(
+                f"task {task_id} has a running job ({running}); abort it first",
+                field="task_id",
             )
-            if running is not None:
-                raise FailedPrecondition(
-                    f"task {task_id} has a running job ({running}); abort it first",
-                    field="task_id",
-                )
-            await conn.execute(jobs.delete().where(jobs.c.task_id == task_id))
-            await conn.execute(schedule_tasks.delete().where(schedule_tasks.c.task_id == task_id))
-            await conn.execute(tasks.delete().where(tasks.c.id == task_id))
+        conn.execute(jobs.delete().where(jobs.c.task_id == task_id))
+        conn.execute(schedule_tasks.delete().where(schedule_tasks.c.task_id == task_id))
+        conn.execute(tasks.delete().where(tasks.c.id == task_id))
 
     # -------------------------------------------------------------- schedules
 
-    async def _schedule_tasks(
-        self, conn: AsyncConnection, schedule_ids: Sequence[int]
+    def _schedule_tasks(
+        self, conn: Connection, schedule_ids: Sequence[int]
     ) -> dict[int, list[tuple[int, str]]]:
         if not schedule_ids:
             return {}
@@ -219,14 +260,12 @@ class Store:
             .order_by(schedule_tasks.c.schedule_id, schedule_tasks.c.position)
         )
         out: dict[int, list[tuple[int, str]]] = {sid: [] for sid in schedule_ids}
-        for sid, tid, name in (await conn.execute(query)).all():
+        for sid, tid, name in (conn.execute(query)).all():
             out[sid].append((tid, name))
         return out
 
-    async def _schedules(
-        self, conn: AsyncConnection, rows: Sequence[sa.Row[Any]]
-    ) -> list[ScheduleRecord]:
-        links = await self._schedule_tasks(conn, [r._mapping["id"] for r in rows])
+    def _schedules(self, conn: Connection, rows: Sequence[sa.Row[Any]]) -> list[ScheduleRecord]:
+        links = self._schedule_tasks(conn, [r._mapping["id"] for r in rows])
         out = []
         for r in rows:
             m = r._mapping
@@ -240,22 +279,16 @@ class Store:
             )
         return out
 
-    async def _check_tasks_exist(self, conn: AsyncConnection, task_ids: Sequence[int]) -> None:
-        found = set(
-            (await conn.execute(sa.select(tasks.c.id).where(tasks.c.id.in_(task_ids)))).scalars()
-        )
+    def _check_tasks_exist(self, conn: Connection, task_ids: Sequence[int]) -> None:
+        found = set((conn.execute(sa.select(tasks.c.id).where(tasks.c.id.in_(task_ids)))).scalars())
         missing = [t for t in task_ids if t not in found]
         if missing:
             raise NotFound(f"no task with id {missing[0]}", field="schedule.task_ids")
 
-    async def _link_tasks(
-        self, conn: AsyncConnection, schedule_id: int, task_ids: Sequence[int]
-    ) -> None:
-        await self._check_tasks_exist(conn, task_ids)
-        await conn.execute(
-            schedule_tasks.delete().where(schedule_tasks.c.schedule_id == schedule_id)
-        )
-        await conn.execute(
+    def _link_tasks(self, conn: Connection, schedule_id: int, task_ids: Sequence[int]) -> None:
+        self._check_tasks_exist(conn, task_ids)
+        conn.execute(schedule_tasks.delete().where(schedule_tasks.c.schedule_id == schedule_id))
+        conn.execute(
             schedule_tasks.insert(),
             [
                 {"schedule_id": schedule_id, "task_id": t, "position": i}
@@ -263,8 +296,9 @@ class Store:
             ],
         )
 
-    async def create_schedule(
-        self, values: dict[str, Any], task_ids: Sequence[int], now: dt.datetime
+    @_writes
+    def create_schedule(
+        self, conn: Connection, values: dict[str, Any], task_ids: Sequence[int], now: dt.datetime
     ) -> ScheduleRecord:
         """Insert a schedule (validated ``values``, next_run_at included) with its tasks.
 
@@ -272,44 +306,45 @@ class Store:
         Nothing is written when it raises.
         """
         try:
-            async with self.db.write() as conn:
-                row = {**values, "created_at": now, "updated_at": now}
-                result = await conn.execute(schedules.insert().values(row).returning(*schedules.c))
-                created = result.one()
-                await self._link_tasks(conn, created._mapping["id"], task_ids)
-                return (await self._schedules(conn, [created]))[0]
+            row = {**values, "created_at": now, "updated_at": now}
+            result = conn.execute(schedules.insert().values(row).returning(*schedules.c))
+            created = result.one()
+            self._link_tasks(conn, created._mapping["id"], task_ids)
+            return (self._schedules(conn, [created]))[0]
         except IntegrityError:
             raise AlreadyExists(
                 f"a schedule named {values.get('name')!r} already exists", field="schedule.name"
             ) from None
 
-    async def get_schedule(self, schedule_id: int) -> ScheduleRecord:
+    @_reads
+    def get_schedule(self, conn: Connection, schedule_id: int) -> ScheduleRecord:
         """The schedule with ``schedule_id``. Raises NotFound(field="schedule_id")."""
-        async with self.db.read() as conn:
-            row = (
-                await conn.execute(schedules.select().where(schedules.c.id == schedule_id))
-            ).first()
-            if row is None:
-                raise NotFound(f"no schedule with id {schedule_id}", field="schedule_id")
-            return (await self._schedules(conn, [row]))[0]
+        row = (conn.execute(schedules.select().where(schedules.c.id == schedule_id))).first()
+        if row is None:
+            raise NotFound(f"no schedule with id {schedule_id}", field="schedule_id")
+        return (self._schedules(conn, [row]))[0]
 
-    async def get_schedule_by_name(self, name: str) -> ScheduleRecord:
+    @_reads
+    def get_schedule_by_name(self, conn: Connection, name: str) -> ScheduleRecord:
         """The schedule named ``name``. Raises NotFound(field="name")."""
-        async with self.db.read() as conn:
-            row = (await conn.execute(schedules.select().where(schedules.c.name == name))).first()
-            if row is None:
-                raise NotFound(f"no schedule named {name!r}", field="name")
-            return (await self._schedules(conn, [row]))[0]
+        row = (conn.execute(schedules.select().where(schedules.c.name == name))).first()
+        if row is None:
+            raise NotFound(f"no schedule named {name!r}", field="name")
+        return (self._schedules(conn, [row]))[0]
 
-    async def list_schedules(self, limit: int, after_name: str = "") -> list[ScheduleRecord]:
+    @_reads
+    def list_schedules(
+        self, conn: Connection, limit: int, after_name: str = ""
+    ) -> list[ScheduleRecord]:
         """Up to ``limit`` schedules with names after ``after_name``, ascending by name."""
         query = schedules.select().where(schedules.c.name > after_name).order_by(schedules.c.name)
-        async with self.db.read() as conn:
-            rows = (await conn.execute(query.limit(limit))).all()
-            return await self._schedules(conn, rows)
+        rows = (conn.execute(query.limit(limit))).all()
+        return self._schedules(conn, rows)
 
-    async def update_schedule(
+    @_writes
+    def update_schedule(
         self,
+        conn: Connection,
         schedule_id: int,
         values: dict[str, Any],
         task_ids: Sequence[int] | None,
@@ -320,38 +355,38 @@ class Store:
         Raises NotFound(field="schedule.id" or "schedule.task_ids"), AlreadyExists.
         """
         try:
-            async with self.db.write() as conn:
-                result = await conn.execute(
-                    schedules.update()
-                    .where(schedules.c.id == schedule_id)
-                    .values({**values, "updated_at": now})
-                    .returning(*schedules.c)
-                )
-                row = result.first()
-                if row is None:
-                    raise NotFound(f"no schedule with id {schedule_id}", field="schedule.id")
-                if task_ids is not None:
-                    await self._link_tasks(conn, schedule_id, task_ids)
-                return (await self._schedules(conn, [row]))[0]
+            result = conn.execute(
+                schedules.update()
+                .where(schedules.c.id == schedule_id)
+                .values({**values, "updated_at": now})
+                .returning(*schedules.c)
+            )
+            row = result.first()
+            if row is None:
+                raise NotFound(f"no schedule with id {schedule_id}", field="schedule.id")
+            if task_ids is not None:
+                self._link_tasks(conn, schedule_id, task_ids)
+            return (self._schedules(conn, [row]))[0]
         except IntegrityError:
             raise AlreadyExists(
                 f"a schedule named {values.get('name')!r} already exists", field="schedule.name"
             ) from None
 
-    async def delete_schedule(self, schedule_id: int) -> None:
+    @_writes
+    def delete_schedule(self, conn: Connection, schedule_id: int) -> None:
         """Delete a schedule and its fire history. Raises NotFound(field="schedule_id")."""
-        async with self.db.write() as conn:
-            result = await conn.execute(schedules.delete().where(schedules.c.id == schedule_id))
-            if result.rowcount == 0:
-                raise NotFound(f"no schedule with id {schedule_id}", field="schedule_id")
+        result = conn.execute(schedules.delete().where(schedules.c.id == schedule_id))
+        if result.rowcount == 0:
+            raise NotFound(f"no schedule with id {schedule_id}", field="schedule_id")
 
-    async def due_schedules(self, now: dt.datetime, limit: int) -> list[ScheduleRecord]:
+    @_reads
+    def due_schedules(self, conn: Connection, now: dt.datetime, limit: int) -> list[ScheduleRecord]:
         """Enabled schedules with next_run_at <= now, earliest first (index ix_schedules_due)."""
-        async with self.db.read() as conn:
-            rows = (await conn.execute(due_schedules_query(now, limit))).all()
-            return await self._schedules(conn, rows)
+        rows = (conn.execute(due_schedules_query(now, limit))).all()
+        return self._schedules(conn, rows)
 
-    async def schedules_without_next_run(self, limit: int) -> list[ScheduleRecord]:
+    @_reads
+    def schedules_without_next_run(self, conn: Connection, limit: int) -> list[ScheduleRecord]:
         """Enabled schedules whose next_run_at is NULL (written directly to the database)."""
         query = (
             schedules.select()
@@ -359,19 +394,20 @@ class Store:
             .order_by(schedules.c.id)
             .limit(limit)
         )
-        async with self.db.read() as conn:
-            rows = (await conn.execute(query)).all()
-            return await self._schedules(conn, rows)
+        rows = (conn.execute(query)).all()
+        return self._schedules(conn, rows)
 
-    async def earliest_next_run(self) -> dt.datetime | None:
+    @_reads
+    def earliest_next_run(self, conn: Connection) -> dt.datetime | None:
         """The earliest next_run_at among enabled schedules; None when there is none."""
         query = sa.select(sa.func.min(schedules.c.next_run_at)).where(schedules.c.enabled.is_(True))
-        async with self.db.read() as conn:
-            value: dt.datetime | None = await conn.scalar(query)
+        value: dt.datetime | None = conn.scalar(query)
         return value
 
-    async def set_next_run(
+    @_writes
+    def set_next_run(
         self,
+        conn: Connection,
         schedule_id: int,
         expected: dt.datetime | None,
         next_run_at: dt.datetime | None,
@@ -390,14 +426,15 @@ class Store:
         values: dict[str, Any] = {"next_run_at": next_run_at}
         if last_run_at is not None:
             values["last_run_at"] = last_run_at
-        async with self.db.write() as conn:
-            result = await conn.execute(
-                schedules.update().where(schedules.c.id == schedule_id, cond).values(values)
-            )
+        result = conn.execute(
+            schedules.update().where(schedules.c.id == schedule_id, cond).values(values)
+        )
         return bool(result.rowcount == 1)
 
-    async def set_next_runs(
+    @_writes
+    def set_next_runs(
         self,
+        conn: Connection,
         moves: Sequence[tuple[int, dt.datetime | None, dt.datetime | None, dt.datetime | None]],
     ) -> None:
         """Many :meth:`set_next_run` in one transaction: (schedule_id, expected, next_run_at,
@@ -406,44 +443,43 @@ class Store:
             return
         with_last = [m for m in moves if m[1] is not None and m[3] is not None]
         others = [m for m in moves if not (m[1] is not None and m[3] is not None)]
-        async with self.db.write() as conn:
-            if with_last:  # the scheduler's moves after a fire: one executemany
-                await conn.execute(
-                    schedules.update()
-                    .where(
-                        schedules.c.id == sa.bindparam("sid"),
-                        schedules.c.next_run_at == sa.bindparam("expected"),
-                    )
-                    .values(next_run_at=sa.bindparam("nxt"), last_run_at=sa.bindparam("last")),
-                    [
-                        {"sid": sid, "expected": exp, "nxt": nxt, "last": last}
-                        for sid, exp, nxt, last in with_last
-                    ],
+        if with_last:  # the scheduler's moves after a fire: one executemany
+            conn.execute(
+                schedules.update()
+                .where(
+                    schedules.c.id == sa.bindparam("sid"),
+                    schedules.c.next_run_at == sa.bindparam("expected"),
                 )
-            for schedule_id, expected, next_run_at, last_run_at in others:
-                cond = (
-                    schedules.c.next_run_at.is_(None)
-                    if expected is None
-                    else schedules.c.next_run_at == expected
-                )
-                values: dict[str, Any] = {"next_run_at": next_run_at}
-                if last_run_at is not None:
-                    values["last_run_at"] = last_run_at
-                await conn.execute(
-                    schedules.update().where(schedules.c.id == schedule_id, cond).values(values)
-                )
+                .values(next_run_at=sa.bindparam("nxt"), last_run_at=sa.bindparam("last")),
+                [
+                    {"sid": sid, "expected": exp, "nxt": nxt, "last": last}
+                    for sid, exp, nxt, last in with_last
+                ],
+            )
+        for schedule_id, expected, next_run_at, last_run_at in others:
+            cond = (
+                schedules.c.next_run_at.is_(None)
+                if expected is None
+                else schedules.c.next_run_at == expected
+            )
+            values: dict[str, Any] = {"next_run_at": next_run_at}
+            if last_run_at is not None:
+                values["last_run_at"] = last_run_at
+            conn.execute(
+                schedules.update().where(schedules.c.id == schedule_id, cond).values(values)
+            )
 
     # ------------------------------------------------------------------ queue
 
-    async def _active_job(self, conn: AsyncConnection, task_id: int) -> sa.Row[Any] | None:
+    def _active_job(self, conn: Connection, task_id: int) -> sa.Row[Any] | None:
         query = jobs.select().where(jobs.c.task_id == task_id, jobs.c.status.in_(ACTIVE_STATES))
         if self.db.dialect.skip_locked:
             query = query.with_for_update()
-        return (await conn.execute(query)).first()
+        return (conn.execute(query)).first()
 
-    async def _enqueue_one(
+    def _enqueue_one(
         self,
-        conn: AsyncConnection,
+        conn: Connection,
         task: TaskRecord,
         trigger: str,
         now: dt.datetime,
@@ -454,13 +490,13 @@ class Store:
         if not manual and not task.enabled:
             return TaskRunResult(task.id, task.name, 0, "TASK_DISABLED")
         for _ in range(3):
-            active = await self._active_job(conn, task.id)
+            active = self._active_job(conn, task.id)
             if active is not None:
                 m = active._mapping
                 if m["status"] == RUNNING:
                     return TaskRunResult(task.id, task.name, m["id"], "ALREADY_RUNNING")
                 if manual and m["lane"] == LANE_SCHEDULER:
-                    await conn.execute(
+                    conn.execute(
                         jobs.update()
                         .where(jobs.c.id == m["id"])
                         .values(lane=LANE_MANUAL, trigger=trigger)
@@ -484,8 +520,8 @@ class Store:
                 "late_outcome": "",
             }
             try:
-                async with conn.begin_nested():
-                    job_id = await conn.scalar(jobs.insert().values(row).returning(jobs.c.id))
+                with conn.begin_nested():
+                    job_id = conn.scalar(jobs.insert().values(row).returning(jobs.c.id))
                 assert job_id is not None
                 return TaskRunResult(task.id, task.name, int(job_id))
             except IntegrityError:
@@ -494,8 +530,10 @@ class Store:
                 continue
         raise FailedPrecondition(f"task {task.id}: could not enqueue, try again", field="task_ids")
 
-    async def enqueue(
+    @_writes
+    def enqueue(
         self,
+        conn: Connection,
         task_ids: Sequence[int],
         trigger: str,
         now: dt.datetime,
@@ -523,24 +561,24 @@ class Store:
             fire = FireRequest(
                 schedule_id, fire_time, tuple(task_ids), missed, tuple(missed_fire_times)
             )
-            (result,) = await self.enqueue_fires([fire], now)
+            (result,) = self._enqueue_fires(conn, [fire], now)
             if not result.schedule_found:
                 raise NotFound(f"no schedule with id {schedule_id}", field="schedule_id")
             return EnqueueResult(result.runs, duplicate_fire=result.duplicate_fire)
-        async with self.db.write() as conn:
-            rows = (await conn.execute(tasks.select().where(tasks.c.id.in_(task_ids)))).all()
-            by_id = {r._mapping["id"]: _task(r) for r in rows}
-            missing = [t for t in task_ids if t not in by_id]
-            if missing:
-                raise NotFound(f"no task with id {missing[0]}", field="task_ids")
-            results = [
-                await self._enqueue_one(conn, by_id[t], trigger, now, None, None)
-                for t in dict.fromkeys(task_ids)
-            ]
-            return EnqueueResult(tuple(results))
+        rows = (conn.execute(tasks.select().where(tasks.c.id.in_(task_ids)))).all()
+        by_id = {r._mapping["id"]: _task(r) for r in rows}
+        missing = [t for t in task_ids if t not in by_id]
+        if missing:
+            raise NotFound(f"no task with id {missing[0]}", field="task_ids")
+        results = [
+            self._enqueue_one(conn, by_id[t], trigger, now, None, None)
+            for t in dict.fromkeys(task_ids)
+        ]
+        return EnqueueResult(tuple(results))
 
-    async def enqueue_fires(
-        self, requests: Sequence[FireRequest], now: dt.datetime
+    @_writes
+    def enqueue_fires(
+        self, conn: Connection, requests: Sequence[FireRequest], now: dt.datetime
     ) -> list[FireResult]:
         """Record scheduler fires in one transaction; one result per request, in order.
 
@@ -552,35 +590,35 @@ class Store:
         the fire's outcome is ENQUEUED when a job was created, SKIPPED otherwise, MISSED when
         ``missed``. A fire of a schedule that no longer exists gets schedule_found=False.
         """
+        return self._enqueue_fires(conn, requests, now)
+
+    def _enqueue_fires(
+        self, conn: Connection, requests: Sequence[FireRequest], now: dt.datetime
+    ) -> list[FireResult]:
         if not requests:
             return []
-        async with self.db.write() as conn:
-            wanted = {r.schedule_id for r in requests}
-            found = set(
-                (
-                    await conn.execute(sa.select(schedules.c.id).where(schedules.c.id.in_(wanted)))
-                ).scalars()
-            )
-            all_task_ids = {t for r in requests if not r.missed for t in r.task_ids}
-            task_rows = (
-                await conn.execute(tasks.select().where(tasks.c.id.in_(all_task_ids)))
-            ).all()
-            by_id = {r._mapping["id"]: _task(r) for r in task_rows}
-            live = [r for r in requests if r.schedule_id in found]
-            recorded = await self._record_fires_bulk(conn, live, by_id, now)
-            out = []
-            for request in requests:
-                if request.schedule_id not in found:
-                    out.append(FireResult(request, (), schedule_found=False))
-                elif (request.schedule_id, request.fire_time) in recorded:
-                    out.append(recorded[(request.schedule_id, request.fire_time)])
-                else:
-                    out.append(await self._recorded_fire(conn, request))
-            return out
+        wanted = {r.schedule_id for r in requests}
+        found = set(
+            (conn.execute(sa.select(schedules.c.id).where(schedules.c.id.in_(wanted)))).scalars()
+        )
+        all_task_ids = {t for r in requests if not r.missed for t in r.task_ids}
+        task_rows = (conn.execute(tasks.select().where(tasks.c.id.in_(all_task_ids)))).all()
+        by_id = {r._mapping["id"]: _task(r) for r in task_rows}
+        live = [r for r in requests if r.schedule_id in found]
+        recorded = self._record_fires_bulk(conn, live, by_id, now)
+        out = []
+        for request in requests:
+            if request.schedule_id not in found:
+                out.append(FireResult(request, (), schedule_found=False))
+            elif (request.schedule_id, request.fire_time) in recorded:
+                out.append(recorded[(request.schedule_id, request.fire_time)])
+            else:
+                out.append(self._recorded_fire(conn, request))
+        return out
 
-    async def _record_fires_bulk(
+    def _record_fires_bulk(
         self,
-        conn: AsyncConnection,
+        conn: Connection,
         requests: Sequence[FireRequest],
         tasks_by_id: dict[int, TaskRecord],
         now: dt.datetime,
@@ -598,7 +636,7 @@ class Store:
         dialect = self.db.dialect
         claim = db.insert_skipping_conflicts(dialect, fires, ["schedule_id", "fire_time"])
         claimed_rows = (
-            await conn.execute(
+            conn.execute(
                 claim.values(
                     [
                         {
@@ -627,7 +665,7 @@ class Store:
             for t in r.missed_fire_times
         ]
         if missed_rows:
-            await conn.execute(claim.values(missed_rows))
+            conn.execute(claim.values(missed_rows))
             log.info("fires missed (catch-up policy)", extra={"count": len(missed_rows)})
 
         # Which tasks already have a queued or running job.
@@ -639,7 +677,7 @@ class Store:
             )
             if dialect.skip_locked:
                 query = query.with_for_update()
-            for row in (await conn.execute(query)).all():
+            for row in (conn.execute(query)).all():
                 active[row.task_id] = (row.id, row.status)
 
         # Decide, in fire order and task-name order, which tasks get a new job.
@@ -693,7 +731,7 @@ class Store:
                 ["task_id"],
                 index_where=db.ACTIVE_JOB_PREDICATE,  # type: ignore[arg-type]
             )
-            rows = await conn.execute(insert.values(new_rows).returning(jobs.c.id, jobs.c.task_id))
+            rows = conn.execute(insert.values(new_rows).returning(jobs.c.id, jobs.c.task_id))
             inserted = {row.task_id: row.id for row in rows.all()}
             lost = [row["task_id"] for row in new_rows if row["task_id"] not in inserted]
             if lost:
@@ -702,7 +740,7 @@ class Store:
                 query = sa.select(jobs.c.id, jobs.c.task_id, jobs.c.status).where(
                     jobs.c.status.in_(ACTIVE_STATES), jobs.c.task_id.in_(lost)
                 )
-                for row in (await conn.execute(query)).all():
+                for row in (conn.execute(query)).all():
                     active[row.task_id] = (row.id, row.status)
 
         out: dict[tuple[int, dt.datetime], FireResult] = {}
@@ -736,7 +774,7 @@ class Store:
             )
             out[(r.schedule_id, r.fire_time)] = FireResult(r, tuple(runs))
         if updates:
-            await conn.execute(
+            conn.execute(
                 fires.update()
                 .where(fires.c.id == sa.bindparam("fire_id"))
                 .values(outcome=sa.bindparam("outcome"), runs=sa.bindparam("runs")),
@@ -744,11 +782,11 @@ class Store:
             )
         return out
 
-    async def _recorded_fire(self, conn: AsyncConnection, request: FireRequest) -> FireResult:
+    def _recorded_fire(self, conn: Connection, request: FireRequest) -> FireResult:
         """The result stored for a fire that was already recorded (a repeat after a crash,
         or a second scheduler): nothing is enqueued again."""
         existing = (
-            await conn.execute(
+            conn.execute(
                 fires.select().where(
                     fires.c.schedule_id == request.schedule_id,
                     fires.c.fire_time == request.fire_time,
@@ -772,8 +810,10 @@ class Store:
             sa.or_(jobs.c.not_before.is_(None), jobs.c.not_before <= now),
         )
 
-    async def claim_next_job(
+    @_writes
+    def claim_next_job(
         self,
+        conn: Connection,
         worker_id: str,
         now: dt.datetime,
         lease_ttl_s: float,
@@ -789,89 +829,90 @@ class Store:
         ``worker`` lease row. With ``worker_lease_holder``, also None unless that holder
         holds the ``worker`` lease (fencing a session that believes it is still active).
         """
-        async with self.db.write() as conn:
-            lease_query = sa.select(leases.c.holder).where(leases.c.name == "worker")
-            if self.db.dialect.skip_locked:
-                lease_query = lease_query.with_for_update()
-            holder = await conn.scalar(lease_query)
-            if worker_lease_holder is not None and holder != worker_lease_holder:
-                return None
-            running = await conn.scalar(sa.select(jobs.c.id).where(jobs.c.status == RUNNING))
-            if running is not None:
-                return None
-            query = self._queue_order(
-                sa.select(jobs.c.id, jobs.c.enqueued_at).where(self._ready(now))
-            ).limit(1)
-            if self.db.dialect.skip_locked:
-                query = query.with_for_update(skip_locked=True)
-            found = (await conn.execute(query)).first()
-            if found is None:
-                return None
-            job_id, enqueued_at = found
-            token = uuid.uuid4().hex
-            result = await conn.execute(
-                jobs.update()
-                .where(jobs.c.id == job_id, jobs.c.status == QUEUED)
-                .values(
-                    status=RUNNING,
-                    # ``now`` was read before this transaction; an enqueue that committed
-                    # meanwhile may carry a later instant. A job never starts before it
-                    # was enqueued.
-                    started_at=max(now, enqueued_at),
-                    worker_id=worker_id,
-                    lease_token=token,
-                    lease_expires_at=now + dt.timedelta(seconds=lease_ttl_s),
-                )
-                .returning(*jobs.c)
+        lease_query = sa.select(leases.c.holder).where(leases.c.name == "worker")
+        if self.db.dialect.skip_locked:
+            lease_query = lease_query.with_for_update()
+        holder = conn.scalar(lease_query)
+        if worker_lease_holder is not None and holder != worker_lease_holder:
+            return None
+        running = conn.scalar(sa.select(jobs.c.id).where(jobs.c.status == RUNNING))
+        if running is not None:
+            return None
+        query = self._queue_order(
+            sa.select(jobs.c.id, jobs.c.enqueued_at).where(self._ready(now))
+        ).limit(1)
+        if self.db.dialect.skip_locked:
+            query = query.with_for_update(skip_locked=True)
+        found = (conn.execute(query)).first()
+        if found is None:
+            return None
+        job_id, enqueued_at = found
+        token = uuid.uuid4().hex
+        result = conn.execute(
+            jobs.update()
+            .where(jobs.c.id == job_id, jobs.c.status == QUEUED)
+            .values(
+                status=RUNNING,
+                # ``now`` was read before this transaction; an enqueue that committed
+                # meanwhile may carry a later instant. A job never starts before it
+                # was enqueued.
+                started_at=max(now, enqueued_at),
+                worker_id=worker_id,
+                lease_token=token,
+                lease_expires_at=now + dt.timedelta(seconds=lease_ttl_s),
             )
-            row = result.first()
-            if row is None:
-                return None
-            job = _job(row)
-            task_row = (await conn.execute(tasks.select().where(tasks.c.id == job.task_id))).one()
-            return job, _task(task_row)
+            .returning(*jobs.c)
+        )
+        row = result.first()
+        if row is None:
+            return None
+        job = _job(row)
+        task_row = (conn.execute(tasks.select().where(tasks.c.id == job.task_id))).one()
+        return job, _task(task_row)
 
-    async def next_ready_time(self, now: dt.datetime) -> dt.datetime | None:
+    @_reads
+    def next_ready_time(self, conn: Connection, now: dt.datetime) -> dt.datetime | None:
         """When the next queued job becomes ready: ``now`` if one is ready, the earliest
         not_before in the future otherwise, None when nothing is queued."""
-        async with self.db.read() as conn:
-            ready = await conn.scalar(sa.select(jobs.c.id).where(self._ready(now)).limit(1))
-            if ready is not None:
-                return now
-            value: dt.datetime | None = await conn.scalar(
-                sa.select(sa.func.min(jobs.c.not_before)).where(jobs.c.status == QUEUED)
-            )
+        ready = conn.scalar(sa.select(jobs.c.id).where(self._ready(now)).limit(1))
+        if ready is not None:
+            return now
+        value: dt.datetime | None = conn.scalar(
+            sa.select(sa.func.min(jobs.c.not_before)).where(jobs.c.status == QUEUED)
+        )
         return value
 
-    async def renew_job_lease(
-        self, job_id: int, token: str, now: dt.datetime, lease_ttl_s: float
+    @_writes
+    def renew_job_lease(
+        self, conn: Connection, job_id: int, token: str, now: dt.datetime, lease_ttl_s: float
     ) -> bool:
         """Extend a running job's lease to now + lease_ttl_s; False if the lease was lost."""
-        async with self.db.write() as conn:
-            result = await conn.execute(
-                jobs.update()
-                .where(jobs.c.id == job_id, jobs.c.lease_token == token, jobs.c.status == RUNNING)
-                .values(lease_expires_at=now + dt.timedelta(seconds=lease_ttl_s))
-            )
+        result = conn.execute(
+            jobs.update()
+            .where(jobs.c.id == job_id, jobs.c.lease_token == token, jobs.c.status == RUNNING)
+            .values(lease_expires_at=now + dt.timedelta(seconds=lease_ttl_s))
+        )
         return bool(result.rowcount == 1)
 
-    async def append_output(self, job_id: int, token: str, text: str) -> bool:
+    @_writes
+    def append_output(self, conn: Connection, job_id: int, token: str, text: str) -> bool:
         """Append ``text`` to a running job's output tail (kept to the last 4096 chars)."""
-        async with self.db.write() as conn:
-            current = await conn.scalar(
-                sa.select(jobs.c.output_tail).where(
-                    jobs.c.id == job_id, jobs.c.lease_token == token, jobs.c.status == RUNNING
-                )
+        current = conn.scalar(
+            sa.select(jobs.c.output_tail).where(
+                jobs.c.id == job_id, jobs.c.lease_token == token, jobs.c.status == RUNNING
             )
-            if current is None:
-                return False
-            await conn.execute(
-                jobs.update().where(jobs.c.id == job_id).values(output_tail=_tail(current + text))
-            )
+        )
+        if current is None:
+            return False
+        conn.execute(
+            jobs.update().where(jobs.c.id == job_id).values(output_tail=_tail(current + text))
+        )
         return True
 
-    async def finish_job(
+    @_writes
+    def finish_job(
         self,
+        conn: Connection,
         job_id: int,
         token: str,
         status: str,
@@ -890,36 +931,33 @@ class Store:
         ``auto_disable_count`` (> 0), disables the task. Any success resets the count.
         An interval schedule's next run is anchored to this finish.
         """
-        async with self.db.write() as conn:
-            row = (
-                await conn.execute(
-                    jobs.select().where(
-                        jobs.c.id == job_id, jobs.c.lease_token == token, jobs.c.status == RUNNING
-                    )
+        row = (
+            conn.execute(
+                jobs.select().where(
+                    jobs.c.id == job_id, jobs.c.lease_token == token, jobs.c.status == RUNNING
                 )
-            ).first()
-            if row is not None:
-                result = await self._finish(
-                    conn, _job(row), status, error, _tail(output_tail), now, auto_disable_count
-                )
-                if result is not None:
-                    return result
-            # The lease was lost (or the reaper recovered the job meanwhile): keep the
-            # outcome for people to see, change nothing else.
-            late = f"{status} at {now.isoformat()}" + (f": {error}" if error else "")
-            await conn.execute(
-                jobs.update().where(jobs.c.id == job_id).values(late_outcome=late[:2000])
             )
-            stored = (await conn.execute(jobs.select().where(jobs.c.id == job_id))).first()
-            log.warning(
-                "late outcome ignored: the job's lease was lost",
-                extra={"job_id": job_id, "status": status},
+        ).first()
+        if row is not None:
+            result = self._finish(
+                conn, _job(row), status, error, _tail(output_tail), now, auto_disable_count
             )
-            return FinishResult(accepted=False, job=_job(stored) if stored else None)
+            if result is not None:
+                return result
+        # The lease was lost (or the reaper recovered the job meanwhile): keep the
+        # outcome for people to see, change nothing else.
+        late = f"{status} at {now.isoformat()}" + (f": {error}" if error else "")
+        conn.execute(jobs.update().where(jobs.c.id == job_id).values(late_outcome=late[:2000]))
+        stored = (conn.execute(jobs.select().where(jobs.c.id == job_id))).first()
+        log.warning(
+            "late outcome ignored: the job's lease was lost",
+            extra={"job_id": job_id, "status": status},
+        )
+        return FinishResult(accepted=False, job=_job(stored) if stored else None)
 
-    async def _finish(
+    def _finish(
         self,
-        conn: AsyncConnection,
+        conn: Connection,
         job: JobRecord,
         status: str,
         error: str,
@@ -935,7 +973,7 @@ class Store:
         or another) got there first; then nothing is written.
         """
         done = (
-            await conn.execute(
+            conn.execute(
                 jobs.update()
                 .where(
                     jobs.c.id == job.id,
@@ -956,7 +994,7 @@ class Store:
         if done is None:
             return None
         finished = _job(done)
-        task_row = (await conn.execute(tasks.select().where(tasks.c.id == job.task_id))).first()
+        task_row = (conn.execute(tasks.select().where(tasks.c.id == job.task_id))).first()
         if task_row is None:
             return FinishResult(accepted=True, job=finished)
         task = _task(task_row)
@@ -964,7 +1002,7 @@ class Store:
         disabled: TaskRecord | None = None
         if status == db.SUCCEEDED:
             if task.consecutive_failure_count:
-                await conn.execute(
+                conn.execute(
                     tasks.update().where(tasks.c.id == task.id).values(consecutive_failure_count=0)
                 )
         elif status == db.FAILED and job.attempt < task.max_attempts:
@@ -990,10 +1028,8 @@ class Store:
                 "late_outcome": "",
             }
             try:
-                async with conn.begin_nested():
-                    inserted = await conn.execute(
-                        jobs.insert().values(retry_row).returning(*jobs.c)
-                    )
+                with conn.begin_nested():
+                    inserted = conn.execute(jobs.insert().values(retry_row).returning(*jobs.c))
                     retry = _job(inserted.one())
             except IntegrityError:
                 # A manual run queued the task meanwhile; that job is the retry.
@@ -1007,7 +1043,7 @@ class Store:
                     f"disabled after {count} consecutive failures; last error: {error[:500]}"
                 )
             updated = (
-                await conn.execute(
+                conn.execute(
                     tasks.update().where(tasks.c.id == task.id).values(values).returning(*tasks.c)
                 )
             ).one()
@@ -1015,7 +1051,7 @@ class Store:
                 disabled = _task(updated)
         anchored = None
         if retry is None and job.schedule_id is not None:
-            anchored = await self._anchor_interval(conn, job.schedule_id, now)
+            anchored = self._anchor_interval(conn, job.schedule_id, now)
         return FinishResult(
             accepted=True,
             job=finished,
@@ -1024,15 +1060,15 @@ class Store:
             anchored_next_run=anchored,
         )
 
-    async def _anchor_interval(
-        self, conn: AsyncConnection, schedule_id: int, finished_at: dt.datetime
+    def _anchor_interval(
+        self, conn: Connection, schedule_id: int, finished_at: dt.datetime
     ) -> dt.datetime | None:
         """Interval schedules fire interval seconds after their previous run finished.
 
         Returns the schedule's new next run, or None when it is not an interval schedule.
         """
         row = (
-            await conn.execute(
+            conn.execute(
                 sa.select(schedules.c.interval_seconds, schedules.c.cron_expression).where(
                     schedules.c.id == schedule_id, schedules.c.enabled.is_(True)
                 )
@@ -1041,61 +1077,61 @@ class Store:
         if row is None or row.cron_expression or row.interval_seconds <= 0:
             return None
         next_run = finished_at + dt.timedelta(seconds=row.interval_seconds)
-        await conn.execute(
+        conn.execute(
             schedules.update().where(schedules.c.id == schedule_id).values(next_run_at=next_run)
         )
         return next_run
 
-    async def reap_expired_leases(
-        self, now: dt.datetime, *, auto_disable_count: int
+    @_writes
+    def reap_expired_leases(
+        self, conn: Connection, now: dt.datetime, *, auto_disable_count: int
     ) -> list[FinishResult]:
         """Fail every RUNNING job whose lease expired before ``now`` ("lease lost"), with
         the retry policy applied. Returns one result per recovered job; a job finished,
         renewed or reaped concurrently (another replica) is left alone."""
         out = []
-        async with self.db.write() as conn:
-            rows = (
-                await conn.execute(
-                    jobs.select().where(jobs.c.status == RUNNING, jobs.c.lease_expires_at < now)
-                )
-            ).all()
-            for row in rows:
-                job = _job(row)
-                result = await self._finish(
-                    conn,
-                    job,
-                    db.FAILED,
-                    LEASE_LOST,
-                    job.output_tail,
-                    now,
-                    auto_disable_count,
-                    jobs.c.lease_expires_at < now,  # not renewed meanwhile
-                )
-                if result is None:
-                    continue  # finished, renewed or reaped by someone else meanwhile
-                log.warning(
-                    "lease lost; job failed",
-                    extra={"job_id": job.id, "task_id": job.task_id, "worker_id": job.worker_id},
-                )
-                out.append(result)
+        rows = (
+            conn.execute(
+                jobs.select().where(jobs.c.status == RUNNING, jobs.c.lease_expires_at < now)
+            )
+        ).all()
+        for row in rows:
+            job = _job(row)
+            result = self._finish(
+                conn,
+                job,
+                db.FAILED,
+                LEASE_LOST,
+                job.output_tail,
+                now,
+                auto_disable_count,
+                jobs.c.lease_expires_at < now,  # not renewed meanwhile
+            )
+            if result is None:
+                continue  # finished, renewed or reaped by someone else meanwhile
+            log.warning(
+                "lease lost; job failed",
+                extra={"job_id": job.id, "task_id": job.task_id, "worker_id": job.worker_id},
+            )
+            out.append(result)
         return out
 
-    async def cancel_job(self, job_id: int, now: dt.datetime) -> JobRecord:
+    @_writes
+    def cancel_job(self, conn: Connection, job_id: int, now: dt.datetime) -> JobRecord:
         """Cancel a queued job (status CANCELLED) and return it.
 
         Raises NotFound(field="job_id"); FailedPrecondition when it is not queued.
         """
-        async with self.db.write() as conn:
-            result = await conn.execute(
-                jobs.update()
-                .where(jobs.c.id == job_id, jobs.c.status == QUEUED)
-                .values(status=db.CANCELLED, finished_at=now, error="cancelled")
-                .returning(*jobs.c)
-            )
-            row = result.first()
-            if row is not None:
-                return _job(row)
-            status = await conn.scalar(sa.select(jobs.c.status).where(jobs.c.id == job_id))
+        result = conn.execute(
+            jobs.update()
+            .where(jobs.c.id == job_id, jobs.c.status == QUEUED)
+            .values(status=db.CANCELLED, finished_at=now, error="cancelled")
+            .returning(*jobs.c)
+        )
+        row = result.first()
+        if row is not None:
+            return _job(row)
+        status = conn.scalar(sa.select(jobs.c.status).where(jobs.c.id == job_id))
         if status is None:
             raise NotFound(f"no job with id {job_id}", field="job_id")
         raise FailedPrecondition(
@@ -1103,8 +1139,9 @@ class Store:
             field="job_id",
         )
 
-    async def abort_tasks(
-        self, task_ids: Sequence[int], now: dt.datetime
+    @_writes
+    def abort_tasks(
+        self, conn: Connection, task_ids: Sequence[int], now: dt.datetime
     ) -> list[tuple[int, int, str]]:
         """For each task: cancel its queued job or flag its running job for abort.
 
@@ -1112,45 +1149,40 @@ class Store:
         "ABORT_REQUESTED" or "NONE" (job_id 0). Raises NotFound(field="task_ids").
         """
         out: list[tuple[int, int, str]] = []
-        async with self.db.write() as conn:
-            found = set(
-                (
-                    await conn.execute(sa.select(tasks.c.id).where(tasks.c.id.in_(task_ids)))
-                ).scalars()
-            )
-            missing = [t for t in task_ids if t not in found]
-            if missing:
-                raise NotFound(f"no task with id {missing[0]}", field="task_ids")
-            for task_id in task_ids:
-                active = await self._active_job(conn, task_id)
-                if active is None:
-                    out.append((task_id, 0, "NONE"))
-                    continue
-                m = active._mapping
-                if m["status"] == QUEUED:
-                    await conn.execute(
-                        jobs.update()
-                        .where(jobs.c.id == m["id"])
-                        .values(status=db.CANCELLED, finished_at=now, error="aborted by operator")
-                    )
-                    out.append((task_id, m["id"], "CANCELLED"))
-                else:
-                    await conn.execute(
-                        jobs.update().where(jobs.c.id == m["id"]).values(abort_requested=True)
-                    )
-                    out.append((task_id, m["id"], "ABORT_REQUESTED"))
+        found = set((conn.execute(sa.select(tasks.c.id).where(tasks.c.id.in_(task_ids)))).scalars())
+        missing = [t for t in task_ids if t not in found]
+        if missing:
+            raise NotFound(f"no task with id {missing[0]}", field="task_ids")
+        for task_id in task_ids:
+            active = self._active_job(conn, task_id)
+            if active is None:
+                out.append((task_id, 0, "NONE"))
+                continue
+            m = active._mapping
+            if m["status"] == QUEUED:
+                conn.execute(
+                    jobs.update()
+                    .where(jobs.c.id == m["id"])
+                    .values(status=db.CANCELLED, finished_at=now, error="aborted by operator")
+                )
+                out.append((task_id, m["id"], "CANCELLED"))
+            else:
+                conn.execute(jobs.update().where(jobs.c.id == m["id"]).values(abort_requested=True))
+                out.append((task_id, m["id"], "ABORT_REQUESTED"))
         return out
 
-    async def get_job(self, job_id: int) -> JobRecord:
+    @_reads
+    def get_job(self, conn: Connection, job_id: int) -> JobRecord:
         """The job with ``job_id``. Raises NotFound(field="job_id")."""
-        async with self.db.read() as conn:
-            row = (await conn.execute(jobs.select().where(jobs.c.id == job_id))).first()
+        row = (conn.execute(jobs.select().where(jobs.c.id == job_id))).first()
         if row is None:
             raise NotFound(f"no job with id {job_id}", field="job_id")
         return _job(row)
 
-    async def list_jobs(
+    @_reads
+    def list_jobs(
         self,
+        conn: Connection,
         *,
         limit: int,
         before_id: int | None = None,
@@ -1168,21 +1200,21 @@ class Store:
             query = query.where(jobs.c.status.in_(statuses))
         if schedule_id is not None:
             query = query.where(jobs.c.schedule_id == schedule_id)
-        async with self.db.read() as conn:
-            rows = (await conn.execute(query.order_by(jobs.c.id.desc()).limit(limit))).all()
+        rows = (conn.execute(query.order_by(jobs.c.id.desc()).limit(limit))).all()
         return [_job(r) for r in rows]
 
-    async def queued_jobs_in_order(self, now: dt.datetime) -> list[JobRecord]:
+    @_reads
+    def queued_jobs_in_order(self, conn: Connection, now: dt.datetime) -> list[JobRecord]:
         """Every ready queued job in the order the worker will take them."""
         query = self._queue_order(jobs.select().where(self._ready(now)))
-        async with self.db.read() as conn:
-            rows = (await conn.execute(query)).all()
+        rows = (conn.execute(query)).all()
         return [_job(r) for r in rows]
 
     # ------------------------------------------------------------------ fires
 
-    async def list_fires(
-        self, schedule_id: int, limit: int, before: dt.datetime | None = None
+    @_reads
+    def list_fires(
+        self, conn: Connection, schedule_id: int, limit: int, before: dt.datetime | None = None
     ) -> list[FireRecord]:
         """Up to ``limit`` fires of a schedule, newest fire time first, before ``before``.
 
@@ -1191,19 +1223,17 @@ class Store:
         query = fires.select().where(fires.c.schedule_id == schedule_id)
         if before is not None:
             query = query.where(fires.c.fire_time < before)
-        async with self.db.read() as conn:
-            exists = await conn.scalar(
-                sa.select(schedules.c.id).where(schedules.c.id == schedule_id)
-            )
-            if exists is None:
-                raise NotFound(f"no schedule with id {schedule_id}", field="schedule_id")
-            rows = (await conn.execute(query.order_by(fires.c.fire_time.desc()).limit(limit))).all()
+        exists = conn.scalar(sa.select(schedules.c.id).where(schedules.c.id == schedule_id))
+        if exists is None:
+            raise NotFound(f"no schedule with id {schedule_id}", field="schedule_id")
+        rows = (conn.execute(query.order_by(fires.c.fire_time.desc()).limit(limit))).all()
         return [_fire(r) for r in rows]
 
     # ----------------------------------------------------------------- leases
 
-    async def acquire_lease(
-        self, name: str, holder: str, now: dt.datetime, ttl_s: float
+    @_writes
+    def acquire_lease(
+        self, conn: Connection, name: str, holder: str, now: dt.datetime, ttl_s: float
     ) -> int | None:
         """Take or renew the lease ``name`` ("scheduler" or "worker") for ``holder``.
 
@@ -1212,62 +1242,61 @@ class Store:
         someone else holds it.
         """
         expires = now + dt.timedelta(seconds=ttl_s)
-        async with self.db.write() as conn:
-            row = (await conn.execute(sa.select(leases).where(leases.c.name == name))).first()
-            if row is None:
-                raise InvalidArgument(f"unknown lease {name!r}", field="name")
-            m = row._mapping
-            if m["holder"] == holder:
-                token = m["token"]
-                cond = leases.c.holder == holder
-            else:
-                token = m["token"] + 1
-                cond = sa.and_(leases.c.expires_at < now, leases.c.token == m["token"])
-            result = await conn.execute(
-                leases.update()
-                .where(leases.c.name == name, cond)
-                .values(holder=holder, token=token, expires_at=expires)
-            )
+        row = (conn.execute(sa.select(leases).where(leases.c.name == name))).first()
+        if row is None:
+            raise InvalidArgument(f"unknown lease {name!r}", field="name")
+        m = row._mapping
+        if m["holder"] == holder:
+            token = m["token"]
+            cond = leases.c.holder == holder
+        else:
+            token = m["token"] + 1
+            cond = sa.and_(leases.c.expires_at < now, leases.c.token == m["token"])
+        result = conn.execute(
+            leases.update()
+            .where(leases.c.name == name, cond)
+            .values(holder=holder, token=token, expires_at=expires)
+        )
         return int(token) if result.rowcount == 1 else None
 
-    async def release_lease(self, name: str, holder: str, now: dt.datetime) -> None:
+    @_writes
+    def release_lease(self, conn: Connection, name: str, holder: str, now: dt.datetime) -> None:
         """Give up the lease ``name`` if ``holder`` holds it (it expires at once)."""
-        async with self.db.write() as conn:
-            await conn.execute(
-                leases.update()
-                .where(leases.c.name == name, leases.c.holder == holder)
-                .values(expires_at=now - dt.timedelta(seconds=1))
-            )
+        conn.execute(
+            leases.update()
+            .where(leases.c.name == name, leases.c.holder == holder)
+            .values(expires_at=now - dt.timedelta(seconds=1))
+        )
 
     # ------------------------------------------------------- metrics, retention
 
-    async def queue_depth_by_lane(self) -> dict[int, int]:
+    @_reads
+    def queue_depth_by_lane(self, conn: Connection) -> dict[int, int]:
         """Number of QUEUED jobs (ready or not) per lane; lanes without jobs are absent."""
         query = (
             sa.select(jobs.c.lane, sa.func.count())
             .where(jobs.c.status == QUEUED)
             .group_by(jobs.c.lane)
         )
-        async with self.db.read() as conn:
-            rows = (await conn.execute(query)).all()
+        rows = (conn.execute(query)).all()
         return {int(lane): int(count) for lane, count in rows}
 
-    async def consecutive_failures(self) -> dict[str, int]:
+    @_reads
+    def consecutive_failures(self, conn: Connection) -> dict[str, int]:
         """Every task's consecutive_failure_count, by task name."""
         query = sa.select(tasks.c.name, tasks.c.consecutive_failure_count)
-        async with self.db.read() as conn:
-            rows = (await conn.execute(query)).all()
+        rows = (conn.execute(query)).all()
         return {str(name): int(count) for name, count in rows}
 
-    async def running_job_task(self, job_id: int, token: str) -> TaskRecord | None:
+    @_reads
+    def running_job_task(self, conn: Connection, job_id: int, token: str) -> TaskRecord | None:
         """The task of job ``job_id`` when it is RUNNING under lease ``token``; else None."""
         query = (
             tasks.select()
             .join(jobs, jobs.c.task_id == tasks.c.id)
             .where(jobs.c.id == job_id, jobs.c.lease_token == token, jobs.c.status == RUNNING)
         )
-        async with self.db.read() as conn:
-            row = (await conn.execute(query)).first()
+        row = (conn.execute(query)).first()
         return None if row is None else _task(row)
 
     async def purge_history(self, before: dt.datetime, batch: int = 1000) -> tuple[int, int]:
@@ -1284,14 +1313,7 @@ class Store:
             )
         ):
             while True:
-                async with self.db.write() as conn:
-                    ids = list(
-                        (
-                            await conn.execute(sa.select(table.c.id).where(cond).limit(batch))
-                        ).scalars()
-                    )
-                    if ids:
-                        await conn.execute(table.delete().where(table.c.id.in_(ids)))
+                ids = await self.db.write(functools.partial(_purge_batch, table, cond, batch))
                 deleted[i] += len(ids)
                 if len(ids) < batch:
                     break
