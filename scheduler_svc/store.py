@@ -118,6 +118,64 @@ def due_schedules_query(now: dt.datetime, limit: int) -> sa.Select[Any]:
     )
 
 
+def _queue_order(query: sa.Select[Any]) -> sa.Select[Any]:
+    """The queue order: lane (manual first), task_priority descending, enqueue time,
+    insertion order; index ix_jobs_queue is in this order."""
+    return query.order_by(jobs.c.lane, jobs.c.task_priority.desc(), jobs.c.enqueued_at, jobs.c.id)
+
+
+def _ready(now: Any) -> sa.ColumnElement[bool]:
+    """Queued and not held back by a retry's not_before."""
+    return sa.and_(
+        jobs.c.status == QUEUED,
+        sa.or_(jobs.c.not_before.is_(None), jobs.c.not_before <= now),
+    )
+
+
+# The statements every job goes through, built once. SQLAlchemy memoizes a statement
+# object's cache key, so reusing the object skips building and keying it each time.
+_WORKER_LEASE_HOLDER = sa.select(leases.c.holder).where(leases.c.name == "worker")
+_WORKER_LEASE_HOLDER_LOCKED = _WORKER_LEASE_HOLDER.with_for_update()
+_ANY_RUNNING = sa.select(jobs.c.id).where(jobs.c.status == RUNNING).limit(1)
+_NEXT_READY = _queue_order(
+    sa.select(jobs.c.id, jobs.c.enqueued_at).where(_ready(sa.bindparam("now")))
+).limit(1)
+_NEXT_READY_LOCKED = _NEXT_READY.with_for_update(skip_locked=True)
+_START_JOB = (
+    jobs.update()
+    .where(jobs.c.id == sa.bindparam("b_job_id"), jobs.c.status == QUEUED)
+    .values(
+        status=RUNNING,
+        started_at=sa.bindparam("b_started_at"),
+        worker_id=sa.bindparam("b_worker_id"),
+        lease_token=sa.bindparam("b_token"),
+        lease_expires_at=sa.bindparam("b_expires"),
+    )
+    .returning(*jobs.c)
+)
+_TASK_BY_ID = tasks.select().where(tasks.c.id == sa.bindparam("b_task_id"))
+_RUNNING_UNDER_TOKEN = sa.and_(
+    jobs.c.id == sa.bindparam("b_job_id"),
+    jobs.c.lease_token == sa.bindparam("b_token"),
+    jobs.c.status == RUNNING,
+)
+_RENEW_JOB_LEASE = (
+    jobs.update().where(_RUNNING_UNDER_TOKEN).values(lease_expires_at=sa.bindparam("b_expires"))
+)
+_FINISH_VALUES: dict[str, Any] = {
+    "status": sa.bindparam("b_status"),
+    "error": sa.bindparam("b_error"),
+    # An empty tail in the outcome keeps what the job's LogLines stored.
+    "output_tail": sa.case(
+        (sa.bindparam("b_tail", type_=sa.Text) == "", jobs.c.output_tail),
+        else_=sa.bindparam("b_tail", type_=sa.Text),
+    ),
+    "finished_at": sa.bindparam("b_now", type_=jobs.c.finished_at.type),
+    "lease_expires_at": None,
+}
+_FINISH_JOB = jobs.update().where(_RUNNING_UNDER_TOKEN).values(_FINISH_VALUES).returning(*jobs.c)
+
+
 P = ParamSpec("P")
 R = TypeVar("R")
 _Op = Callable[Concatenate["Store", Connection, P], R]
@@ -799,17 +857,6 @@ class Store:
         )
         return FireResult(request, _fire(existing).runs, duplicate_fire=True)
 
-    def _queue_order(self, query: sa.Select[Any]) -> sa.Select[Any]:
-        return query.order_by(
-            jobs.c.lane, jobs.c.task_priority.desc(), jobs.c.enqueued_at, jobs.c.id
-        )
-
-    def _ready(self, now: dt.datetime) -> sa.ColumnElement[bool]:
-        return sa.and_(
-            jobs.c.status == QUEUED,
-            sa.or_(jobs.c.not_before.is_(None), jobs.c.not_before <= now),
-        )
-
     @_writes
     def claim_next_job(
         self,
@@ -829,52 +876,41 @@ class Store:
         ``worker`` lease row. With ``worker_lease_holder``, also None unless that holder
         holds the ``worker`` lease (fencing a session that believes it is still active).
         """
-        lease_query = sa.select(leases.c.holder).where(leases.c.name == "worker")
-        if self.db.dialect.skip_locked:
-            lease_query = lease_query.with_for_update()
+        locking = self.db.dialect.skip_locked
+        lease_query = _WORKER_LEASE_HOLDER_LOCKED if locking else _WORKER_LEASE_HOLDER
         holder = conn.scalar(lease_query)
         if worker_lease_holder is not None and holder != worker_lease_holder:
             return None
-        running = conn.scalar(sa.select(jobs.c.id).where(jobs.c.status == RUNNING))
-        if running is not None:
+        if conn.scalar(_ANY_RUNNING) is not None:
             return None
-        query = self._queue_order(
-            sa.select(jobs.c.id, jobs.c.enqueued_at).where(self._ready(now))
-        ).limit(1)
-        if self.db.dialect.skip_locked:
-            query = query.with_for_update(skip_locked=True)
-        found = (conn.execute(query)).first()
+        query = _NEXT_READY_LOCKED if locking else _NEXT_READY
+        found = conn.execute(query, {"now": now}).first()
         if found is None:
             return None
         job_id, enqueued_at = found
-        token = uuid.uuid4().hex
-        result = conn.execute(
-            jobs.update()
-            .where(jobs.c.id == job_id, jobs.c.status == QUEUED)
-            .values(
-                status=RUNNING,
+        row = conn.execute(
+            _START_JOB,
+            {
+                "b_job_id": job_id,
                 # ``now`` was read before this transaction; an enqueue that committed
-                # meanwhile may carry a later instant. A job never starts before it
-                # was enqueued.
-                started_at=max(now, enqueued_at),
-                worker_id=worker_id,
-                lease_token=token,
-                lease_expires_at=now + dt.timedelta(seconds=lease_ttl_s),
-            )
-            .returning(*jobs.c)
-        )
-        row = result.first()
+                # meanwhile may carry a later instant. A job never starts before it was
+                # enqueued.
+                "b_started_at": max(now, enqueued_at),
+                "b_worker_id": worker_id,
+                "b_token": uuid.uuid4().hex,
+                "b_expires": now + dt.timedelta(seconds=lease_ttl_s),
+            },
+        ).first()
         if row is None:
             return None
         job = _job(row)
-        task_row = (conn.execute(tasks.select().where(tasks.c.id == job.task_id))).one()
-        return job, _task(task_row)
+        return job, _task(conn.execute(_TASK_BY_ID, {"b_task_id": job.task_id}).one())
 
     @_reads
     def next_ready_time(self, conn: Connection, now: dt.datetime) -> dt.datetime | None:
         """When the next queued job becomes ready: ``now`` if one is ready, the earliest
         not_before in the future otherwise, None when nothing is queued."""
-        ready = conn.scalar(sa.select(jobs.c.id).where(self._ready(now)).limit(1))
+        ready = conn.scalar(sa.select(jobs.c.id).where(_ready(now)).limit(1))
         if ready is not None:
             return now
         value: dt.datetime | None = conn.scalar(
@@ -887,10 +923,9 @@ class Store:
         self, conn: Connection, job_id: int, token: str, now: dt.datetime, lease_ttl_s: float
     ) -> bool:
         """Extend a running job's lease to now + lease_ttl_s; False if the lease was lost."""
+        expires = now + dt.timedelta(seconds=lease_ttl_s)
         result = conn.execute(
-            jobs.update()
-            .where(jobs.c.id == job_id, jobs.c.lease_token == token, jobs.c.status == RUNNING)
-            .values(lease_expires_at=now + dt.timedelta(seconds=lease_ttl_s))
+            _RENEW_JOB_LEASE, {"b_job_id": job_id, "b_token": token, "b_expires": expires}
         )
         return bool(result.rowcount == 1)
 
@@ -931,19 +966,10 @@ class Store:
         ``auto_disable_count`` (> 0), disables the task. Any success resets the count.
         An interval schedule's next run is anchored to this finish.
         """
-        row = (
-            conn.execute(
-                jobs.select().where(
-                    jobs.c.id == job_id, jobs.c.lease_token == token, jobs.c.status == RUNNING
-                )
-            )
-        ).first()
+        values = {"b_status": status, "b_error": error, "b_tail": _tail(output_tail), "b_now": now}
+        row = conn.execute(_FINISH_JOB, {"b_job_id": job_id, "b_token": token, **values}).first()
         if row is not None:
-            result = self._finish(
-                conn, _job(row), status, error, _tail(output_tail), now, auto_disable_count
-            )
-            if result is not None:
-                return result
+            return self._after_finish(conn, _job(row), status, error, now, auto_disable_count)
         # The lease was lost (or the reaper recovered the job meanwhile): keep the
         # outcome for people to see, change nothing else.
         late = f"{status} at {now.isoformat()}" + (f": {error}" if error else "")
@@ -955,48 +981,20 @@ class Store:
         )
         return FinishResult(accepted=False, job=_job(stored) if stored else None)
 
-    def _finish(
+    def _after_finish(
         self,
         conn: Connection,
         job: JobRecord,
         status: str,
         error: str,
-        output_tail: str,
         now: dt.datetime,
         auto_disable_count: int,
-        *conditions: sa.ColumnElement[bool],
-    ) -> FinishResult | None:
-        """Apply an outcome to ``job`` as read (RUNNING, with its lease token).
-
-        One conditional UPDATE: None when the row is no longer that RUNNING job with that
-        token (or fails ``conditions``) because a concurrent finish or reaper (this replica
-        or another) got there first; then nothing is written.
-        """
-        done = (
-            conn.execute(
-                jobs.update()
-                .where(
-                    jobs.c.id == job.id,
-                    jobs.c.status == RUNNING,
-                    jobs.c.lease_token == job.lease_token,
-                    *conditions,
-                )
-                .values(
-                    status=status,
-                    error=error,
-                    output_tail=output_tail or job.output_tail,
-                    finished_at=now,
-                    lease_expires_at=None,
-                )
-                .returning(*jobs.c)
-            )
-        ).first()
-        if done is None:
-            return None
-        finished = _job(done)
-        task_row = (conn.execute(tasks.select().where(tasks.c.id == job.task_id))).first()
+    ) -> FinishResult:
+        """What follows a job's outcome, once ``job`` (as updated) is stored:
+        the task's failure count and auto-disable, a retry, an interval schedule's anchor."""
+        task_row = conn.execute(_TASK_BY_ID, {"b_task_id": job.task_id}).first()
         if task_row is None:
-            return FinishResult(accepted=True, job=finished)
+            return FinishResult(accepted=True, job=job)
         task = _task(task_row)
         retry: JobRecord | None = None
         disabled: TaskRecord | None = None
@@ -1054,7 +1052,7 @@ class Store:
             anchored = self._anchor_interval(conn, job.schedule_id, now)
         return FinishResult(
             accepted=True,
-            job=finished,
+            job=job,
             retry=retry,
             disabled_task=disabled,
             anchored_next_run=anchored,
@@ -1095,20 +1093,31 @@ class Store:
                 jobs.select().where(jobs.c.status == RUNNING, jobs.c.lease_expires_at < now)
             )
         ).all()
+        # Not renewed meanwhile, nor finished or reaped by someone else.
+        reap = (
+            jobs.update()
+            .where(_RUNNING_UNDER_TOKEN, jobs.c.lease_expires_at < now)
+            .values(_FINISH_VALUES)
+            .returning(*jobs.c)
+        )
         for row in rows:
             job = _job(row)
-            result = self._finish(
-                conn,
-                job,
-                db.FAILED,
-                LEASE_LOST,
-                job.output_tail,
-                now,
-                auto_disable_count,
-                jobs.c.lease_expires_at < now,  # not renewed meanwhile
-            )
-            if result is None:
+            done = conn.execute(
+                reap,
+                {
+                    "b_job_id": job.id,
+                    "b_token": job.lease_token,
+                    "b_status": db.FAILED,
+                    "b_error": LEASE_LOST,
+                    "b_tail": "",
+                    "b_now": now,
+                },
+            ).first()
+            if done is None:
                 continue  # finished, renewed or reaped by someone else meanwhile
+            result = self._after_finish(
+                conn, _job(done), db.FAILED, LEASE_LOST, now, auto_disable_count
+            )
             log.warning(
                 "lease lost; job failed",
                 extra={"job_id": job.id, "task_id": job.task_id, "worker_id": job.worker_id},
@@ -1206,7 +1215,7 @@ class Store:
     @_reads
     def queued_jobs_in_order(self, conn: Connection, now: dt.datetime) -> list[JobRecord]:
         """Every ready queued job in the order the worker will take them."""
-        query = self._queue_order(jobs.select().where(self._ready(now)))
+        query = _queue_order(jobs.select().where(_ready(now)))
         rows = (conn.execute(query)).all()
         return [_job(r) for r in rows]
 

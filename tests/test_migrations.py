@@ -4,10 +4,17 @@ together (PostgreSQL only: SQLite is single-process)."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 from pathlib import Path
 
+import sqlalchemy as sa
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+
+from scheduler_svc import migrate, store
+from scheduler_svc.db import Database, metadata
 from scheduler_svc.migrate import head_revision
 from tests.databases import run_sql
 from tests.harness import REPO, Server, base_env
@@ -104,3 +111,45 @@ def test_replicas_started_together_migrate_an_empty_database_once(
     assert codes == [0, 0, 0]
     assert revisions(pg_url) == [HEAD]
     assert len(run_sql(pg_url, "SELECT name FROM leases")) == 2
+
+
+def _migrated_schema_diff(database_url: str) -> list[object]:
+    """Migrate ``database_url`` to head; what Alembic finds different from the tables."""
+
+    async def diff() -> list[object]:
+        db = Database(database_url)
+        try:
+            await migrate.upgrade(db)
+            return await db.read(
+                lambda c: list(compare_metadata(MigrationContext.configure(c), metadata))
+            )
+        finally:
+            await db.dispose()
+
+    return asyncio.run(diff())
+
+
+def test_migrations_build_exactly_the_tables_the_code_declares(database_url: str) -> None:
+    # A change to scheduler_svc/db.py without its migration (or the reverse) shows here.
+    assert _migrated_schema_diff(database_url) == []
+
+
+def test_taking_the_next_job_reads_the_queue_index_without_sorting(tmp_path: Path) -> None:
+    # ix_jobs_queue is in the queue's order (priority descending): SQLite reads the first
+    # entry instead of sorting the whole queue on every claim (a cost that grew with depth).
+    url = f"sqlite:///{tmp_path / 'plan.db'}"
+    assert _migrated_schema_diff(url) == []
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            compiled = store._NEXT_READY.compile(conn)
+            params = compiled.construct_params({"now": "2030-01-01 00:00:00.000000"})
+            plan = conn.exec_driver_sql(
+                f"EXPLAIN QUERY PLAN {compiled}",
+                tuple(params[name] for name in compiled.positiontup or ()),
+            ).all()
+    finally:
+        engine.dispose()
+    details = " / ".join(str(row[-1]) for row in plan)
+    assert "ix_jobs_queue" in details
+    assert "TEMP B-TREE" not in details, details
