@@ -53,7 +53,6 @@ from scheduler_svc.records import (
 log = logging.getLogger(__name__)
 
 OUTPUT_TAIL_CHARS = 4096
-MANUAL_TRIGGERS = ("MANUAL", "API")
 LEASE_LOST = "lease lost: the worker stopped heartbeating"
 
 _TASK_FIELDS = [f.name for f in fields(TaskRecord)]
@@ -92,6 +91,39 @@ def _purge_batch(
     if ids:
         conn.execute(table.delete().where(table.c.id.in_(ids)))
     return ids
+
+
+def _job_row(
+    task: TaskRecord,
+    *,
+    trigger: str,
+    lane: int,
+    now: dt.datetime,
+    attempt: int = 1,
+    not_before: dt.datetime | None = None,
+    schedule_id: int | None = None,
+    fire_time: dt.datetime | None = None,
+    retry_of_job_id: int | None = None,
+) -> dict[str, Any]:
+    """The row of a new QUEUED job of ``task``."""
+    return {
+        "task_id": task.id,
+        "task_name": task.name,
+        "status": QUEUED,
+        "trigger": trigger,
+        "lane": lane,
+        "task_priority": task.task_priority,
+        "attempt": attempt,
+        "enqueued_at": now,
+        "not_before": not_before,
+        "schedule_id": schedule_id,
+        "fire_time": fire_time,
+        "retry_of_job_id": retry_of_job_id,
+        "error": "",
+        "output_tail": "",
+        "abort_requested": False,
+        "late_outcome": "",
+    }
 
 
 def _tail(text: str) -> str:
@@ -535,58 +567,66 @@ class Store:
             query = query.with_for_update()
         return (conn.execute(query)).first()
 
-    def _enqueue_one(
-        self,
-        conn: Connection,
-        task: TaskRecord,
-        trigger: str,
-        now: dt.datetime,
-        schedule_id: int | None,
-        fire_time: dt.datetime | None,
-    ) -> TaskRunResult:
-        manual = trigger in MANUAL_TRIGGERS
-        if not manual and not task.enabled:
-            return TaskRunResult(task.id, task.name, 0, "TASK_DISABLED")
+    def _active_jobs(self, conn: Connection, task_ids: Iterable[int]) -> dict[int, Any]:
+        """The queued or running job of each of ``task_ids`` that has one (id, task_id,
+        status, lane), locked on PostgreSQL until the transaction ends."""
+        query = sa.select(jobs.c.id, jobs.c.task_id, jobs.c.status, jobs.c.lane).where(
+            jobs.c.status.in_(ACTIVE_STATES), jobs.c.task_id.in_(list(task_ids))
+        )
+        if self.db.dialect.skip_locked:
+            query = query.with_for_update()
+        return {row.task_id: row for row in conn.execute(query).all()}
+
+    def _enqueue_manual(
+        self, conn: Connection, ordered: Sequence[TaskRecord], trigger: str, now: dt.datetime
+    ) -> list[TaskRunResult]:
+        """Enqueue a manual or API run of each of ``ordered`` (distinct tasks), set-based:
+        one read of their active jobs, one UPDATE for the promotions, one multi-row INSERT
+        (in request order, so the jobs run in that order) that skips a task whose job
+        another transaction inserted meanwhile; those are decided again."""
+        results: dict[int, TaskRunResult] = {}
+        pending = list(ordered)
         for _ in range(3):
-            active = self._active_job(conn, task.id)
-            if active is not None:
-                m = active._mapping
-                if m["status"] == RUNNING:
-                    return TaskRunResult(task.id, task.name, m["id"], "ALREADY_RUNNING")
-                if manual and m["lane"] == LANE_SCHEDULER:
-                    conn.execute(
-                        jobs.update()
-                        .where(jobs.c.id == m["id"])
-                        .values(lane=LANE_MANUAL, trigger=trigger)
-                    )
-                    return TaskRunResult(task.id, task.name, m["id"], promoted=True)
-                return TaskRunResult(task.id, task.name, m["id"], "ALREADY_QUEUED")
-            row = {
-                "task_id": task.id,
-                "task_name": task.name,
-                "status": QUEUED,
-                "trigger": trigger,
-                "lane": LANE_MANUAL if manual else LANE_SCHEDULER,
-                "task_priority": task.task_priority,
-                "attempt": 1,
-                "enqueued_at": now,
-                "schedule_id": schedule_id,
-                "fire_time": fire_time,
-                "error": "",
-                "output_tail": "",
-                "abort_requested": False,
-                "late_outcome": "",
-            }
-            try:
-                with conn.begin_nested():
-                    job_id = conn.scalar(jobs.insert().values(row).returning(jobs.c.id))
-                assert job_id is not None
-                return TaskRunResult(task.id, task.name, int(job_id))
-            except IntegrityError:
-                # Another transaction inserted this task's active job first (the partial
-                # unique index said so): read it and report it.
-                continue
-        raise FailedPrecondition(f"task {task.id}: could not enqueue, try again", field="task_ids")
+            active = self._active_jobs(conn, (t.id for t in pending))
+            promote: list[int] = []
+            new: list[TaskRecord] = []
+            for task in pending:
+                row = active.get(task.id)
+                if row is None:
+                    new.append(task)
+                elif row.status == RUNNING:
+                    results[task.id] = TaskRunResult(task.id, task.name, row.id, "ALREADY_RUNNING")
+                elif row.lane == LANE_SCHEDULER:
+                    promote.append(row.id)
+                    results[task.id] = TaskRunResult(task.id, task.name, row.id, promoted=True)
+                else:
+                    results[task.id] = TaskRunResult(task.id, task.name, row.id, "ALREADY_QUEUED")
+            if promote:
+                conn.execute(
+                    jobs.update()
+                    .where(jobs.c.id.in_(promote))
+                    .values(lane=LANE_MANUAL, trigger=trigger)
+                )
+            inserted: dict[int, int] = {}
+            if new:
+                insert = db.insert_skipping_conflicts(
+                    self.db.dialect,
+                    jobs,
+                    ["task_id"],
+                    index_where=db.ACTIVE_JOB_PREDICATE,  # type: ignore[arg-type]
+                )
+                rows = [_job_row(t, trigger=trigger, lane=LANE_MANUAL, now=now) for t in new]
+                returned = conn.execute(insert.values(rows).returning(jobs.c.id, jobs.c.task_id))
+                inserted = {row.task_id: row.id for row in returned.all()}
+            for task in new:
+                if task.id in inserted:
+                    results[task.id] = TaskRunResult(task.id, task.name, inserted[task.id])
+            pending = [t for t in new if t.id not in inserted]
+            if not pending:
+                return [results[t.id] for t in ordered]
+        raise FailedPrecondition(
+            f"task {pending[0].id}: could not enqueue, try again", field="task_ids"
+        )
 
     @_writes
     def enqueue(
@@ -628,11 +668,8 @@ class Store:
         missing = [t for t in task_ids if t not in by_id]
         if missing:
             raise NotFound(f"no task with id {missing[0]}", field="task_ids")
-        results = [
-            self._enqueue_one(conn, by_id[t], trigger, now, None, None)
-            for t in dict.fromkeys(task_ids)
-        ]
-        return EnqueueResult(tuple(results))
+        ordered = [by_id[t] for t in dict.fromkeys(task_ids)]
+        return EnqueueResult(tuple(self._enqueue_manual(conn, ordered, trigger, now)))
 
     @_writes
     def enqueue_fires(
@@ -762,22 +799,14 @@ class Store:
                         new_for_task.add(task.id)
                         decisions.append((task, None))
                         new_rows.append(
-                            {
-                                "task_id": task.id,
-                                "task_name": task.name,
-                                "status": QUEUED,
-                                "trigger": "SCHEDULER",
-                                "lane": LANE_SCHEDULER,
-                                "task_priority": task.task_priority,
-                                "attempt": 1,
-                                "enqueued_at": now,
-                                "schedule_id": r.schedule_id,
-                                "fire_time": r.fire_time,
-                                "error": "",
-                                "output_tail": "",
-                                "abort_requested": False,
-                                "late_outcome": "",
-                            }
+                            _job_row(
+                                task,
+                                trigger="SCHEDULER",
+                                lane=LANE_SCHEDULER,
+                                now=now,
+                                schedule_id=r.schedule_id,
+                                fire_time=r.fire_time,
+                            )
                         )
             plan.append((r, decisions))
 
@@ -1007,24 +1036,17 @@ class Store:
             delay = backoff_delay_s(
                 job.attempt, task.backoff_base_seconds, task.backoff_cap_seconds, self.rng
             )
-            retry_row = {
-                "task_id": job.task_id,
-                "task_name": job.task_name,
-                "status": QUEUED,
-                "trigger": job.trigger,
-                "lane": job.lane,
-                "task_priority": task.task_priority,
-                "attempt": job.attempt + 1,
-                "enqueued_at": now,
-                "not_before": now + dt.timedelta(seconds=delay),
-                "schedule_id": job.schedule_id,
-                "fire_time": job.fire_time,
-                "retry_of_job_id": job.id,
-                "error": "",
-                "output_tail": "",
-                "abort_requested": False,
-                "late_outcome": "",
-            }
+            retry_row = _job_row(
+                task,
+                trigger=job.trigger,
+                lane=job.lane,
+                now=now,
+                attempt=job.attempt + 1,
+                not_before=now + dt.timedelta(seconds=delay),
+                schedule_id=job.schedule_id,
+                fire_time=job.fire_time,
+                retry_of_job_id=job.id,
+            )
             try:
                 with conn.begin_nested():
                     inserted = conn.execute(jobs.insert().values(retry_row).returning(*jobs.c))
