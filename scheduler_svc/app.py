@@ -124,10 +124,19 @@ class App:
             self.metrics.fires.labels("skipped").inc()
 
     async def finish_job(
-        self, job_id: int, token: str, status: str, error: str, output_tail: str
+        self,
+        job_id: int,
+        token: str,
+        status: str,
+        error: str,
+        output_tail: str,
+        *,
+        claim_next_for: str | None = None,
     ) -> FinishResult:
         """Record a job's outcome (see :meth:`Store.finish_job`), then wake watchers, wake
-        the worker for a retry, and email when the task was auto-disabled."""
+        the worker for a retry, and email when the task was auto-disabled. With
+        ``claim_next_for`` (the active worker's id), the next job is leased to that worker
+        in the same transaction (the result's ``next_job``)."""
         result = await self.store.finish_job(
             job_id,
             token,
@@ -136,6 +145,8 @@ class App:
             output_tail,
             self.clock(),
             auto_disable_count=self.settings.auto_disable_task_failure_count,
+            claim_next_for=claim_next_for,
+            lease_ttl_s=self.settings.lease_ttl_s,
         )
         self._after_finish(result)
         return result

@@ -162,6 +162,8 @@ class FinishResult:
     ``retry`` is the queued retry job, if one was made. ``disabled_task`` is the task when
     this failure disabled it (auto-disable), so the caller can send the email.
     ``anchored_next_run`` is the new next run of the job's interval schedule, if it moved.
+    ``next_job`` is the job (and its task) leased to the worker in the same transaction,
+    when the caller asked for one and one was ready.
     """
 
     accepted: bool
@@ -169,3 +171,4 @@ class FinishResult:
     retry: JobRecord | None = None
     disabled_task: TaskRecord | None = None
     anchored_next_run: dt.datetime | None = None
+    next_job: tuple[JobRecord, TaskRecord] | None = None

@@ -15,7 +15,7 @@ import logging
 import random
 import uuid
 from collections.abc import Callable, Coroutine, Iterable, Sequence
-from dataclasses import fields
+from dataclasses import fields, replace
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import sqlalchemy as sa
@@ -905,6 +905,16 @@ class Store:
         ``worker`` lease row. With ``worker_lease_holder``, also None unless that holder
         holds the ``worker`` lease (fencing a session that believes it is still active).
         """
+        return self._claim(conn, worker_id, now, lease_ttl_s, worker_lease_holder)
+
+    def _claim(
+        self,
+        conn: Connection,
+        worker_id: str,
+        now: dt.datetime,
+        lease_ttl_s: float,
+        worker_lease_holder: str | None,
+    ) -> tuple[JobRecord, TaskRecord] | None:
         locking = self.db.dialect.skip_locked
         lease_query = _WORKER_LEASE_HOLDER_LOCKED if locking else _WORKER_LEASE_HOLDER
         holder = conn.scalar(lease_query)
@@ -985,6 +995,8 @@ class Store:
         now: dt.datetime,
         *,
         auto_disable_count: int,
+        claim_next_for: str | None = None,
+        lease_ttl_s: float = 0.0,
     ) -> FinishResult:
         """Record a running job's outcome (``status`` SUCCEEDED, FAILED or ABORTED).
 
@@ -994,11 +1006,19 @@ class Store:
         increments the task's consecutive_failure_count and, when it reaches
         ``auto_disable_count`` (> 0), disables the task. Any success resets the count.
         An interval schedule's next run is anchored to this finish.
+
+        With ``claim_next_for`` (a worker id), an accepted outcome is followed in the same
+        transaction by :meth:`claim_next_job` for that worker (fenced by the ``worker``
+        lease, leased for ``lease_ttl_s`` seconds): the result's ``next_job``.
         """
         values = {"b_status": status, "b_error": error, "b_tail": _tail(output_tail), "b_now": now}
         row = conn.execute(_FINISH_JOB, {"b_job_id": job_id, "b_token": token, **values}).first()
         if row is not None:
-            return self._after_finish(conn, _job(row), status, error, now, auto_disable_count)
+            result = self._after_finish(conn, _job(row), status, error, now, auto_disable_count)
+            if claim_next_for is None:
+                return result
+            claimed = self._claim(conn, claim_next_for, now, lease_ttl_s, claim_next_for)
+            return replace(result, next_job=claimed)
         # The lease was lost (or the reaper recovered the job meanwhile): keep the
         # outcome for people to see, change nothing else.
         late = f"{status} at {now.isoformat()}" + (f": {error}" if error else "")

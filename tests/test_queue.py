@@ -18,6 +18,7 @@ from tests.harness import Server, WorkerProc, base_env, wait_for
 from tests.inprocess import Harness, inprocess
 from tests.queue_helpers import (
     Request,
+    Response,
     claim,
     eventually,
     finish,
@@ -308,6 +309,47 @@ async def test_an_enqueue_racing_a_waiting_poll_is_not_missed(
             answer = await w.receive(5)
             assert answer is not None and answer.WhichOneof("message") == "assign_job"
             assert answer.assign_job.job.id == enqueued[0]
+
+
+async def test_an_outcome_with_poll_next_is_answered_with_the_next_job(
+    tmp_path: Path, database_url: str
+) -> None:
+    """Outcome(poll_next) records the outcome and leases the next job in one step: the
+    stream answers OutcomeAck then AssignJob, with no PollJob in between; with nothing
+    queued, the poll it stands for is answered NoJob after the poll interval."""
+    async with inprocess(tmp_path, database_url, T0, worker_poll_interval_s=0.5) as h:
+        first = await h.client.create_task("first", "shell", {"argv": ["true"]})
+        second = await h.client.create_task("second", "shell", {"argv": ["true"]})
+        runs = await h.client.run(first.id, second.id)
+        async with raw_worker(h.service.address, "w") as w:
+            assert (await w.hello()).active
+            await w.send(poll_job=Request.PollJob())
+            job = (await w.expect("assign_job")).assign_job
+            assert job.job.id == runs[0].job_id
+
+            async def report(assign: Response.AssignJob) -> list[Response | None]:
+                await w.send(
+                    outcome=Request.Outcome(
+                        job_id=assign.job.id,
+                        lease_token=assign.lease_token,
+                        status=JobStatus.JOB_STATUS_SUCCEEDED,
+                        poll_next=True,
+                    )
+                )
+                return [await w.receive(5), await w.receive(5)]
+
+            ack, answer = await report(job)
+            assert ack is not None and ack.outcome_ack.job_id == runs[0].job_id
+            assert ack.outcome_ack.accepted
+            assert answer is not None and answer.WhichOneof("message") == "assign_job"
+            assert answer.assign_job.job.id == runs[1].job_id
+            assert (await h.client.get_job(runs[0].job_id)).status == JobStatus.JOB_STATUS_SUCCEEDED
+            running = await h.client.get_job(runs[1].job_id)
+            assert running.status == JobStatus.JOB_STATUS_RUNNING
+
+            ack, answer = await report(answer.assign_job)
+            assert ack is not None and ack.outcome_ack.accepted
+            assert answer is not None and answer.WhichOneof("message") == "no_job"
 
 
 @pytest.fixture

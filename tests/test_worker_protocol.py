@@ -175,6 +175,16 @@ def abort(job_id: int, reason: str) -> Response:
 
 
 NO_JOB = Response(no_job=Response.NoJob())
+
+
+async def ack_then_no_job(stream: FakeStream, job_id: int, accepted: bool = True) -> None:
+    """Ack the Outcome of ``job_id`` and answer its poll_next with NoJob; the worker then
+    polls again."""
+    stream.send(ack(job_id, accepted))
+    stream.send(NO_JOB)
+    await stream.expect("poll_job")
+
+
 JOB_MESSAGES = ("heartbeat", "log_lines")
 
 
@@ -297,9 +307,15 @@ async def test_echo_job_sends_log_lines_then_outcome_then_polls_after_ack(
         m.heartbeat.lease_token == "lease-7" for m in job_messages if m.HasField("heartbeat")
     )
 
-    assert stream.requests.empty(), "the worker must wait for OutcomeAck before polling"
+    assert outcome.poll_next, "an idle worker's Outcome is also its next poll"
+    assert stream.requests.empty(), "the worker must wait for OutcomeAck"
     stream.send(ack(7))
-    await stream.expect("poll_job")
+    # The Outcome was the poll: the next job is taken without a PollJob in between.
+    stream.send(assign(70, ["echo", "next"]))
+    second = (await stream.expect("outcome", skip=JOB_MESSAGES)).outcome
+    assert (second.job_id, second.status) == (70, job_pb2.JOB_STATUS_SUCCEEDED)
+    assert stream.kinds().count("poll_job") == 1
+    await ack_then_no_job(stream, 70)
 
 
 async def test_heartbeats_while_running_and_abort_job_ends_aborted_quickly(
@@ -318,8 +334,7 @@ async def test_heartbeats_while_running_and_abort_job_ends_aborted_quickly(
     assert time.monotonic() - aborted_at < 3.0
     assert outcome.status == job_pb2.JOB_STATUS_ABORTED
     assert outcome.error == "aborted by operator"
-    stream.send(ack(8))
-    await stream.expect("poll_job")
+    await ack_then_no_job(stream, 8)
 
 
 async def test_abort_right_after_assign_still_aborts(
@@ -332,8 +347,7 @@ async def test_abort_right_after_assign_still_aborts(
     outcome = (await stream.expect("outcome", skip=JOB_MESSAGES, timeout_s=5.0)).outcome
     assert (outcome.job_id, outcome.status) == (9, job_pb2.JOB_STATUS_ABORTED)
     assert outcome.error == "aborted by operator"
-    stream.send(ack(9))
-    await stream.expect("poll_job")
+    await ack_then_no_job(stream, 9)
 
 
 async def test_abort_of_another_job_is_ignored(
@@ -346,8 +360,7 @@ async def test_abort_of_another_job_is_ignored(
     stream.send(abort(999, "not this one"))
     outcome = (await stream.expect("outcome", skip=JOB_MESSAGES)).outcome
     assert outcome.status == job_pb2.JOB_STATUS_SUCCEEDED
-    stream.send(ack(10))
-    await stream.expect("poll_job")
+    await ack_then_no_job(stream, 10)
 
 
 async def test_failed_job_reports_the_error_and_stderr(
@@ -366,8 +379,7 @@ async def test_failed_job_reports_the_error_and_stderr(
         for line in m.log_lines.lines
     ]
     assert stderr == ["oops"]
-    stream.send(ack(11, accepted=False))  # recorded as late: the worker just goes on
-    await stream.expect("poll_job")
+    await ack_then_no_job(stream, 11, accepted=False)  # recorded as late: the worker just goes on
 
 
 async def test_unknown_handler_fails_the_job(
@@ -380,8 +392,7 @@ async def test_unknown_handler_fails_the_job(
     assert outcome.status == job_pb2.JOB_STATUS_FAILED
     assert outcome.error.startswith("UnknownHandler: ")
     assert "no-such-handler" in outcome.error
-    stream.send(ack(12))
-    await stream.expect("poll_job")
+    await ack_then_no_job(stream, 12)
 
 
 async def test_no_job_makes_the_worker_poll_again(
@@ -407,8 +418,7 @@ async def test_standby_worker_waits_for_its_poll_answer_then_runs_jobs(
     stream.send(assign(13, ["echo", "now active"]))  # the server made this worker active
     outcome = (await stream.expect("outcome", skip=JOB_MESSAGES)).outcome
     assert outcome.status == job_pb2.JOB_STATUS_SUCCEEDED
-    stream.send(ack(13))
-    await stream.expect("poll_job")
+    await ack_then_no_job(stream, 13)
 
 
 async def test_reconnects_when_the_stream_breaks_while_idle(
@@ -533,6 +543,7 @@ async def test_stop_lets_the_running_job_finish_within_the_grace(
     outcome = (await stream.expect("outcome", skip=JOB_MESSAGES)).outcome
     assert outcome.status == job_pb2.JOB_STATUS_SUCCEEDED
     assert "finished" in outcome.output_tail
+    assert not outcome.poll_next, "a stopping worker asks for no next job"
     assert not task.done(), "the worker must wait for OutcomeAck"
     stream.send(ack(15))
     await within(task, "the worker to stop")
@@ -553,6 +564,7 @@ async def test_stop_aborts_the_running_job_after_the_grace(
     assert 0.3 <= time.monotonic() - stopped_at < 3.0
     assert outcome.status == job_pb2.JOB_STATUS_ABORTED
     assert outcome.error == "worker shutting down"
+    assert not outcome.poll_next
     stream.send(ack(16))
     await within(task, "the worker to stop")
     assert stream.kinds()[-1] == "outcome"

@@ -10,7 +10,9 @@ The protocol (``tickwork.v1.WorkerService.Connect``, one bidirectional stream):
 3. While the job runs the worker sends ``Heartbeat`` every heartbeat interval and the
    job's output as ``LogLines`` batches; the server may send ``AbortJob`` at any time.
 4. The worker sends the remaining ``LogLines``, then ``Outcome`` (SUCCEEDED, FAILED or
-   ABORTED), waits for ``OutcomeAck`` and goes back to 2.
+   ABORTED), waits for ``OutcomeAck`` and goes back to 2. Unless it is stopping, the
+   Outcome carries ``poll_next``: it is also the next PollJob, so the server answers the
+   OutcomeAck with AssignJob or NoJob at once and step 2 sends nothing.
 
 When the stream breaks, the running job is stopped (its lease expires on the server, which
 recovers the job) and the worker reconnects with exponential backoff and jitter. On
@@ -313,9 +315,12 @@ class Worker:
             ", ".join(handlers),
             extra={"worker_id": self.worker_id},
         )
+        polled = False  # the last Outcome asked for the next job (poll_next)
         while not self._stopping.is_set():
-            await conn.send(Request(poll_job=Request.PollJob()))
+            if not polled:
+                await conn.send(Request(poll_job=Request.PollJob()))
             answer = await self._poll_answer(conn, active)
+            polled = False
             if answer is None:
                 return
             if answer.WhichOneof("message") == "assign_job":
@@ -324,7 +329,7 @@ class Worker:
                     logger.info(
                         "this worker is now the active one", extra={"worker_id": self.worker_id}
                     )
-                await self._run_job(conn, answer.assign_job, heartbeat_interval_s)
+                polled = await self._run_job(conn, answer.assign_job, heartbeat_interval_s)
 
     async def _poll_answer(self, conn: Connection, active: bool) -> Response | None:
         """Wait for the answer to a PollJob.
@@ -400,13 +405,17 @@ class Worker:
 
     async def _run_job(
         self, conn: Connection, assign: Response.AssignJob, heartbeat_interval_s: float
-    ) -> None:
-        """Run one assigned job and report its outcome.
+    ) -> bool:
+        """Run one assigned job and report its outcome; unless the worker is stopping, the
+        Outcome also asks for the next job (poll_next).
 
         Args:
             conn (Connection): the stream.
             assign (Response.AssignJob): the job.
             heartbeat_interval_s (float): seconds between heartbeats, > 0.
+
+        Returns:
+            bool: whether the Outcome asked for the next job (its answer comes next).
 
         Raises:
             StreamBroken: the stream broke (the job was stopped; its lease will expire).
@@ -478,8 +487,11 @@ class Worker:
                 f": {result.error}" if result.error else "",
                 extra=extra,
             )
+            poll_next = not (cancelled or self._stopping.is_set())
             try:
-                await _shielded(self._report(conn, job.id, assign.lease_token, output, result))
+                await _shielded(
+                    self._report(conn, job.id, assign.lease_token, output, result, poll_next)
+                )
             except StreamBroken as exc:
                 if not cancelled:
                     raise
@@ -488,6 +500,7 @@ class Worker:
             self._job = None
         if cancelled:
             raise asyncio.CancelledError
+        return poll_next
 
     async def _supervise(
         self, conn: Connection, running: _RunningJob, pump: asyncio.Task[None]
@@ -675,6 +688,7 @@ class Worker:
         lease_token: str,
         output: JobOutput,
         result: _Result,
+        poll_next: bool,
     ) -> None:
         """Send the last output lines and the Outcome, then wait for OutcomeAck.
 
@@ -684,6 +698,7 @@ class Worker:
             lease_token (str): its lease token.
             output (JobOutput): its output (lines not sent yet go first).
             result (_Result): the outcome.
+            poll_next (bool): the Outcome also asks for the next job.
 
         Raises:
             StreamBroken: the stream broke, or no OutcomeAck came within
@@ -700,6 +715,7 @@ class Worker:
                     status=result.status,
                     error=result.error,
                     output_tail=output_tail,
+                    poll_next=poll_next,
                 )
             )
         )

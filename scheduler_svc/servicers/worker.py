@@ -19,6 +19,7 @@ import grpc
 from scheduler_svc import maintenance
 from scheduler_svc.app import App
 from scheduler_svc.errors import FailedPrecondition
+from scheduler_svc.records import JobRecord, TaskRecord
 from scheduler_svc.servicers import _convert as cv
 from scheduler_svc.servicers._errors import rpc_errors
 from tickwork.v1 import worker_pb2, worker_pb2_grpc
@@ -93,8 +94,7 @@ class WorkerSession:
         """Handle one message from the worker."""
         kind = msg.WhichOneof("message")
         if kind == "poll_job":
-            if self._poll is None or self._poll.done():
-                self._poll = asyncio.create_task(self._answer_poll(), name="worker-poll")
+            self._poll_for_job()
         elif kind == "heartbeat":
             await self._heartbeat(msg.heartbeat.job_id, msg.heartbeat.lease_token)
         elif kind == "log_lines":
@@ -107,6 +107,12 @@ class WorkerSession:
             await self._outcome(msg.outcome)
         elif kind == "hello":
             raise FailedPrecondition("hello sent twice", field="hello")
+
+    def _poll_for_job(self) -> None:
+        """Start answering a poll (PollJob, or an Outcome with poll_next), unless one is
+        being answered already."""
+        if self._poll is None or self._poll.done():
+            self._poll = asyncio.create_task(self._answer_poll(), name="worker-poll")
 
     async def _answer_poll(self) -> None:
         """Answer one PollJob: AssignJob as soon as a job is ready and this worker is the
@@ -142,25 +148,7 @@ class WorkerSession:
                     self.worker_id, now, self._s.lease_ttl_s, worker_lease_holder=self.worker_id
                 )
                 if claimed is not None:
-                    job, task = claimed
-                    self.job_id, self.lease_token = job.id, job.lease_token or ""
-                    self.app.hub.on_abort(job.id, self._abort)
-                    self.app.hub.job_changed(job.id)
-                    log.info(
-                        "job assigned",
-                        extra={"job_id": job.id, "task_id": task.id, "worker_id": self.worker_id},
-                    )
-                    self.out.put_nowait(
-                        Resp(
-                            assign_job=Resp.AssignJob(
-                                job=cv.job(job),
-                                handler=task.handler,
-                                params=cv.struct(task.params),
-                                timeout_seconds=task.timeout_seconds,
-                                lease_token=self.lease_token,
-                            )
-                        )
-                    )
+                    self._assign(*claimed)
                     return
                 ready = await self.app.store.next_ready_time(now)
                 if ready is not None and ready > now:
@@ -171,6 +159,27 @@ class WorkerSession:
                 self.out.put_nowait(Resp(no_job=Resp.NoJob()))
                 return
             woken = await signal.wait(max(0.0, wait_s))
+
+    def _assign(self, job: JobRecord, task: TaskRecord) -> None:
+        """Send AssignJob for ``job`` (already leased to this worker)."""
+        self.job_id, self.lease_token = job.id, job.lease_token or ""
+        self.app.hub.on_abort(job.id, self._abort)
+        self.app.hub.job_changed(job.id)
+        log.info(
+            "job assigned",
+            extra={"job_id": job.id, "task_id": task.id, "worker_id": self.worker_id},
+        )
+        self.out.put_nowait(
+            Resp(
+                assign_job=Resp.AssignJob(
+                    job=cv.job(job),
+                    handler=task.handler,
+                    params=cv.struct(task.params),
+                    timeout_seconds=task.timeout_seconds,
+                    lease_token=self.lease_token,
+                )
+            )
+        )
 
     def _abort(self, job_id: int, reason: str) -> None:
         if job_id == self.job_id:
@@ -202,15 +211,28 @@ class WorkerSession:
         status = cv.job_status_name(m.status)
         if status not in _OUTCOMES:
             status = "FAILED"
-        result = await self.app.finish_job(m.job_id, m.lease_token, status, m.error, m.output_tail)
+        # poll_next: the next job is taken in the transaction that records this outcome.
+        claim = m.poll_next and self.active and self.app.dispatching and m.job_id == self.job_id
+        result = await self.app.finish_job(
+            m.job_id,
+            m.lease_token,
+            status,
+            m.error,
+            m.output_tail,
+            claim_next_for=self.worker_id if claim else None,
+        )
         if m.job_id == self.job_id:
             self.app.hub.on_abort(m.job_id, None)
             self.job_id, self.lease_token = 0, ""
         self.out.put_nowait(
             Resp(outcome_ack=Resp.OutcomeAck(job_id=m.job_id, accepted=result.accepted))
         )
-        if not self.app.dispatching and not self.job_id:
+        if result.next_job is not None:
+            self._assign(*result.next_job)
+        elif not self.app.dispatching and not self.job_id:
             self.out.put_nowait(None)  # stopping: the outcome is recorded, end the stream
+        elif m.poll_next:
+            self._poll_for_job()
 
     async def close(self) -> None:
         """Stop the session's tasks and give up the worker lease so a standby takes over.

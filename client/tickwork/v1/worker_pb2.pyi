@@ -62,18 +62,20 @@ class ConnectRequest(_message.Message):
         lines: _containers.RepeatedScalarFieldContainer[str]
         def __init__(self, job_id: _Optional[int] = ..., lease_token: _Optional[str] = ..., stream: _Optional[str] = ..., lines: _Optional[_Iterable[str]] = ...) -> None: ...
     class Outcome(_message.Message):
-        __slots__ = ("job_id", "lease_token", "status", "error", "output_tail")
+        __slots__ = ("job_id", "lease_token", "status", "error", "output_tail", "poll_next")
         JOB_ID_FIELD_NUMBER: _ClassVar[int]
         LEASE_TOKEN_FIELD_NUMBER: _ClassVar[int]
         STATUS_FIELD_NUMBER: _ClassVar[int]
         ERROR_FIELD_NUMBER: _ClassVar[int]
         OUTPUT_TAIL_FIELD_NUMBER: _ClassVar[int]
+        POLL_NEXT_FIELD_NUMBER: _ClassVar[int]
         job_id: int
         lease_token: str
         status: _job_pb2.JobStatus
         error: str
         output_tail: str
-        def __init__(self, job_id: _Optional[int] = ..., lease_token: _Optional[str] = ..., status: _Optional[_Union[_job_pb2.JobStatus, str]] = ..., error: _Optional[str] = ..., output_tail: _Optional[str] = ...) -> None: ...
+        poll_next: bool
+        def __init__(self, job_id: _Optional[int] = ..., lease_token: _Optional[str] = ..., status: _Optional[_Union[_job_pb2.JobStatus, str]] = ..., error: _Optional[str] = ..., output_tail: _Optional[str] = ..., poll_next: _Optional[bool] = ...) -> None: ...
     HELLO_FIELD_NUMBER: _ClassVar[int]
     POLL_JOB_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
