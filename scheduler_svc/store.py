@@ -616,7 +616,7 @@ class Store:
                     index_where=db.ACTIVE_JOB_PREDICATE,  # type: ignore[arg-type]
                 )
                 rows = [_job_row(t, trigger=trigger, lane=LANE_MANUAL, now=now) for t in new]
-                returned = conn.execute(insert.values(rows).returning(jobs.c.id, jobs.c.task_id))
+                returned = conn.execute(insert.returning(jobs.c.id, jobs.c.task_id), rows)
                 inserted = {row.task_id: row.id for row in returned.all()}
             for task in new:
                 if task.id in inserted:
@@ -730,21 +730,21 @@ class Store:
             return {}
         dialect = self.db.dialect
         claim = db.insert_skipping_conflicts(dialect, fires, ["schedule_id", "fire_time"])
-        claimed_rows = (
-            conn.execute(
-                claim.values(
-                    [
-                        {
-                            "schedule_id": r.schedule_id,
-                            "fire_time": r.fire_time,
-                            "outcome": "ENQUEUED",
-                            "runs": [],
-                            "recorded_at": now,
-                        }
-                        for r in requests
-                    ]
-                ).returning(fires.c.id, fires.c.schedule_id, fires.c.fire_time)
-            )
+        # Multi-row statements are executed as executemany: SQLAlchemy batches them into
+        # INSERT ... VALUES (...), (...) ("insertmanyvalues") with one compiled form, where
+        # .values([...]) would compile a new statement for every batch size.
+        claimed_rows = conn.execute(
+            claim.returning(fires.c.id, fires.c.schedule_id, fires.c.fire_time),
+            [
+                {
+                    "schedule_id": r.schedule_id,
+                    "fire_time": r.fire_time,
+                    "outcome": "ENQUEUED",
+                    "runs": [],
+                    "recorded_at": now,
+                }
+                for r in requests
+            ],
         ).all()
         fire_ids = {(row.schedule_id, row.fire_time): row.id for row in claimed_rows}
         claimed = [r for r in requests if (r.schedule_id, r.fire_time) in fire_ids]
@@ -760,7 +760,7 @@ class Store:
             for t in r.missed_fire_times
         ]
         if missed_rows:
-            conn.execute(claim.values(missed_rows))
+            conn.execute(claim, missed_rows)
             log.info("fires missed (catch-up policy)", extra={"count": len(missed_rows)})
 
         # Which tasks already have a queued or running job.
@@ -818,7 +818,7 @@ class Store:
                 ["task_id"],
                 index_where=db.ACTIVE_JOB_PREDICATE,  # type: ignore[arg-type]
             )
-            rows = conn.execute(insert.values(new_rows).returning(jobs.c.id, jobs.c.task_id))
+            rows = conn.execute(insert.returning(jobs.c.id, jobs.c.task_id), new_rows)
             inserted = {row.task_id: row.id for row in rows.all()}
             lost = [row["task_id"] for row in new_rows if row["task_id"] not in inserted]
             if lost:
