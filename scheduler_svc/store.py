@@ -168,11 +168,17 @@ def _ready(now: Any) -> sa.ColumnElement[bool]:
 # object's cache key, so reusing the object skips building and keying it each time.
 _WORKER_LEASE_HOLDER = sa.select(leases.c.holder).where(leases.c.name == "worker")
 _WORKER_LEASE_HOLDER_LOCKED = _WORKER_LEASE_HOLDER.with_for_update()
-_ANY_RUNNING = sa.select(jobs.c.id).where(jobs.c.status == RUNNING).limit(1)
+_running = jobs.alias("running")
+# The next ready job with its task, unless a job is running (one job at a time).
 _NEXT_READY = _queue_order(
-    sa.select(jobs.c.id, jobs.c.enqueued_at).where(_ready(sa.bindparam("now")))
+    sa.select(jobs.c.id.label("job_id"), jobs.c.enqueued_at.label("job_enqueued_at"), *tasks.c)
+    .join(tasks, tasks.c.id == jobs.c.task_id)
+    .where(
+        _ready(sa.bindparam("now")),
+        ~sa.exists(sa.select(_running.c.id).where(_running.c.status == RUNNING)),
+    )
 ).limit(1)
-_NEXT_READY_LOCKED = _NEXT_READY.with_for_update(skip_locked=True)
+_NEXT_READY_LOCKED = _NEXT_READY.with_for_update(skip_locked=True, of=jobs)
 _START_JOB = (
     jobs.update()
     .where(jobs.c.id == sa.bindparam("b_job_id"), jobs.c.status == QUEUED)
@@ -920,13 +926,11 @@ class Store:
         holder = conn.scalar(lease_query)
         if worker_lease_holder is not None and holder != worker_lease_holder:
             return None
-        if conn.scalar(_ANY_RUNNING) is not None:
-            return None
         query = _NEXT_READY_LOCKED if locking else _NEXT_READY
         found = conn.execute(query, {"now": now}).first()
         if found is None:
             return None
-        job_id, enqueued_at = found
+        job_id, enqueued_at = found.job_id, found.job_enqueued_at
         row = conn.execute(
             _START_JOB,
             {
@@ -942,8 +946,7 @@ class Store:
         ).first()
         if row is None:
             return None
-        job = _job(row)
-        return job, _task(conn.execute(_TASK_BY_ID, {"b_task_id": job.task_id}).one())
+        return _job(row), _task(found)
 
     @_reads
     def next_ready_time(self, conn: Connection, now: dt.datetime) -> dt.datetime | None:
