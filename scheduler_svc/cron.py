@@ -52,6 +52,7 @@ import re
 from bisect import bisect_left
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
+from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cron_descriptor import DescriptionTypeEnum, ExpressionDescriptor, Options
@@ -700,23 +701,37 @@ class CronSchedule:
         Returns:
             The description; never raises for a schedule that validated.
         """
-        second, minute, hour, dom, month, dow = self._descriptor_fields
-        parts = [second if self.has_seconds else "0", minute, hour, dom, month, dow, "*"]
-        try:
-            descriptor = ExpressionDescriptor(" ".join(parts), Options())
-            time = str(descriptor.get_description(DescriptionTypeEnum.TIMEOFDAY))
-            dom_text = str(descriptor.get_description(DescriptionTypeEnum.DAYOFMONTH))
-            month_text = str(descriptor.get_description(DescriptionTypeEnum.MONTH))
-            dow_text = str(descriptor.get_description(DescriptionTypeEnum.DAYOFWEEK))
-            if dow_text and self._days.both_must_match and dom != "*":
-                dow_text = dow_text.replace(", or on ", ", only on ", 1)
-            elif dow_text and not self._days.both_must_match:
-                if dow_text.startswith(", only on "):
-                    dow_text = ", or on " + dow_text[len(", only on ") :]
-                elif not dow_text.startswith(", or "):
-                    dow_text = ", or" + dow_text[1:]
-            text = f"{time}{dom_text}{dow_text}{month_text}"
-            text = str(descriptor.transform_verbosity(text, use_verbose_format=False))
-        except Exception:  # a cron-descriptor gap must not break a schedule that validated
-            return f"Cron expression {self.expression.strip()!r}"
-        return text[:1].upper() + text[1:]
+        return _describe(
+            tuple(self._descriptor_fields),
+            self.has_seconds,
+            self._days.both_must_match,
+            self.expression.strip(),
+        )
+
+
+@lru_cache(maxsize=1024)
+def _describe(
+    descriptor_fields: tuple[str, ...], has_seconds: bool, both_must_match: bool, expression: str
+) -> str:
+    """:meth:`CronSchedule.describe`, cached: cron-descriptor reloads its locale for every
+    description, which cost more than the rest of creating a schedule."""
+    second, minute, hour, dom, month, dow = descriptor_fields
+    parts = [second if has_seconds else "0", minute, hour, dom, month, dow, "*"]
+    try:
+        descriptor = ExpressionDescriptor(" ".join(parts), Options())
+        time = str(descriptor.get_description(DescriptionTypeEnum.TIMEOFDAY))
+        dom_text = str(descriptor.get_description(DescriptionTypeEnum.DAYOFMONTH))
+        month_text = str(descriptor.get_description(DescriptionTypeEnum.MONTH))
+        dow_text = str(descriptor.get_description(DescriptionTypeEnum.DAYOFWEEK))
+        if dow_text and both_must_match and dom != "*":
+            dow_text = dow_text.replace(", or on ", ", only on ", 1)
+        elif dow_text and not both_must_match:
+            if dow_text.startswith(", only on "):
+                dow_text = ", or on " + dow_text[len(", only on ") :]
+            elif not dow_text.startswith(", or "):
+                dow_text = ", or" + dow_text[1:]
+        text = f"{time}{dom_text}{dow_text}{month_text}"
+        text = str(descriptor.transform_verbosity(text, use_verbose_format=False))
+    except Exception:  # a cron-descriptor gap must not break a schedule that validated
+        return f"Cron expression {expression!r}"
+    return text[:1].upper() + text[1:]
