@@ -192,6 +192,11 @@ _START_JOB = (
     .returning(*jobs.c)
 )
 _TASK_BY_ID = tasks.select().where(tasks.c.id == sa.bindparam("b_task_id"))
+_TASK_NAMES = sa.select(tasks.c.id, tasks.c.name).where(
+    tasks.c.id.in_(sa.bindparam("b_task_ids", expanding=True))
+)
+_INSERT_SCHEDULE = schedules.insert().returning(*schedules.c)
+_INSERT_SCHEDULE_TASK = schedule_tasks.insert()
 _RUNNING_UNDER_TOKEN = sa.and_(
     jobs.c.id == sa.bindparam("b_job_id"),
     jobs.c.lease_token == sa.bindparam("b_token"),
@@ -375,22 +380,26 @@ class Store:
             )
         return out
 
-    def _check_tasks_exist(self, conn: Connection, task_ids: Sequence[int]) -> None:
-        found = set((conn.execute(sa.select(tasks.c.id).where(tasks.c.id.in_(task_ids)))).scalars())
-        missing = [t for t in task_ids if t not in found]
+    def _link_tasks(
+        self, conn: Connection, schedule_id: int, task_ids: Sequence[int], *, replace: bool
+    ) -> tuple[str, ...]:
+        """Make ``task_ids`` (in order) the schedule's tasks, replacing its current ones when
+        ``replace``; return their names. Raises NotFound(field="schedule.task_ids")."""
+        rows = conn.execute(_TASK_NAMES, {"b_task_ids": list(task_ids)}).all()
+        names: dict[int, str] = {row.id: row.name for row in rows}
+        missing = [t for t in task_ids if t not in names]
         if missing:
             raise NotFound(f"no task with id {missing[0]}", field="schedule.task_ids")
-
-    def _link_tasks(self, conn: Connection, schedule_id: int, task_ids: Sequence[int]) -> None:
-        self._check_tasks_exist(conn, task_ids)
-        conn.execute(schedule_tasks.delete().where(schedule_tasks.c.schedule_id == schedule_id))
+        if replace:
+            conn.execute(schedule_tasks.delete().where(schedule_tasks.c.schedule_id == schedule_id))
         conn.execute(
-            schedule_tasks.insert(),
+            _INSERT_SCHEDULE_TASK,
             [
                 {"schedule_id": schedule_id, "task_id": t, "position": i}
                 for i, t in enumerate(task_ids)
             ],
         )
+        return tuple(names[t] for t in task_ids)
 
     @_writes
     def create_schedule(
@@ -403,10 +412,13 @@ class Store:
         """
         try:
             row = {**values, "created_at": now, "updated_at": now}
-            result = conn.execute(schedules.insert().values(row).returning(*schedules.c))
-            created = result.one()
-            self._link_tasks(conn, created._mapping["id"], task_ids)
-            return (self._schedules(conn, [created]))[0]
+            created = conn.execute(_INSERT_SCHEDULE, row).one()._mapping
+            names = self._link_tasks(conn, created["id"], task_ids, replace=False)
+            return ScheduleRecord(
+                **{k: created[k] for k in _SCHEDULE_COLUMNS},
+                task_ids=tuple(task_ids),
+                task_names=names,
+            )
         except IntegrityError:
             raise AlreadyExists(
                 f"a schedule named {values.get('name')!r} already exists", field="schedule.name"
@@ -461,7 +473,7 @@ class Store:
             if row is None:
                 raise NotFound(f"no schedule with id {schedule_id}", field="schedule.id")
             if task_ids is not None:
-                self._link_tasks(conn, schedule_id, task_ids)
+                self._link_tasks(conn, schedule_id, task_ids, replace=True)
             return (self._schedules(conn, [row]))[0]
         except IntegrityError:
             raise AlreadyExists(
