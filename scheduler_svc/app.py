@@ -220,8 +220,15 @@ class App:
         """A schedule's next run computed from now (on create and on relevant updates)."""
         return first_fire_after(schedule, self.clock())
 
-    def schedules_changed(self) -> None:
-        """Wake the scheduler loop so a new or changed schedule is not late."""
+    def schedules_changed(self, next_run_at: dt.datetime | None = None) -> None:
+        """Wake the scheduler loop so a new or changed schedule is not late.
+
+        With ``next_run_at`` (a new schedule's first run), the loop is left asleep when it
+        will tick by then anyway: a bulk import does not cost a tick per schedule.
+        """
+        wakes_at = self.hub.scheduler_wakes_at
+        if next_run_at is not None and wakes_at is not None and wakes_at <= next_run_at:
+            return
         self.hub.schedules.fire()
 
     async def drain(self) -> None:

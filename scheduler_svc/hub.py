@@ -8,6 +8,7 @@ timeout, so a change made by another replica is seen within that timeout.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 from collections.abc import Callable
 from contextlib import suppress
 
@@ -72,6 +73,9 @@ class Hub:
     def __init__(self) -> None:
         self._queue = Signal()
         self._schedules = Signal()
+        #: When the scheduler loop of this process, waiting, will tick next (aware UTC);
+        #: None while it ticks or when there is no loop here.
+        self.scheduler_wakes_at: dt.datetime | None = None
         self._jobs: dict[int, Signal] = {}
         self._abort_handlers: dict[int, Callable[[int, str], None]] = {}
 

@@ -233,7 +233,11 @@ class Scheduler:
                 log.exception("scheduler tick failed")
                 wake = self.clock() + dt.timedelta(seconds=1)
             if not self._stop.is_set():  # stop() during the tick fired before this wait
-                await signal.wait((wake - self.clock()).total_seconds())
+                self.hub.scheduler_wakes_at = wake
+                try:
+                    await signal.wait((wake - self.clock()).total_seconds())
+                finally:
+                    self.hub.scheduler_wakes_at = None
         if self.lease_token is not None:
             # Hand over now rather than when the lease expires (a restart or a deploy).
             try:

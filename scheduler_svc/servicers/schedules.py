@@ -133,7 +133,7 @@ class ScheduleServicer(schedule_pb2_grpc.ScheduleServiceServicer):
         check_timing(draft)
         values["next_run_at"] = self.app.next_run(draft)
         stored = await self.app.store.create_schedule(values, task_ids, now)
-        self.app.schedules_changed()
+        self.app.schedules_changed(stored.next_run_at)
         return schedule_pb2.CreateScheduleResponse(schedule=self._out(stored))
 
     @rpc_errors
