@@ -12,6 +12,7 @@ from typing import Any
 
 from scheduler_svc.cron import CronError, CronSchedule, validate_timezone
 from scheduler_svc.errors import InvalidArgument
+from scheduler_svc.firing import cron_schedule
 from worker_svc.handlers import InvalidParams, UnknownHandler, get_handler
 
 MAX_NAME_CHARS = 200
@@ -104,7 +105,7 @@ def cron(expression: str, timezone: str, prefix: str = "schedule.") -> CronSched
     except CronError as err:
         raise InvalidArgument(err.reason, field=f"{prefix}timezone") from None
     try:
-        return CronSchedule(expression, timezone)
+        return cron_schedule(expression, timezone)  # parsed once per (expression, zone)
     except CronError as err:
         if err.field == "timezone":
             raise InvalidArgument(err.reason, field=f"{prefix}timezone") from None
