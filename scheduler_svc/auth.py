@@ -49,6 +49,7 @@ RPC_ROLES: Mapping[str, frozenset[str]] = {
     "/tickwork.v1.TaskService/RunTasks": _OPERATE,
     "/tickwork.v1.TaskService/AbortTasks": _OPERATE,
     "/tickwork.v1.ScheduleService/CreateSchedule": _ADMINISTER,
+    "/tickwork.v1.ScheduleService/BatchCreateSchedules": _ADMINISTER,
     "/tickwork.v1.ScheduleService/GetSchedule": _VIEW,
     "/tickwork.v1.ScheduleService/ListSchedules": _VIEW,
     "/tickwork.v1.ScheduleService/UpdateSchedule": _ADMINISTER,

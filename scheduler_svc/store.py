@@ -196,6 +196,13 @@ _TASK_NAMES = sa.select(tasks.c.id, tasks.c.name).where(
     tasks.c.id.in_(sa.bindparam("b_task_ids", expanding=True))
 )
 _INSERT_SCHEDULE = schedules.insert().returning(*schedules.c)
+# Executed many at once, RETURNING rows in the order of the parameter sets.
+_INSERT_SCHEDULES_IN_ORDER = schedules.insert().returning(
+    *schedules.c, sort_by_parameter_order=True
+)
+_TAKEN_SCHEDULE_NAMES = sa.select(schedules.c.name).where(
+    schedules.c.name.in_(sa.bindparam("b_names", expanding=True))
+)
 _INSERT_SCHEDULE_TASK = schedule_tasks.insert()
 _RUNNING_UNDER_TOKEN = sa.and_(
     jobs.c.id == sa.bindparam("b_job_id"),
@@ -423,6 +430,64 @@ class Store:
             raise AlreadyExists(
                 f"a schedule named {values.get('name')!r} already exists", field="schedule.name"
             ) from None
+
+    @_writes
+    def create_schedules(
+        self,
+        conn: Connection,
+        items: Sequence[tuple[dict[str, Any], Sequence[int]]],
+        now: dt.datetime,
+    ) -> list[ScheduleRecord]:
+        """Insert many schedules (each as :meth:`create_schedule`: validated ``values`` with
+        the same keys, and task ids) in one transaction, all or none; return them in order.
+
+        Set-based: one read of taken names, one of the tasks, one executemany INSERT of the
+        schedules, one of their links. Raises AlreadyExists(field="requests[i].schedule.name")
+        and NotFound(field="requests[i].schedule.task_ids") for the first item at fault.
+        """
+        names = [values["name"] for values, _ in items]
+        taken = set(conn.execute(_TAKEN_SCHEDULE_NAMES, {"b_names": names}).scalars())
+        for i, name in enumerate(names):
+            if name in taken:
+                raise AlreadyExists(
+                    f"a schedule named {name!r} already exists",
+                    field=f"requests[{i}].schedule.name",
+                )
+        wanted = sorted({t for _, task_ids in items for t in task_ids})
+        rows = conn.execute(_TASK_NAMES, {"b_task_ids": wanted}).all()
+        task_names: dict[int, str] = {row.id: row.name for row in rows}
+        for i, (_, task_ids) in enumerate(items):
+            missing = [t for t in task_ids if t not in task_names]
+            if missing:
+                raise NotFound(
+                    f"no task with id {missing[0]}", field=f"requests[{i}].schedule.task_ids"
+                )
+        try:
+            created = conn.execute(
+                _INSERT_SCHEDULES_IN_ORDER,
+                [{**values, "created_at": now, "updated_at": now} for values, _ in items],
+            ).all()
+        except IntegrityError:  # a name taken by another transaction since the check
+            raise AlreadyExists(
+                "a schedule name in this batch was taken meanwhile; nothing was created",
+                field="requests",
+            ) from None
+        conn.execute(
+            _INSERT_SCHEDULE_TASK,
+            [
+                {"schedule_id": row.id, "task_id": t, "position": p}
+                for row, (_, task_ids) in zip(created, items, strict=True)
+                for p, t in enumerate(task_ids)
+            ],
+        )
+        return [
+            ScheduleRecord(
+                **{k: row._mapping[k] for k in _SCHEDULE_COLUMNS},
+                task_ids=tuple(task_ids),
+                task_names=tuple(task_names[t] for t in task_ids),
+            )
+            for row, (_, task_ids) in zip(created, items, strict=True)
+        ]
 
     @_reads
     def get_schedule(self, conn: Connection, schedule_id: int) -> ScheduleRecord:

@@ -28,6 +28,7 @@ ADMIN_ONLY = {
     "TaskService/UpdateTask",
     "TaskService/DeleteTask",
     "ScheduleService/CreateSchedule",
+    "ScheduleService/BatchCreateSchedules",
     "ScheduleService/UpdateSchedule",
     "ScheduleService/DeleteSchedule",
 }

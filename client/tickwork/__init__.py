@@ -9,6 +9,7 @@ config-file support in :mod:`tickwork.apply`.
 
 from tickwork._async import AsyncClient
 from tickwork._channel import TlsConfig
+from tickwork._requests import NewSchedule
 from tickwork._sync import Client
 from tickwork.errors import (
     AlreadyExists,
@@ -50,6 +51,7 @@ __all__ = [
     "Job",
     "JobStatus",
     "JobTimeout",
+    "NewSchedule",
     "NotFound",
     "PermissionDenied",
     "RetryPolicy",

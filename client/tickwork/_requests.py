@@ -12,7 +12,7 @@ import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, TypedDict, cast
+from typing import Any, Required, TypedDict, cast
 
 from google.protobuf.field_mask_pb2 import FieldMask
 from google.protobuf.struct_pb2 import Struct
@@ -22,7 +22,9 @@ from tickwork.errors import InvalidArgument
 from tickwork.v1.common_pb2 import TaskRun, Trigger
 from tickwork.v1.job_pb2 import Job, JobStatus, ListJobsRequest
 from tickwork.v1.schedule_pb2 import (
+    BatchCreateSchedulesRequest,
     CatchUpPolicy,
+    CreateScheduleRequest,
     DescribeCronRequest,
     GetScheduleRequest,
     Schedule,
@@ -95,6 +97,21 @@ class ScheduleFields(TypedDict, total=False):
     enabled: bool
     tasks: Sequence[Ref]
 
+
+class NewSchedule(TypedDict, total=False):
+    """One schedule for ``create_schedules``: the arguments of ``create_schedule``."""
+
+    name: Required[str]
+    tasks: Required[Sequence[Ref]]
+    cron: str
+    interval_seconds: int
+    timezone: str
+    catch_up_policy: CatchUpPolicy | str
+    description: str
+    enabled: bool
+
+
+_NEW_SCHEDULE_KEYS = frozenset(NewSchedule.__annotations__)
 
 _RETRY_FIELDS = ("max_attempts", "backoff_base_seconds", "backoff_cap_seconds")
 _TASK_FIELDS = frozenset(TaskFields.__annotations__)
@@ -450,6 +467,55 @@ def build_schedule(
         enabled=enabled,
         task_ids=list(task_ids),
     )
+
+
+def new_schedule_refs(schedules: Sequence[NewSchedule]) -> list[Sequence[Ref]]:
+    """The task references of each item of ``create_schedules``, checked.
+
+    Raises:
+        InvalidArgument: not a sequence of mappings, an unknown key, no ``name`` or
+            ``tasks`` (the message names the item, e.g. ``schedules[3]``).
+    """
+    if isinstance(schedules, str | bytes | Mapping) or not isinstance(schedules, Sequence):
+        raise InvalidArgument("schedules: give a sequence of schedules (mappings)")
+    refs = []
+    for i, item in enumerate(schedules):
+        if not isinstance(item, Mapping):
+            raise InvalidArgument(f"schedules[{i}]: give a mapping, not {type(item).__name__}")
+        unknown = sorted(set(item) - _NEW_SCHEDULE_KEYS)
+        if unknown:
+            raise InvalidArgument(
+                f"schedules[{i}]: unknown key {unknown[0]!r}; "
+                f"known: {', '.join(sorted(_NEW_SCHEDULE_KEYS))}"
+            )
+        if "name" not in item or "tasks" not in item:
+            raise InvalidArgument(f"schedules[{i}]: give 'name' and 'tasks'")
+        refs.append(task_refs(item["tasks"], field=f"schedules[{i}].tasks"))
+    return refs
+
+
+def batch_create_schedules_request(
+    schedules: Sequence[NewSchedule], task_ids: Sequence[Sequence[int]]
+) -> BatchCreateSchedulesRequest:
+    """Build BatchCreateSchedules from checked items (:func:`new_schedule_refs`) and their
+    resolved task ids."""
+    requests = []
+    for i, (item, ids) in enumerate(zip(schedules, task_ids, strict=True)):
+        try:
+            schedule = build_schedule(
+                item["name"],
+                ids,
+                cron=item.get("cron"),
+                interval_seconds=item.get("interval_seconds"),
+                timezone=item.get("timezone", "UTC"),
+                catch_up_policy=item.get("catch_up_policy", "SKIP"),
+                description=item.get("description", ""),
+                enabled=item.get("enabled", True),
+            )
+        except InvalidArgument as err:
+            raise InvalidArgument(f"schedules[{i}]: {err.details}") from None
+        requests.append(CreateScheduleRequest(schedule=schedule))
+    return BatchCreateSchedulesRequest(requests=requests)
 
 
 def update_schedule_request(

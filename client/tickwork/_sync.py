@@ -443,6 +443,28 @@ class Client:
         request = CreateScheduleRequest(schedule=schedule)
         return self._call(self._schedules.CreateSchedule, request).schedule
 
+    def create_schedules(self, schedules: Sequence[rq.NewSchedule]) -> list[Schedule]:
+        """Create up to 1,000 schedules in one transaction, all or none (a bulk import),
+        and return them in order, as :meth:`create_schedule` would one by one.
+
+        Args:
+            schedules (Sequence[NewSchedule]): mappings with ``create_schedule``'s arguments:
+                ``name`` and ``tasks`` (ids or names) required; ``cron`` or
+                ``interval_seconds``; ``timezone``, ``catch_up_policy``, ``description``,
+                ``enabled`` optional.
+
+        Raises:
+            InvalidArgument: a bad item or field, an empty batch or more than 1,000; the
+                message names the item (``schedules[3]``, or the server's
+                ``requests[3].schedule.cron_expression``).
+            AlreadyExists: a name is taken, or given twice.
+            NotFound: an unknown task.
+        """
+        refs = rq.new_schedule_refs(schedules)
+        ids = [[self._task_id(t) for t in item_refs] for item_refs in refs]
+        request = rq.batch_create_schedules_request(schedules, ids)
+        return list(self._call(self._schedules.BatchCreateSchedules, request).schedules)
+
     def get_schedule(self, schedule: int | str) -> Schedule:
         """Return a schedule by id or name. Raises NotFound."""
         request = rq.get_schedule_request(schedule)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import grpc
@@ -10,7 +13,7 @@ import grpc
 from scheduler_svc import validation
 from scheduler_svc.app import App
 from scheduler_svc.cron import CronError, DstNote
-from scheduler_svc.errors import InvalidArgument
+from scheduler_svc.errors import AlreadyExists, InvalidArgument, TickworkError
 from scheduler_svc.firing import cron_schedule
 from scheduler_svc.records import ScheduleRecord
 from scheduler_svc.servicers import _convert as cv
@@ -102,6 +105,22 @@ def check_timing(record: ScheduleRecord) -> None:
             )
 
 
+#: The most schedules one BatchCreateSchedules call may create.
+MAX_BATCH = 1000
+
+
+@contextmanager
+def in_request(index: int) -> Iterator[None]:
+    """Name the batch item at fault: an error about field ``f`` of item ``index`` is
+    re-raised about ``requests[index].f``."""
+    try:
+        yield
+    except TickworkError as err:
+        text = str(err.args[0]) if err.args else ""
+        field = f"requests[{index}].{err.field}" if err.field else f"requests[{index}]"
+        raise type(err)(text, field=field) from None
+
+
 def check_task_ids(task_ids: list[int]) -> list[int]:
     """At least one task, no duplicates."""
     if not task_ids:
@@ -120,21 +139,55 @@ class ScheduleServicer(schedule_pb2_grpc.ScheduleServiceServicer):
     def _out(self, record: ScheduleRecord) -> schedule_pb2.Schedule:
         return cv.schedule(record, describe(record))
 
-    @rpc_errors
-    async def CreateSchedule(
-        self, request: schedule_pb2.CreateScheduleRequest, context: Ctx
-    ) -> schedule_pb2.CreateScheduleResponse:
-        values = schedule_values(request.schedule, WRITABLE)
-        task_ids = check_task_ids(list(request.schedule.task_ids))
-        now = self.app.clock()
+    def _new_schedule(
+        self, schedule: schedule_pb2.Schedule, now: dt.datetime
+    ) -> tuple[dict[str, Any], list[int]]:
+        """Validated column values (next_run_at computed from ``now``) and task ids of a
+        schedule to create. Raises InvalidArgument naming the field."""
+        values = schedule_values(schedule, WRITABLE)
+        task_ids = check_task_ids(list(schedule.task_ids))
         draft = ScheduleRecord(
             id=0, next_run_at=None, last_run_at=None, created_at=now, updated_at=now, **values
         )
         check_timing(draft)
         values["next_run_at"] = self.app.next_run(draft)
+        return values, task_ids
+
+    @rpc_errors
+    async def CreateSchedule(
+        self, request: schedule_pb2.CreateScheduleRequest, context: Ctx
+    ) -> schedule_pb2.CreateScheduleResponse:
+        now = self.app.clock()
+        values, task_ids = self._new_schedule(request.schedule, now)
         stored = await self.app.store.create_schedule(values, task_ids, now)
         self.app.schedules_changed(stored.next_run_at)
         return schedule_pb2.CreateScheduleResponse(schedule=self._out(stored))
+
+    @rpc_errors
+    async def BatchCreateSchedules(
+        self, request: schedule_pb2.BatchCreateSchedulesRequest, context: Ctx
+    ) -> schedule_pb2.BatchCreateSchedulesResponse:
+        count = len(request.requests)
+        if not 1 <= count <= MAX_BATCH:
+            raise InvalidArgument(f"give 1 to {MAX_BATCH} requests, got {count}", field="requests")
+        now = self.app.clock()
+        items = []
+        first_with_name: dict[str, int] = {}
+        for i, item in enumerate(request.requests):
+            with in_request(i):
+                values, task_ids = self._new_schedule(item.schedule, now)
+                earlier = first_with_name.setdefault(values["name"], i)
+                if earlier != i:
+                    raise AlreadyExists(
+                        f"{values['name']!r} is also the name in requests[{earlier}]",
+                        field="schedule.name",
+                    )
+            items.append((values, task_ids))
+        stored = await self.app.store.create_schedules(items, now)
+        next_runs = [r.next_run_at for r in stored if r.next_run_at is not None]
+        if next_runs:
+            self.app.schedules_changed(min(next_runs))
+        return schedule_pb2.BatchCreateSchedulesResponse(schedules=[self._out(r) for r in stored])
 
     @rpc_errors
     async def GetSchedule(

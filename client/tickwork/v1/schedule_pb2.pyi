@@ -78,6 +78,18 @@ class CreateScheduleResponse(_message.Message):
     schedule: Schedule
     def __init__(self, schedule: _Optional[_Union[Schedule, _Mapping]] = ...) -> None: ...
 
+class BatchCreateSchedulesRequest(_message.Message):
+    __slots__ = ("requests",)
+    REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    requests: _containers.RepeatedCompositeFieldContainer[CreateScheduleRequest]
+    def __init__(self, requests: _Optional[_Iterable[_Union[CreateScheduleRequest, _Mapping]]] = ...) -> None: ...
+
+class BatchCreateSchedulesResponse(_message.Message):
+    __slots__ = ("schedules",)
+    SCHEDULES_FIELD_NUMBER: _ClassVar[int]
+    schedules: _containers.RepeatedCompositeFieldContainer[Schedule]
+    def __init__(self, schedules: _Optional[_Iterable[_Union[Schedule, _Mapping]]] = ...) -> None: ...
+
 class GetScheduleRequest(_message.Message):
     __slots__ = ("schedule_id", "name")
     SCHEDULE_ID_FIELD_NUMBER: _ClassVar[int]

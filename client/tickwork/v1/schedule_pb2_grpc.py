@@ -44,6 +44,11 @@ class ScheduleServiceStub:
                 request_serializer=tickwork_dot_v1_dot_schedule__pb2.CreateScheduleRequest.SerializeToString,
                 response_deserializer=tickwork_dot_v1_dot_schedule__pb2.CreateScheduleResponse.FromString,
                 _registered_method=True)
+        self.BatchCreateSchedules = channel.unary_unary(
+                '/tickwork.v1.ScheduleService/BatchCreateSchedules',
+                request_serializer=tickwork_dot_v1_dot_schedule__pb2.BatchCreateSchedulesRequest.SerializeToString,
+                response_deserializer=tickwork_dot_v1_dot_schedule__pb2.BatchCreateSchedulesResponse.FromString,
+                _registered_method=True)
         self.GetSchedule = channel.unary_unary(
                 '/tickwork.v1.ScheduleService/GetSchedule',
                 request_serializer=tickwork_dot_v1_dot_schedule__pb2.GetScheduleRequest.SerializeToString,
@@ -88,6 +93,17 @@ class ScheduleServiceServicer:
         """Creates a schedule. Exactly one of cron_expression and interval_seconds is needed
         (cron wins when both are set). next_run_time is computed from now.
         Errors: INVALID_ARGUMENT, ALREADY_EXISTS, NOT_FOUND (a task id).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def BatchCreateSchedules(self, request, context):
+        """Creates up to 1,000 schedules in one transaction, all or none (a bulk import), each as
+        CreateSchedule would; the response lists them in request order. Errors name the request
+        at fault, e.g. field `requests[3].schedule.cron_expression`: INVALID_ARGUMENT (also an
+        empty or oversized batch), ALREADY_EXISTS (a name taken, or given twice in the batch),
+        NOT_FOUND (a task id).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -147,6 +163,11 @@ def add_ScheduleServiceServicer_to_server(servicer, server):
                     servicer.CreateSchedule,
                     request_deserializer=tickwork_dot_v1_dot_schedule__pb2.CreateScheduleRequest.FromString,
                     response_serializer=tickwork_dot_v1_dot_schedule__pb2.CreateScheduleResponse.SerializeToString,
+            ),
+            'BatchCreateSchedules': grpc.unary_unary_rpc_method_handler(
+                    servicer.BatchCreateSchedules,
+                    request_deserializer=tickwork_dot_v1_dot_schedule__pb2.BatchCreateSchedulesRequest.FromString,
+                    response_serializer=tickwork_dot_v1_dot_schedule__pb2.BatchCreateSchedulesResponse.SerializeToString,
             ),
             'GetSchedule': grpc.unary_unary_rpc_method_handler(
                     servicer.GetSchedule,
@@ -211,6 +232,33 @@ class ScheduleService:
             '/tickwork.v1.ScheduleService/CreateSchedule',
             tickwork_dot_v1_dot_schedule__pb2.CreateScheduleRequest.SerializeToString,
             tickwork_dot_v1_dot_schedule__pb2.CreateScheduleResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def BatchCreateSchedules(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tickwork.v1.ScheduleService/BatchCreateSchedules',
+            tickwork_dot_v1_dot_schedule__pb2.BatchCreateSchedulesRequest.SerializeToString,
+            tickwork_dot_v1_dot_schedule__pb2.BatchCreateSchedulesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -43,6 +43,13 @@ class ScheduleServiceStub:
     (cron wins when both are set). next_run_time is computed from now.
     Errors: INVALID_ARGUMENT, ALREADY_EXISTS, NOT_FOUND (a task id).
     """
+    BatchCreateSchedules: _grpc.UnaryUnaryMultiCallable[_schedule_pb2.BatchCreateSchedulesRequest, _schedule_pb2.BatchCreateSchedulesResponse]
+    """Creates up to 1,000 schedules in one transaction, all or none (a bulk import), each as
+    CreateSchedule would; the response lists them in request order. Errors name the request
+    at fault, e.g. field `requests[3].schedule.cron_expression`: INVALID_ARGUMENT (also an
+    empty or oversized batch), ALREADY_EXISTS (a name taken, or given twice in the batch),
+    NOT_FOUND (a task id).
+    """
     GetSchedule: _grpc.UnaryUnaryMultiCallable[_schedule_pb2.GetScheduleRequest, _schedule_pb2.GetScheduleResponse]
     """Returns one schedule by id or name. Errors: NOT_FOUND, INVALID_ARGUMENT."""
     ListSchedules: _grpc.UnaryUnaryMultiCallable[_schedule_pb2.ListSchedulesRequest, _schedule_pb2.ListSchedulesResponse]
@@ -78,6 +85,13 @@ class ScheduleServiceAsyncStub(ScheduleServiceStub):
     """Creates a schedule. Exactly one of cron_expression and interval_seconds is needed
     (cron wins when both are set). next_run_time is computed from now.
     Errors: INVALID_ARGUMENT, ALREADY_EXISTS, NOT_FOUND (a task id).
+    """
+    BatchCreateSchedules: _aio.UnaryUnaryMultiCallable[_schedule_pb2.BatchCreateSchedulesRequest, _schedule_pb2.BatchCreateSchedulesResponse]  # type: ignore[assignment]
+    """Creates up to 1,000 schedules in one transaction, all or none (a bulk import), each as
+    CreateSchedule would; the response lists them in request order. Errors name the request
+    at fault, e.g. field `requests[3].schedule.cron_expression`: INVALID_ARGUMENT (also an
+    empty or oversized batch), ALREADY_EXISTS (a name taken, or given twice in the batch),
+    NOT_FOUND (a task id).
     """
     GetSchedule: _aio.UnaryUnaryMultiCallable[_schedule_pb2.GetScheduleRequest, _schedule_pb2.GetScheduleResponse]  # type: ignore[assignment]
     """Returns one schedule by id or name. Errors: NOT_FOUND, INVALID_ARGUMENT."""
@@ -117,6 +131,19 @@ class ScheduleServiceServicer(metaclass=_abc_1.ABCMeta):
         """Creates a schedule. Exactly one of cron_expression and interval_seconds is needed
         (cron wins when both are set). next_run_time is computed from now.
         Errors: INVALID_ARGUMENT, ALREADY_EXISTS, NOT_FOUND (a task id).
+        """
+
+    @_abc_1.abstractmethod
+    def BatchCreateSchedules(
+        self,
+        request: _schedule_pb2.BatchCreateSchedulesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_schedule_pb2.BatchCreateSchedulesResponse, _abc.Awaitable[_schedule_pb2.BatchCreateSchedulesResponse]]:
+        """Creates up to 1,000 schedules in one transaction, all or none (a bulk import), each as
+        CreateSchedule would; the response lists them in request order. Errors name the request
+        at fault, e.g. field `requests[3].schedule.cron_expression`: INVALID_ARGUMENT (also an
+        empty or oversized batch), ALREADY_EXISTS (a name taken, or given twice in the batch),
+        NOT_FOUND (a task id).
         """
 
     @_abc_1.abstractmethod
