@@ -5,7 +5,7 @@ directly, each enabled with next_run_at spread over the coming year, so none is 
 
 - CPU per tick: in the driver process, ``Scheduler.tick(now)`` with the real store on that
   database (the queue is never called: nothing is due), warm-up ticks first; CPU is
-  ``time.process_time`` (every thread of the process, so aiosqlite's too) per tick.
+  ``time.process_time`` (every thread of the process, the database threads too) per tick.
 - Idle CPU: ``tickwork serve`` (embedded, default settings) on that database, pinned; after
   a settling pause, its CPU time over a quiet interval, as a percentage of one core.
 
