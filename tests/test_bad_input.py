@@ -174,6 +174,39 @@ def test_huge_page_token_and_invalid_timestamps_are_invalid_argument(
     assert err.code() == grpc.StatusCode.INVALID_ARGUMENT and "after" in (err.details() or "")
 
 
+def test_name_ordered_listings_page_with_their_own_tokens_only(
+    seeded: tuple[Server, Client],
+) -> None:
+    # A token is the service's own: a guessed or mistyped one is refused, not read as a
+    # name to skip to (which silently skipped rows).
+    from tickwork.v1 import schedule_pb2, schedule_pb2_grpc, task_pb2, task_pb2_grpc
+
+    server, client = seeded
+    for i in range(5):
+        client.create_task(f"paged-{i}", "shell", {"argv": ["true"]})
+    expected = sorted(t.name for t in client.list_tasks())
+    with grpc.insecure_channel(server.address) as channel:
+        tasks = task_pb2_grpc.TaskServiceStub(channel)
+        schedules = schedule_pb2_grpc.ScheduleServiceStub(channel)
+        seen, token = [], ""
+        while True:
+            page = tasks.ListTasks(task_pb2.ListTasksRequest(page_size=2, page_token=token))
+            seen += [t.name for t in page.tasks]
+            token = page.next_page_token
+            if not token:
+                break
+        assert seen == expected
+        for bad in ("paged-2", "zzz", "YWZ0ZXI", "!!", "\u00e9"):
+            for call in (
+                lambda t: tasks.ListTasks(task_pb2.ListTasksRequest(page_token=t)),
+                lambda t: schedules.ListSchedules(schedule_pb2.ListSchedulesRequest(page_token=t)),
+            ):
+                with pytest.raises(grpc.RpcError) as err:
+                    call(bad)
+                assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT, bad
+                assert (err.value.details() or "").startswith("page_token: malformed")
+
+
 @pytest.mark.parametrize(("what", "call", "code", "field"), CASES, ids=[c[0] for c in CASES])
 def test_bad_input_is_rejected_cleanly(
     seeded: tuple[Server, Client],

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import datetime as dt
 from typing import Any
 
@@ -189,3 +191,30 @@ def page_size(value: int) -> int:
 
         raise InvalidArgument("must be >= 0", field="page_size")
     return 100 if value == 0 else min(value, 1000)
+
+
+_AFTER = "after:"
+
+
+def name_page_token(name: str) -> str:
+    """The opaque next_page_token of a listing in name order whose page ended at ``name``."""
+    return base64.urlsafe_b64encode((_AFTER + name).encode()).decode()
+
+
+def after_name(page_token: str) -> str:
+    """The name a :func:`name_page_token` token stands for; "" for the first page.
+
+    Raises InvalidArgument(field="page_token") for a token this service did not make, so a
+    mistyped token fails loudly instead of skipping rows.
+    """
+    if not page_token:
+        return ""
+    try:
+        text = base64.b64decode(page_token, altchars=b"-_", validate=True).decode()
+    except (binascii.Error, ValueError):
+        text = ""
+    if not text.startswith(_AFTER):
+        raise InvalidArgument(
+            "malformed; pass the next_page_token of the previous page", field="page_token"
+        )
+    return text[len(_AFTER) :]

@@ -207,8 +207,8 @@ class ScheduleServicer(schedule_pb2_grpc.ScheduleServiceServicer):
         self, request: schedule_pb2.ListSchedulesRequest, context: Ctx
     ) -> schedule_pb2.ListSchedulesResponse:
         size = cv.page_size(request.page_size)
-        rows = await self.app.store.list_schedules(size + 1, request.page_token)
-        token = rows[size - 1].name if len(rows) > size else ""
+        rows = await self.app.store.list_schedules(size + 1, cv.after_name(request.page_token))
+        token = cv.name_page_token(rows[size - 1].name) if len(rows) > size else ""
         return schedule_pb2.ListSchedulesResponse(
             schedules=[self._out(r) for r in rows[:size]], next_page_token=token
         )

@@ -100,8 +100,8 @@ class TaskServicer(task_pb2_grpc.TaskServiceServicer):
         self, request: task_pb2.ListTasksRequest, context: Ctx
     ) -> task_pb2.ListTasksResponse:
         size = cv.page_size(request.page_size)
-        rows = await self.app.store.list_tasks(size + 1, request.page_token)
-        token = rows[size - 1].name if len(rows) > size else ""
+        rows = await self.app.store.list_tasks(size + 1, cv.after_name(request.page_token))
+        token = cv.name_page_token(rows[size - 1].name) if len(rows) > size else ""
         return task_pb2.ListTasksResponse(
             tasks=[cv.task(r) for r in rows[:size]], next_page_token=token
         )

@@ -117,7 +117,8 @@ class ScheduleServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListSchedules(self, request, context):
-        """Lists schedules in ascending name order.
+        """Lists schedules in ascending name order. Errors: INVALID_ARGUMENT (a page_token that is
+        not a next_page_token of this service).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

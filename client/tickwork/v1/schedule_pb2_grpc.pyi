@@ -53,7 +53,9 @@ class ScheduleServiceStub:
     GetSchedule: _grpc.UnaryUnaryMultiCallable[_schedule_pb2.GetScheduleRequest, _schedule_pb2.GetScheduleResponse]
     """Returns one schedule by id or name. Errors: NOT_FOUND, INVALID_ARGUMENT."""
     ListSchedules: _grpc.UnaryUnaryMultiCallable[_schedule_pb2.ListSchedulesRequest, _schedule_pb2.ListSchedulesResponse]
-    """Lists schedules in ascending name order."""
+    """Lists schedules in ascending name order. Errors: INVALID_ARGUMENT (a page_token that is
+    not a next_page_token of this service).
+    """
     UpdateSchedule: _grpc.UnaryUnaryMultiCallable[_schedule_pb2.UpdateScheduleRequest, _schedule_pb2.UpdateScheduleResponse]
     """Updates the fields named in `update_mask` (Schedule field names; empty = all writable
     fields). next_run_time is recomputed when the expression, interval, time zone or enabled
@@ -96,7 +98,9 @@ class ScheduleServiceAsyncStub(ScheduleServiceStub):
     GetSchedule: _aio.UnaryUnaryMultiCallable[_schedule_pb2.GetScheduleRequest, _schedule_pb2.GetScheduleResponse]  # type: ignore[assignment]
     """Returns one schedule by id or name. Errors: NOT_FOUND, INVALID_ARGUMENT."""
     ListSchedules: _aio.UnaryUnaryMultiCallable[_schedule_pb2.ListSchedulesRequest, _schedule_pb2.ListSchedulesResponse]  # type: ignore[assignment]
-    """Lists schedules in ascending name order."""
+    """Lists schedules in ascending name order. Errors: INVALID_ARGUMENT (a page_token that is
+    not a next_page_token of this service).
+    """
     UpdateSchedule: _aio.UnaryUnaryMultiCallable[_schedule_pb2.UpdateScheduleRequest, _schedule_pb2.UpdateScheduleResponse]  # type: ignore[assignment]
     """Updates the fields named in `update_mask` (Schedule field names; empty = all writable
     fields). next_run_time is recomputed when the expression, interval, time zone or enabled
@@ -160,7 +164,9 @@ class ScheduleServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _schedule_pb2.ListSchedulesRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_schedule_pb2.ListSchedulesResponse, _abc.Awaitable[_schedule_pb2.ListSchedulesResponse]]:
-        """Lists schedules in ascending name order."""
+        """Lists schedules in ascending name order. Errors: INVALID_ARGUMENT (a page_token that is
+        not a next_page_token of this service).
+        """
 
     @_abc_1.abstractmethod
     def UpdateSchedule(

@@ -101,7 +101,8 @@ class TaskServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListTasks(self, request, context):
-        """Lists tasks in ascending name order.
+        """Lists tasks in ascending name order. Errors: INVALID_ARGUMENT (a page_token that is not
+        a next_page_token of this service).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

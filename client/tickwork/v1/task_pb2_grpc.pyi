@@ -46,7 +46,9 @@ class TaskServiceStub:
     GetTask: _grpc.UnaryUnaryMultiCallable[_task_pb2.GetTaskRequest, _task_pb2.GetTaskResponse]
     """Returns one task by id or by name. Errors: NOT_FOUND, INVALID_ARGUMENT (neither given)."""
     ListTasks: _grpc.UnaryUnaryMultiCallable[_task_pb2.ListTasksRequest, _task_pb2.ListTasksResponse]
-    """Lists tasks in ascending name order."""
+    """Lists tasks in ascending name order. Errors: INVALID_ARGUMENT (a page_token that is not
+    a next_page_token of this service).
+    """
     UpdateTask: _grpc.UnaryUnaryMultiCallable[_task_pb2.UpdateTaskRequest, _task_pb2.UpdateTaskResponse]
     """Updates the fields named in `update_mask` (paths are Task field names, e.g. "enabled",
     "params", "task_priority"); an empty mask updates every writable field.
@@ -87,7 +89,9 @@ class TaskServiceAsyncStub(TaskServiceStub):
     GetTask: _aio.UnaryUnaryMultiCallable[_task_pb2.GetTaskRequest, _task_pb2.GetTaskResponse]  # type: ignore[assignment]
     """Returns one task by id or by name. Errors: NOT_FOUND, INVALID_ARGUMENT (neither given)."""
     ListTasks: _aio.UnaryUnaryMultiCallable[_task_pb2.ListTasksRequest, _task_pb2.ListTasksResponse]  # type: ignore[assignment]
-    """Lists tasks in ascending name order."""
+    """Lists tasks in ascending name order. Errors: INVALID_ARGUMENT (a page_token that is not
+    a next_page_token of this service).
+    """
     UpdateTask: _aio.UnaryUnaryMultiCallable[_task_pb2.UpdateTaskRequest, _task_pb2.UpdateTaskResponse]  # type: ignore[assignment]
     """Updates the fields named in `update_mask` (paths are Task field names, e.g. "enabled",
     "params", "task_priority"); an empty mask updates every writable field.
@@ -143,7 +147,9 @@ class TaskServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _task_pb2.ListTasksRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_task_pb2.ListTasksResponse, _abc.Awaitable[_task_pb2.ListTasksResponse]]:
-        """Lists tasks in ascending name order."""
+        """Lists tasks in ascending name order. Errors: INVALID_ARGUMENT (a page_token that is not
+        a next_page_token of this service).
+        """
 
     @_abc_1.abstractmethod
     def UpdateTask(
