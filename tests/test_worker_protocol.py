@@ -570,6 +570,29 @@ async def test_stop_aborts_the_running_job_after_the_grace(
     assert stream.kinds()[-1] == "outcome"
 
 
+async def test_stop_after_an_outcome_with_poll_next_runs_the_job_it_was_answered(
+    service: FakeWorkerService, start_worker: StartWorker
+) -> None:
+    # The server leases the next job in the transaction that records the outcome; a stop
+    # that lands between the Outcome and its answer must not leave that job unstarted
+    # (it would stay RUNNING until its lease expired, then fail).
+    worker, task = start_worker()
+    stream = await connect(service)
+    stream.send(assign(20, ["echo", "first"]))
+    outcome = (await stream.expect("outcome", skip=JOB_MESSAGES)).outcome
+    assert outcome.poll_next
+    worker.stop()
+    stream.send(ack(20))
+    stream.send(assign(21, ["echo", "leased with the outcome"]))
+    second = (await stream.expect("outcome", skip=JOB_MESSAGES)).outcome
+    assert (second.job_id, second.status) == (21, job_pb2.JOB_STATUS_SUCCEEDED)
+    assert "leased with the outcome" in second.output_tail
+    assert not second.poll_next
+    stream.send(ack(21))
+    await within(task, "the worker to stop")
+    assert stream.kinds()[-1] == "outcome"
+
+
 async def test_stop_while_polling_runs_a_job_assigned_at_that_moment(
     service: FakeWorkerService, start_worker: StartWorker
 ) -> None:

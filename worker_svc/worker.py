@@ -316,7 +316,10 @@ class Worker:
             extra={"worker_id": self.worker_id},
         )
         polled = False  # the last Outcome asked for the next job (poll_next)
-        while not self._stopping.is_set():
+        # A poll already sent is answered even when stop() came meanwhile: the server may
+        # have leased the next job in the very transaction that recorded the outcome, and
+        # that job must run (under the shutdown grace), not wait out its lease.
+        while polled or not self._stopping.is_set():
             if not polled:
                 await conn.send(Request(poll_job=Request.PollJob()))
             answer = await self._poll_answer(conn, active)
