@@ -50,12 +50,26 @@ def handler_params(handler: str, params: dict[str, Any]) -> None:
 MAX_SECONDS = 10 * 366 * 86400
 
 
+#: The longest description of a task or schedule, in characters: a page of listings
+#: must fit in a gRPC message (4 MiB by default).
+MAX_DESCRIPTION_CHARS = 4000
+
+
 def free_text(value: str, field: str) -> str:
-    """Free text (descriptions, lookup names): no NUL characters, which PostgreSQL cannot
-    store and terminals mishandle."""
+    """Free text (lookup names): no NUL characters, which PostgreSQL cannot store and
+    terminals mishandle."""
     if "\x00" in value:
         raise InvalidArgument("must not contain NUL characters", field=field)
     return value
+
+
+def description(value: str, field: str) -> str:
+    """A description: free text of at most :data:`MAX_DESCRIPTION_CHARS` characters."""
+    if len(value) > MAX_DESCRIPTION_CHARS:
+        raise InvalidArgument(
+            f"is {len(value)} characters; at most {MAX_DESCRIPTION_CHARS}", field=field
+        )
+    return free_text(value, field)
 
 
 def interval_seconds(value: int) -> int:

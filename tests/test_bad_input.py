@@ -54,6 +54,18 @@ CASES: list[tuple[str, Callable[[Client], object], grpc.StatusCode, str]] = [
         "task.params",
     ),
     (
+        "oversized schedule description",
+        lambda c: c.create_schedule("s", ["existing"], cron="@daily", description="x" * 4001),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "schedule.description",
+    ),
+    (
+        "oversized task description",
+        lambda c: c.create_task("x", "shell", {"argv": ["true"]}, description="é" * 4001),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "task.description",
+    ),
+    (
         "invalid cron",
         lambda c: c.create_schedule("s", ["existing"], cron="61 * * * *"),
         grpc.StatusCode.INVALID_ARGUMENT,

@@ -127,3 +127,42 @@ def test_the_sdk_checks_items_before_sending(tw: Client) -> None:
     with pytest.raises(InvalidArgument, match=r"schedules\[0\]: schedule: give cron or interval"):
         tw.create_schedules([{"name": "x", "tasks": ["report"]}])
     assert mine(tw) == []
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"name": 123}, "name"),
+        ({"name": b"abc"}, "name"),
+        ({"cron": 5}, "cron"),
+        ({"timezone": None}, "timezone"),
+        ({"description": 5}, "description"),
+        ({"cron": None, "interval_seconds": "60"}, "interval_seconds"),
+        ({"cron": None, "interval_seconds": True}, "interval_seconds"),
+        ({"enabled": None}, "enabled"),
+        ({"enabled": "no"}, "enabled"),
+        ({"tasks": None}, "tasks"),
+        ({"tasks": {"report": 1}}, "tasks"),
+        ({"name": "bad-\ud800"}, ""),
+    ],
+)
+def test_the_sdk_refuses_wrong_types_naming_the_item(
+    tw: Client, change: dict[str, object], field: str
+) -> None:
+    items = batch(2)
+    items[1].update(change)  # type: ignore[typeddict-item]
+    with pytest.raises(InvalidArgument) as err:
+        tw.create_schedules(items)
+    assert err.value.details.startswith(f"schedules[1]{'.' + field if field == 'tasks' else ''}")
+    assert field in err.value.details
+    assert mine(tw) == []
+
+
+def test_an_unknown_task_name_is_named_with_its_item(tw: Client) -> None:
+    items = batch(3)
+    items[2]["tasks"] = ["report", "no-such-task"]
+    with pytest.raises(NotFound) as err:
+        tw.create_schedules(items)
+    assert err.value.details.startswith("schedules[2].tasks: ")
+    assert "no-such-task" in err.value.details
+    assert mine(tw) == []

@@ -494,8 +494,12 @@ class AsyncClient:
             AlreadyExists: a name is taken, or given twice.
             NotFound: an unknown task.
         """
-        refs = rq.new_schedule_refs(schedules)
-        ids = [[await self._task_id(t) for t in item_refs] for item_refs in refs]
+        ids = []
+        for i, item_refs in enumerate(rq.new_schedule_refs(schedules)):
+            try:
+                ids.append([await self._task_id(t) for t in item_refs])
+            except TickworkError as err:
+                raise type(err)(f"schedules[{i}].tasks: {err.details}", err.code) from None
         request = rq.batch_create_schedules_request(schedules, ids)
         stub = self._stubs().schedules
         return list((await self._call(stub.BatchCreateSchedules, request)).schedules)

@@ -310,6 +310,10 @@ def task_refs(tasks: Sequence[int | str], field: str = "tasks") -> Sequence[int 
     characters. Raises InvalidArgument naming ``field``."""
     if isinstance(tasks, str | bytes):
         raise InvalidArgument(f"{field}: expected a list of task ids or names, got a string")
+    if isinstance(tasks, Mapping) or not isinstance(tasks, Sequence):
+        raise InvalidArgument(
+            f"{field}: expected a list of task ids or names, got {type(tasks).__name__}"
+        )
     return tasks
 
 
@@ -455,18 +459,41 @@ def build_schedule(
     Raises:
         InvalidArgument: neither ``cron`` nor ``interval_seconds`` given, or a bad policy.
     """
+    _of_type(name, str, "name")
+    _of_type(cron, str | None, "cron")
+    _of_type(interval_seconds, int | None, "interval_seconds")
+    _of_type(timezone, str, "timezone")
+    _of_type(description, str, "description")
+    _of_type(enabled, bool, "enabled")
     if not cron and not interval_seconds:
         raise InvalidArgument("schedule: give cron or interval_seconds")
-    return Schedule(
-        name=name,
-        description=description,
-        cron_expression=cron or "",
-        interval_seconds=0 if cron else interval_seconds or 0,
-        timezone=timezone,
-        catch_up_policy=parse_catch_up_policy(catch_up_policy),
-        enabled=enabled,
-        task_ids=list(task_ids),
-    )
+    try:
+        return Schedule(
+            name=name,
+            description=description,
+            cron_expression=cron or "",
+            interval_seconds=0 if cron else interval_seconds or 0,
+            timezone=timezone,
+            catch_up_policy=parse_catch_up_policy(catch_up_policy),
+            enabled=enabled,
+            task_ids=list(task_ids),
+        )
+    except (TypeError, ValueError) as err:  # e.g. a lone surrogate in a string
+        raise InvalidArgument(f"schedule: {err}") from None
+
+
+def _of_type(value: object, kind: Any, field: str) -> None:
+    """Refuse a value of the wrong Python type (bool is not an int here) with
+    InvalidArgument naming ``field``, rather than protobuf's TypeError or a coercion."""
+    wrong_bool = isinstance(value, bool) and kind is not bool
+    if wrong_bool or not isinstance(value, kind):
+        raise InvalidArgument(f"{field}: expected {_type_name(kind)}, got {value!r:.80}")
+
+
+def _type_name(kind: Any) -> str:
+    names = {str: "a string", int: "an integer", bool: "True or False"}
+    parts = [names.get(k, "None") for k in getattr(kind, "__args__", (kind,))]
+    return " or ".join(parts)
 
 
 def new_schedule_refs(schedules: Sequence[NewSchedule]) -> list[Sequence[Ref]]:

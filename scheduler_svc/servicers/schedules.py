@@ -69,7 +69,7 @@ def schedule_values(s: schedule_pb2.Schedule, paths: tuple[str, ...]) -> dict[st
         if path == "name":
             out["name"] = validation.name(s.name, "schedule.name")
         elif path == "description":
-            out["description"] = validation.free_text(s.description, "schedule.description")
+            out["description"] = validation.description(s.description, "schedule.description")
         elif path == "cron_expression":
             out["cron_expression"] = " ".join(s.cron_expression.split())
         elif path == "interval_seconds":

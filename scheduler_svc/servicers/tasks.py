@@ -37,7 +37,7 @@ def task_values(task: task_pb2.Task, paths: tuple[str, ...]) -> dict[str, Any]:
         if path == "name":
             out["name"] = validation.name(task.name, "task.name")
         elif path == "description":
-            out["description"] = validation.free_text(task.description, "task.description")
+            out["description"] = validation.description(task.description, "task.description")
         elif path == "handler":
             out["handler"] = task.handler.strip()
         elif path == "params":
