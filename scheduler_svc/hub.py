@@ -76,6 +76,10 @@ class Hub:
         #: When the scheduler loop of this process, waiting, will tick next (aware UTC);
         #: None while it ticks or when there is no loop here.
         self.scheduler_wakes_at: dt.datetime | None = None
+        #: True while the scheduler loop of this process records due fires: this process's
+        #: worker streams hand out no job meanwhile, so on a shared core recording fires
+        #: on time comes before running the jobs they queued. ``queue`` fires when it ends.
+        self.firing = False
         self._jobs: dict[int, Signal] = {}
         self._abort_handlers: dict[int, Callable[[int, str], None]] = {}
 

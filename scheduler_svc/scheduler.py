@@ -117,16 +117,22 @@ class Scheduler:
             return retry_lease_at
         renew_at = self.clock() + renew_every
         await self._heal(now)
-        for _ in range(1000):
-            due = await self.store.due_schedules(now, BATCH)
-            if not due:
-                break
-            for start in range(0, len(due), self.fires_per_call):
-                if self.clock() >= renew_at:
-                    if not await self._hold_lease(self.clock()):
-                        return self.clock() + renew_every
-                    renew_at = self.clock() + renew_every
-                await self._fire_batch(due[start : start + self.fires_per_call], now)
+        try:
+            for _ in range(1000):
+                due = await self.store.due_schedules(now, BATCH)
+                if not due:
+                    break
+                self.hub.firing = True  # dispatch waits until these fires are recorded
+                for start in range(0, len(due), self.fires_per_call):
+                    if self.clock() >= renew_at:
+                        if not await self._hold_lease(self.clock()):
+                            return self.clock() + renew_every
+                        renew_at = self.clock() + renew_every
+                    await self._fire_batch(due[start : start + self.fires_per_call], now)
+        finally:
+            if self.hub.firing:
+                self.hub.firing = False
+                self.hub.queue.fire()
         wake = now + dt.timedelta(seconds=self.settings.scheduler_poll_interval_s)
         earliest = await self.store.earliest_next_run()
         if earliest is not None:

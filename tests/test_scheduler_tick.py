@@ -7,8 +7,11 @@ import datetime as dt
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import pytest
+
 from tests.databases import run_sql_async
 from tests.inprocess import Harness, inprocess
+from tests.queue_helpers import Request, raw_worker
 from tickwork import FireOutcome, JobStatus, SkipReason
 
 UTC = dt.UTC
@@ -242,3 +245,36 @@ async def test_one_tick_records_many_fires_and_a_shared_task_runs_once(
         assert runs_b["off"].skip_reason == SkipReason.SKIP_REASON_TASK_DISABLED
         assert runs_b["shared"].skip_reason == SkipReason.SKIP_REASON_ALREADY_QUEUED
         assert runs_b["shared"].job_id == jobs[1].id
+
+
+async def test_dispatch_waits_while_a_tick_records_fires(
+    tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a shared core, recording due fires comes first: while a tick records them, this
+    process's worker streams hand out no job (a poll waits, an Outcome's poll_next does not
+    claim); when the tick ends, the waiting poll is answered at once."""
+    async with inprocess(tmp_path, database_url, T0, worker_poll_interval_s=30) as h:
+        hub = h.service.app.hub
+        manual = await h.client.create_task("manual", "shell", {"argv": ["true"]})
+        await one_task_schedule(h, "*/5 * * * *")
+        (run,) = await h.client.run(manual.id)
+        store = h.service.app.store
+        real_enqueue_fires = store.enqueue_fires
+        seen: list[tuple[bool, object]] = []
+
+        async with raw_worker(h.service.address, "w") as w:
+            assert (await w.hello()).active
+
+            async def recording(*args: object, **kwargs: object) -> object:
+                # The tick is recording fires: a poll sent now must not be answered.
+                await w.send(poll_job=Request.PollJob())
+                seen.append((hub.firing, await w.receive(0.3)))
+                return await real_enqueue_fires(*args, **kwargs)  # type: ignore[arg-type]
+
+            monkeypatch.setattr(store, "enqueue_fires", recording)
+            await h.tick(at("2026-06-01T10:05:00.100+00:00"))
+            assert seen == [(True, None)]
+            assert not hub.firing
+            answer = await w.receive(5)
+            assert answer is not None and answer.WhichOneof("message") == "assign_job"
+            assert answer.assign_job.job.id == run.job_id  # manual lane first

@@ -142,7 +142,7 @@ class WorkerSession:
                     return
             elif not self.active and woken:
                 await self._hold_worker_lease()  # the active worker may have let go
-            if self.app.dispatching and self.active and not self.job_id:
+            if self.app.dispatching and self.active and not self.job_id and not self.app.hub.firing:
                 now = self.app.clock()
                 claimed = await self.app.store.claim_next_job(
                     self.worker_id, now, self._s.lease_ttl_s, worker_lease_holder=self.worker_id
@@ -212,7 +212,13 @@ class WorkerSession:
         if status not in _OUTCOMES:
             status = "FAILED"
         # poll_next: the next job is taken in the transaction that records this outcome.
-        claim = m.poll_next and self.active and self.app.dispatching and m.job_id == self.job_id
+        claim = (
+            m.poll_next
+            and self.active
+            and self.app.dispatching
+            and not self.app.hub.firing
+            and m.job_id == self.job_id
+        )
         result = await self.app.finish_job(
             m.job_id,
             m.lease_token,
