@@ -284,7 +284,7 @@ class Store:
     @_reads
     def get_task(self, conn: Connection, task_id: int) -> TaskRecord:
         """The task with ``task_id``. Raises NotFound(field="task_id")."""
-        row = (conn.execute(tasks.select().where(tasks.c.id == task_id))).first()
+        row = conn.execute(tasks.select().where(tasks.c.id == task_id)).first()
         if row is None:
             raise NotFound(f"no task with id {task_id}", field="task_id")
         return _task(row)
@@ -292,7 +292,7 @@ class Store:
     @_reads
     def get_task_by_name(self, conn: Connection, name: str) -> TaskRecord:
         """The task named ``name``. Raises NotFound(field="name")."""
-        row = (conn.execute(tasks.select().where(tasks.c.name == name))).first()
+        row = conn.execute(tasks.select().where(tasks.c.name == name)).first()
         if row is None:
             raise NotFound(f"no task named {name!r}", field="name")
         return _task(row)
@@ -301,7 +301,7 @@ class Store:
     def list_tasks(self, conn: Connection, limit: int, after_name: str = "") -> list[TaskRecord]:
         """Up to ``limit`` tasks with names after ``after_name``, ascending by name."""
         query = tasks.select().where(tasks.c.name > after_name).order_by(tasks.c.name)
-        rows = (conn.execute(query.limit(limit))).all()
+        rows = conn.execute(query.limit(limit)).all()
         return [_task(r) for r in rows]
 
     @_writes
@@ -314,7 +314,7 @@ class Store:
         clears disabled_reason. Raises NotFound(field="task.id"), AlreadyExists("task.name").
         """
         try:
-            current = (conn.execute(tasks.select().where(tasks.c.id == task_id))).first()
+            current = conn.execute(tasks.select().where(tasks.c.id == task_id)).first()
             if current is None:
                 raise NotFound(f"no task with id {task_id}", field="task.id")
             row = dict(values)
@@ -368,7 +368,7 @@ class Store:
             .order_by(schedule_tasks.c.schedule_id, schedule_tasks.c.position)
         )
         out: dict[int, list[tuple[int, str]]] = {sid: [] for sid in schedule_ids}
-        for sid, tid, name in (conn.execute(query)).all():
+        for sid, tid, name in conn.execute(query).all():
             out[sid].append((tid, name))
         return out
 
@@ -492,18 +492,18 @@ class Store:
     @_reads
     def get_schedule(self, conn: Connection, schedule_id: int) -> ScheduleRecord:
         """The schedule with ``schedule_id``. Raises NotFound(field="schedule_id")."""
-        row = (conn.execute(schedules.select().where(schedules.c.id == schedule_id))).first()
+        row = conn.execute(schedules.select().where(schedules.c.id == schedule_id)).first()
         if row is None:
             raise NotFound(f"no schedule with id {schedule_id}", field="schedule_id")
-        return (self._schedules(conn, [row]))[0]
+        return self._schedules(conn, [row])[0]
 
     @_reads
     def get_schedule_by_name(self, conn: Connection, name: str) -> ScheduleRecord:
         """The schedule named ``name``. Raises NotFound(field="name")."""
-        row = (conn.execute(schedules.select().where(schedules.c.name == name))).first()
+        row = conn.execute(schedules.select().where(schedules.c.name == name)).first()
         if row is None:
             raise NotFound(f"no schedule named {name!r}", field="name")
-        return (self._schedules(conn, [row]))[0]
+        return self._schedules(conn, [row])[0]
 
     @_reads
     def list_schedules(
@@ -511,7 +511,7 @@ class Store:
     ) -> list[ScheduleRecord]:
         """Up to ``limit`` schedules with names after ``after_name``, ascending by name."""
         query = schedules.select().where(schedules.c.name > after_name).order_by(schedules.c.name)
-        rows = (conn.execute(query.limit(limit))).all()
+        rows = conn.execute(query.limit(limit)).all()
         return self._schedules(conn, rows)
 
     @_writes
@@ -539,7 +539,7 @@ class Store:
                 raise NotFound(f"no schedule with id {schedule_id}", field="schedule.id")
             if task_ids is not None:
                 self._link_tasks(conn, schedule_id, task_ids, replace=True)
-            return (self._schedules(conn, [row]))[0]
+            return self._schedules(conn, [row])[0]
         except IntegrityError:
             raise AlreadyExists(
                 f"a schedule named {values.get('name')!r} already exists", field="schedule.name"
@@ -555,7 +555,7 @@ class Store:
     @_reads
     def due_schedules(self, conn: Connection, now: dt.datetime, limit: int) -> list[ScheduleRecord]:
         """Enabled schedules with next_run_at <= now, earliest first (index ix_schedules_due)."""
-        rows = (conn.execute(due_schedules_query(now, limit))).all()
+        rows = conn.execute(due_schedules_query(now, limit)).all()
         return self._schedules(conn, rows)
 
     @_reads
@@ -567,7 +567,7 @@ class Store:
             .order_by(schedules.c.id)
             .limit(limit)
         )
-        rows = (conn.execute(query)).all()
+        rows = conn.execute(query).all()
         return self._schedules(conn, rows)
 
     @_reads
@@ -648,7 +648,7 @@ class Store:
         query = jobs.select().where(jobs.c.task_id == task_id, jobs.c.status.in_(ACTIVE_STATES))
         if self.db.dialect.skip_locked:
             query = query.with_for_update()
-        return (conn.execute(query)).first()
+        return conn.execute(query).first()
 
     def _active_jobs(self, conn: Connection, task_ids: Iterable[int]) -> dict[int, Any]:
         """The queued or running job of each of ``task_ids`` that has one (id, task_id,
@@ -746,7 +746,7 @@ class Store:
             if not result.schedule_found:
                 raise NotFound(f"no schedule with id {schedule_id}", field="schedule_id")
             return EnqueueResult(result.runs, duplicate_fire=result.duplicate_fire)
-        rows = (conn.execute(tasks.select().where(tasks.c.id.in_(task_ids)))).all()
+        rows = conn.execute(tasks.select().where(tasks.c.id.in_(task_ids))).all()
         by_id = {r._mapping["id"]: _task(r) for r in rows}
         missing = [t for t in task_ids if t not in by_id]
         if missing:
@@ -777,10 +777,10 @@ class Store:
             return []
         wanted = {r.schedule_id for r in requests}
         found = set(
-            (conn.execute(sa.select(schedules.c.id).where(schedules.c.id.in_(wanted)))).scalars()
+            conn.execute(sa.select(schedules.c.id).where(schedules.c.id.in_(wanted))).scalars()
         )
         all_task_ids = {t for r in requests if not r.missed for t in r.task_ids}
-        task_rows = (conn.execute(tasks.select().where(tasks.c.id.in_(all_task_ids)))).all()
+        task_rows = conn.execute(tasks.select().where(tasks.c.id.in_(all_task_ids))).all()
         by_id = {r._mapping["id"]: _task(r) for r in task_rows}
         live = [r for r in requests if r.schedule_id in found]
         recorded = self._record_fires_bulk(conn, live, by_id, now)
@@ -855,7 +855,7 @@ class Store:
             )
             if dialect.skip_locked:
                 query = query.with_for_update()
-            for row in (conn.execute(query)).all():
+            for row in conn.execute(query).all():
                 active[row.task_id] = (row.id, row.status)
 
         # Decide, in fire order and task-name order, which tasks get a new job.
@@ -910,7 +910,7 @@ class Store:
                 query = sa.select(jobs.c.id, jobs.c.task_id, jobs.c.status).where(
                     jobs.c.status.in_(ACTIVE_STATES), jobs.c.task_id.in_(lost)
                 )
-                for row in (conn.execute(query)).all():
+                for row in conn.execute(query).all():
                     active[row.task_id] = (row.id, row.status)
 
         out: dict[tuple[int, dt.datetime], FireResult] = {}
@@ -1103,7 +1103,7 @@ class Store:
         # outcome for people to see, change nothing else.
         late = f"{status} at {now.isoformat()}" + (f": {error}" if error else "")
         conn.execute(jobs.update().where(jobs.c.id == job_id).values(late_outcome=late[:2000]))
-        stored = (conn.execute(jobs.select().where(jobs.c.id == job_id))).first()
+        stored = conn.execute(jobs.select().where(jobs.c.id == job_id)).first()
         log.warning(
             "late outcome ignored: the job's lease was lost",
             extra={"job_id": job_id, "status": status},
@@ -1280,7 +1280,7 @@ class Store:
         "ABORT_REQUESTED" or "NONE" (job_id 0). Raises NotFound(field="task_ids").
         """
         out: list[tuple[int, int, str]] = []
-        found = set((conn.execute(sa.select(tasks.c.id).where(tasks.c.id.in_(task_ids)))).scalars())
+        found = set(conn.execute(sa.select(tasks.c.id).where(tasks.c.id.in_(task_ids))).scalars())
         missing = [t for t in task_ids if t not in found]
         if missing:
             raise NotFound(f"no task with id {missing[0]}", field="task_ids")
@@ -1305,7 +1305,7 @@ class Store:
     @_reads
     def get_job(self, conn: Connection, job_id: int) -> JobRecord:
         """The job with ``job_id``. Raises NotFound(field="job_id")."""
-        row = (conn.execute(jobs.select().where(jobs.c.id == job_id))).first()
+        row = conn.execute(jobs.select().where(jobs.c.id == job_id)).first()
         if row is None:
             raise NotFound(f"no job with id {job_id}", field="job_id")
         return _job(row)
@@ -1331,14 +1331,14 @@ class Store:
             query = query.where(jobs.c.status.in_(statuses))
         if schedule_id is not None:
             query = query.where(jobs.c.schedule_id == schedule_id)
-        rows = (conn.execute(query.order_by(jobs.c.id.desc()).limit(limit))).all()
+        rows = conn.execute(query.order_by(jobs.c.id.desc()).limit(limit)).all()
         return [_job(r) for r in rows]
 
     @_reads
     def queued_jobs_in_order(self, conn: Connection, now: dt.datetime) -> list[JobRecord]:
         """Every ready queued job in the order the worker will take them."""
         query = _queue_order(jobs.select().where(_ready(now)))
-        rows = (conn.execute(query)).all()
+        rows = conn.execute(query).all()
         return [_job(r) for r in rows]
 
     # ------------------------------------------------------------------ fires
@@ -1357,7 +1357,7 @@ class Store:
         exists = conn.scalar(sa.select(schedules.c.id).where(schedules.c.id == schedule_id))
         if exists is None:
             raise NotFound(f"no schedule with id {schedule_id}", field="schedule_id")
-        rows = (conn.execute(query.order_by(fires.c.fire_time.desc()).limit(limit))).all()
+        rows = conn.execute(query.order_by(fires.c.fire_time.desc()).limit(limit)).all()
         return [_fire(r) for r in rows]
 
     # ----------------------------------------------------------------- leases
@@ -1373,7 +1373,7 @@ class Store:
         someone else holds it.
         """
         expires = now + dt.timedelta(seconds=ttl_s)
-        row = (conn.execute(sa.select(leases).where(leases.c.name == name))).first()
+        row = conn.execute(sa.select(leases).where(leases.c.name == name)).first()
         if row is None:
             raise InvalidArgument(f"unknown lease {name!r}", field="name")
         m = row._mapping
@@ -1409,14 +1409,14 @@ class Store:
             .where(jobs.c.status == QUEUED)
             .group_by(jobs.c.lane)
         )
-        rows = (conn.execute(query)).all()
+        rows = conn.execute(query).all()
         return {int(lane): int(count) for lane, count in rows}
 
     @_reads
     def consecutive_failures(self, conn: Connection) -> dict[str, int]:
         """Every task's consecutive_failure_count, by task name."""
         query = sa.select(tasks.c.name, tasks.c.consecutive_failure_count)
-        rows = (conn.execute(query)).all()
+        rows = conn.execute(query).all()
         return {str(name): int(count) for name, count in rows}
 
     @_reads
@@ -1427,7 +1427,7 @@ class Store:
             .join(jobs, jobs.c.task_id == tasks.c.id)
             .where(jobs.c.id == job_id, jobs.c.lease_token == token, jobs.c.status == RUNNING)
         )
-        row = (conn.execute(query)).first()
+        row = conn.execute(query).first()
         return None if row is None else _task(row)
 
     async def purge_history(self, before: dt.datetime, batch: int = 1000) -> tuple[int, int]:
