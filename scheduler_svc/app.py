@@ -80,8 +80,11 @@ class App:
             missed_fire_times=missed_fire_times,
         )
         self._enqueued(result.runs)
-        if fire_time is not None and not result.duplicate_fire:
-            self._observe_fire(result.runs, fire_time, missed, len(missed_fire_times), now)
+        if schedule_id is not None and fire_time is not None and not result.duplicate_fire:
+            request = FireRequest(
+                schedule_id, fire_time, tuple(task_ids), missed, tuple(missed_fire_times)
+            )
+            self._observe_fires([FireResult(request, result.runs)], now)
         return result
 
     async def enqueue_fires(self, fires: Sequence[FireRequest]) -> list[FireResult]:
@@ -91,12 +94,7 @@ class App:
         results = await self.store.enqueue_fires(fires, now)
         runs = [run for result in results for run in result.runs]
         self._enqueued(runs)
-        for result in results:
-            req = result.request
-            if result.schedule_found and not result.duplicate_fire:
-                self._observe_fire(
-                    result.runs, req.fire_time, req.missed, len(req.missed_fire_times), now
-                )
+        self._observe_fires([r for r in results if r.schedule_found and not r.duplicate_fire], now)
         return results
 
     def _enqueued(self, runs: Sequence[TaskRunResult]) -> None:
@@ -106,22 +104,24 @@ class App:
         if any(r.skip_reason is None for r in runs):
             self.hub.queue.fire()
 
-    def _observe_fire(
-        self,
-        runs: Sequence[TaskRunResult],
-        fire_time: dt.datetime,
-        missed: bool,
-        missed_windows: int,
-        now: dt.datetime,
-    ) -> None:
-        self.metrics.fires.labels("missed").inc(missed_windows + int(missed))
-        if missed:
-            return
-        if any(r.skip_reason is None for r in runs):
-            self.metrics.fires.labels("enqueued").inc()
-            self.metrics.fire_lateness.observe(max(0.0, (now - fire_time).total_seconds()))
-        else:
-            self.metrics.fires.labels("skipped").inc()
+    def _observe_fires(self, recorded: Sequence[FireResult], now: dt.datetime) -> None:
+        """Count newly recorded fires by outcome (one increment per outcome and batch) and
+        observe the enqueue lateness of each fire that enqueued a job."""
+        counts = {"missed": 0, "enqueued": 0, "skipped": 0}
+        for result in recorded:
+            req = result.request
+            counts["missed"] += len(req.missed_fire_times) + req.missed
+            if req.missed:
+                continue
+            if any(r.skip_reason is None for r in result.runs):
+                counts["enqueued"] += 1
+                lateness = (now - req.fire_time).total_seconds()
+                self.metrics.fire_lateness.observe(max(0.0, lateness))
+            else:
+                counts["skipped"] += 1
+        for outcome, count in counts.items():
+            if count:
+                self.metrics.fires.labels(outcome).inc(count)
 
     async def finish_job(
         self,

@@ -11,8 +11,9 @@ database of their own (the ``pg_url`` fixture, not the sqlite/postgresql ``datab
 and are skipped when PostgreSQL is not among TICKWORK_TEST_BACKENDS. The in-process lease
 tests at the end run on both backends.
 
-Each replica logs "scheduler lease acquired" when it becomes the leader and "schedule fired"
-for every fire it handles; the tests read those logs to see who ticked.
+Each replica logs "scheduler lease acquired" when it becomes the leader and "fires recorded"
+(with their count) for every batch of fires it handles; the tests read those logs to see who
+ticked.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import functools
 import itertools
 import json
 import os
+import re
 import signal
 import time
 from collections import Counter
@@ -160,8 +162,11 @@ def wait_for_leader(replicas: Replicas, *, timeout_s: float) -> tuple[int, int]:
 
 
 def fired_lines(server: Server) -> int:
-    """How many fires this replica's scheduler handled (its "schedule fired" log lines)."""
-    return server.output().count("schedule fired")
+    """How many fires this replica's scheduler recorded (the fires= of its "fires recorded"
+    log lines, one per batch)."""
+    return sum(
+        int(m.group(1)) for m in re.finditer(r"fires recorded .*?\bfires=(\d+)", server.output())
+    )
 
 
 def utc(value: dt.datetime | str) -> dt.datetime:
