@@ -48,6 +48,22 @@ def log_format_from_env() -> str:
     return "json" if value == "json" else "text"
 
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+def log_level_from_env() -> int:
+    """TICKWORK_LOG_LEVEL: DEBUG, INFO (default), WARNING or ERROR, any case.
+
+    Raises ValueError naming the variable for anything else.
+    """
+    value = os.environ.get("TICKWORK_LOG_LEVEL", "").strip().upper() or "INFO"
+    if value not in LOG_LEVELS:
+        raise ValueError(
+            f"TICKWORK_LOG_LEVEL: expected one of {', '.join(LOG_LEVELS)}, got {value!r}"
+        )
+    return int(getattr(logging, value))
+
+
 def setup_logging(level: int = logging.INFO, *, json_format: bool = False) -> None:
     """Send logs to stderr in the chosen format (idempotent)."""
     handler = logging.StreamHandler()

@@ -378,11 +378,17 @@ def main(
 ) -> int:
     """``tickwork serve``: settings from the environment, ``listen`` overriding
     TICKWORK_LISTEN and ``insecure`` (when true) TICKWORK_INSECURE; ``log_format`` ("text"
-    or "json", default TICKWORK_LOG_FORMAT or text). Returns the process exit code."""
+    or "json", default TICKWORK_LOG_FORMAT or text); the level from TICKWORK_LOG_LEVEL.
+    Returns the process exit code."""
     from scheduler_svc.errors import TickworkError
-    from scheduler_svc.logs import log_format_from_env, setup_logging
+    from scheduler_svc.logs import log_format_from_env, log_level_from_env, setup_logging
 
-    setup_logging(json_format=(log_format or log_format_from_env()) == "json")
+    try:
+        level = log_level_from_env()
+    except ValueError as err:
+        print(f"error: {err}", flush=True)
+        return 2
+    setup_logging(level, json_format=(log_format or log_format_from_env()) == "json")
     try:
         settings = Settings.from_env(listen=listen, insecure=insecure or None)
         asyncio.run(serve(settings, config_path))

@@ -104,3 +104,39 @@ def test_due_schedules_are_found_through_the_next_run_index(tmp_path: Path) -> N
     plan = run_sql(srv.database_url, f"EXPLAIN QUERY PLAN {sql}")
     details = " ".join(str(row[-1]) for row in plan)
     assert "ix_schedules_due" in details, details
+
+
+def test_fires_are_logged_one_line_per_batch_and_each_at_debug(tmp_path: Path) -> None:
+    srv = Server(
+        tmp_path,
+        env={"WORKER_IS_ENABLED": "false", "TICKWORK_LOG_LEVEL": "debug"},
+    ).wait_healthy()
+    try:
+        with Client(srv.address) as client:
+            client.create_task("t", "shell", {"argv": ["true"]})
+            client.create_task("u", "shell", {"argv": ["true"]})
+            client.create_schedule("every-second", ["t"], cron="* * * * * *")
+            client.create_schedule("also", ["u"], cron="* * * * * *")
+            # Both fire every second: one batch holds the two fires of a second.
+            wait_for(
+                lambda: [s for s in srv.output().splitlines() if "fires=2" in s],
+                timeout_s=10,
+                what="a batch of both schedules' fires to be logged",
+            )
+    finally:
+        srv.stop()
+    summary = next(line for line in srv.output().splitlines() if "fires=2" in line)
+    assert "fires recorded" in summary and "enqueued=2" in summary, summary
+    assert " INFO " in summary, summary
+    fired = [line for line in srv.output().splitlines() if "schedule fired" in line]
+    assert fired and all(" DEBUG " in line for line in fired), fired[:2]
+
+
+def test_an_unknown_log_level_is_refused_naming_the_variable(tmp_path: Path) -> None:
+    srv = Server(tmp_path, env={"TICKWORK_LOG_LEVEL": "chatty"})
+    try:
+        code = srv.popen.wait(30)
+    finally:
+        srv.stop()
+    assert code == 2
+    assert "TICKWORK_LOG_LEVEL: expected one of DEBUG, INFO, WARNING, ERROR" in srv.output()
