@@ -570,6 +570,22 @@ async def test_stop_aborts_the_running_job_after_the_grace(
     assert stream.kinds()[-1] == "outcome"
 
 
+async def test_an_outcome_left_unanswered_is_followed_by_a_poll(
+    service: FakeWorkerService, start_worker: StartWorker
+) -> None:
+    # A server older than poll_next acks the Outcome and never answers it as a poll: the
+    # worker polls again after its poll interval (and a second) instead of idling forever.
+    start_worker(poll_interval_s=0.5)
+    stream = await connect(service)
+    stream.send(assign(22, ["echo", "hi"]))
+    outcome = (await stream.expect("outcome", skip=JOB_MESSAGES)).outcome
+    assert outcome.poll_next
+    stream.send(ack(22))
+    started = time.monotonic()
+    await stream.expect("poll_job", timeout_s=5.0)
+    assert 0.5 <= time.monotonic() - started < 4.0
+
+
 async def test_stop_after_an_outcome_with_poll_next_runs_the_job_it_was_answered(
     service: FakeWorkerService, start_worker: StartWorker
 ) -> None:

@@ -340,6 +340,8 @@ class Worker:
         When ``stop()`` is called meanwhile, an active worker still waits for the answer (at
         most the poll interval and a second): a job assigned at that moment is run under the
         shutdown grace instead of being left to its lease. A standby worker stops at once.
+        Otherwise, with no answer within the poll interval and a second, it returns NoJob
+        (the caller polls again).
 
         Args:
             conn (Connection): the stream.
@@ -359,7 +361,13 @@ class Worker:
                     return None
                 deadline = loop.time() + self._settings.poll_interval_s + _POLL_DRAIN_MARGIN_S
             if deadline is None:
-                answer = await conn.receive(interrupt=self._stopping)
+                wait_s = self._settings.poll_interval_s + _POLL_DRAIN_MARGIN_S
+                answer = await conn.receive(wait_s, self._stopping)
+                if answer is None and not self._stopping.is_set():
+                    # No answer within a poll interval: poll again. A server older than
+                    # poll_next never answers an Outcome's; a repeated PollJob while one
+                    # is pending is ignored by the server.
+                    return Response(no_job=Response.NoJob())
             else:
                 answer = await conn.receive(max(0.0, deadline - loop.time()))
                 if answer is None:
