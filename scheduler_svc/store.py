@@ -850,13 +850,7 @@ class Store:
         wanted = {t for r in claimed if not r.missed for t in r.task_ids if t in tasks_by_id}
         active: dict[int, tuple[int, str]] = {}
         if wanted:
-            query = sa.select(jobs.c.id, jobs.c.task_id, jobs.c.status).where(
-                jobs.c.status.in_(ACTIVE_STATES), jobs.c.task_id.in_(wanted)
-            )
-            if dialect.skip_locked:
-                query = query.with_for_update()
-            for row in conn.execute(query).all():
-                active[row.task_id] = (row.id, row.status)
+            active = {t: (row.id, row.status) for t, row in self._active_jobs(conn, wanted).items()}
 
         # Decide, in fire order and task-name order, which tasks get a new job.
         plan: list[tuple[FireRequest, list[tuple[TaskRecord, str | None]]]] = []
@@ -907,11 +901,8 @@ class Store:
             if lost:
                 # Another transaction queued these tasks meanwhile (PostgreSQL): report that
                 # job as the skip it is.
-                query = sa.select(jobs.c.id, jobs.c.task_id, jobs.c.status).where(
-                    jobs.c.status.in_(ACTIVE_STATES), jobs.c.task_id.in_(lost)
-                )
-                for row in conn.execute(query).all():
-                    active[row.task_id] = (row.id, row.status)
+                for t, row in self._active_jobs(conn, lost).items():
+                    active[t] = (row.id, row.status)
 
         out: dict[tuple[int, dt.datetime], FireResult] = {}
         updates = []
