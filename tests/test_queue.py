@@ -3,6 +3,7 @@ manual lane, cancel and abort, and dispatch pushed to an idle worker (not polled
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import os
 import subprocess
@@ -36,6 +37,7 @@ from tickwork import (
     TaskAbort,
     Trigger,
 )
+from worker_svc import Worker, WorkerSettings
 from worker_svc.handlers import JobContext
 
 UTC = dt.UTC
@@ -350,6 +352,48 @@ async def test_an_outcome_with_poll_next_is_answered_with_the_next_job(
             ack, answer = await report(answer.assign_job)
             assert ack is not None and ack.outcome_ack.accepted
             assert answer is not None and answer.WhichOneof("message") == "no_job"
+
+
+async def test_cancel_poll_is_answered_at_once(tmp_path: Path, database_url: str) -> None:
+    """A stopping worker's CancelPoll gets its pending poll answered now (NoJob with an
+    empty queue) instead of at the end of the 30 s poll interval; a CancelPoll with no
+    poll pending changes nothing, and the next poll still gets a job."""
+    async with inprocess(tmp_path, database_url, T0, worker_poll_interval_s=30) as h:
+        task = await h.client.create_task("ping", "shell", {"argv": ["true"]})
+        async with raw_worker(h.service.address, "w") as w:
+            assert (await w.hello()).active
+            await w.send(poll_job=Request.PollJob())
+            assert await w.receive(0.3) is None, "the poll waits while the queue is empty"
+            await w.send(cancel_poll=Request.CancelPoll())
+            answer = await w.receive(5)
+            assert answer is not None and answer.WhichOneof("message") == "no_job"
+            await w.send(cancel_poll=Request.CancelPoll())  # none pending: ignored
+            runs = await h.client.run(task.id)
+            await w.send(poll_job=Request.PollJob())
+            answer = await w.receive(5)
+            assert answer is not None and answer.WhichOneof("message") == "assign_job"
+            assert answer.assign_job.job.id == runs[0].job_id
+
+
+async def test_an_idle_worker_stops_without_waiting_out_the_poll_interval(
+    tmp_path: Path, database_url: str
+) -> None:
+    """The real worker against the real server: stop() while its poll waits (30 s poll
+    interval) ends the run promptly, and the worker lease is released for the next one."""
+    async with inprocess(tmp_path, database_url, T0, worker_poll_interval_s=30) as h:
+        worker = Worker(WorkerSettings(server=h.service.address, poll_interval_s=30))
+        run = asyncio.create_task(worker.run())
+        registry = h.service.app.metrics.registry
+
+        async def active() -> bool:
+            return registry.get_sample_value("tickwork_workers", {"state": "active"}) == 1
+
+        await eventually(active, what="the worker to become active")
+        worker.stop()
+        await asyncio.wait_for(run, 10)  # poll interval 30 s: it did not wait that out
+        assert not await active()
+        token = await h.service.app.store.acquire_lease("worker", "next", h.clock(), 30.0)
+        assert token is not None, "the stopped worker still holds the worker lease"
 
 
 @pytest.fixture

@@ -510,16 +510,31 @@ async def test_reconnects_with_backoff_until_the_server_is_up(
         await asyncio.wait([task])
 
 
-async def test_stop_while_idle_closes_the_stream_after_the_poll_answer(
+async def test_stop_while_idle_cancels_the_poll_and_closes_after_its_answer(
     service: FakeWorkerService, start_worker: StartWorker
 ) -> None:
-    worker, task = start_worker()
+    worker, task = start_worker(poll_interval_s=30.0)
     stream = await connect(service)
     worker.stop()
+    await stream.expect("cancel_poll")
+    assert not task.done(), "the worker waits for the cancelled poll's answer"
     stream.send(NO_JOB)
-    await within(task, "the worker to stop")
+    await within(task, "the worker to stop", timeout_s=3.0)
     await within(stream.worker_done.wait(), "the worker to close its stream")
-    assert stream.kinds() == ["hello", "poll_job"]
+    assert stream.kinds() == ["hello", "poll_job", "cancel_poll"]
+
+
+async def test_stop_with_a_cancelled_poll_unanswered_waits_the_poll_interval(
+    service: FakeWorkerService, start_worker: StartWorker
+) -> None:
+    # A server older than CancelPoll ignores it: the worker gives up on the answer after
+    # the poll interval and a second.
+    worker, task = start_worker(poll_interval_s=0.5)
+    await connect(service)
+    stopped_at = time.monotonic()
+    worker.stop()
+    await within(task, "the worker to stop")
+    assert 1.5 <= time.monotonic() - stopped_at < 5.0
 
 
 async def test_stopping_standby_worker_leaves_at_once(
@@ -599,6 +614,7 @@ async def test_stop_after_an_outcome_with_poll_next_runs_the_job_it_was_answered
     assert outcome.poll_next
     worker.stop()
     stream.send(ack(20))
+    await stream.expect("cancel_poll")
     stream.send(assign(21, ["echo", "leased with the outcome"]))
     second = (await stream.expect("outcome", skip=JOB_MESSAGES)).outcome
     assert (second.job_id, second.status) == (21, job_pb2.JOB_STATUS_SUCCEEDED)
@@ -615,7 +631,8 @@ async def test_stop_while_polling_runs_a_job_assigned_at_that_moment(
     worker, task = start_worker()
     stream = await connect(service)
     worker.stop()
-    stream.send(assign(17, ["echo", "last one"]))
+    await stream.expect("cancel_poll")
+    stream.send(assign(17, ["echo", "last one"]))  # the server had taken it already
     outcome = (await stream.expect("outcome", skip=JOB_MESSAGES)).outcome
     assert outcome.status == job_pb2.JOB_STATUS_SUCCEEDED
     stream.send(ack(17))

@@ -16,7 +16,8 @@ The protocol (``tickwork.v1.WorkerService.Connect``, one bidirectional stream):
 
 When the stream breaks, the running job is stopped (its lease expires on the server, which
 recovers the job) and the worker reconnects with exponential backoff and jitter. On
-``stop()`` the worker polls no more, lets the running job finish within the shutdown grace,
+``stop()`` the worker polls no more (a poll already sent is cancelled with ``CancelPoll``,
+which the server answers at once), lets the running job finish within the shutdown grace,
 then aborts it, reports its outcome, closes the stream and returns.
 """
 
@@ -337,9 +338,10 @@ class Worker:
     async def _poll_answer(self, conn: Connection, active: bool) -> Response | None:
         """Wait for the answer to a PollJob.
 
-        When ``stop()`` is called meanwhile, an active worker still waits for the answer (at
-        most the poll interval and a second): a job assigned at that moment is run under the
-        shutdown grace instead of being left to its lease. A standby worker stops at once.
+        When ``stop()`` is called meanwhile, an active worker sends CancelPoll and still waits
+        for the answer (the server gives it at once; an older server within the poll
+        interval and a second): a job assigned at that moment is run under the shutdown
+        grace instead of being left to its lease. A standby worker stops at once.
         Otherwise, with no answer within the poll interval and a second, it returns NoJob
         (the caller polls again).
 
@@ -359,6 +361,8 @@ class Worker:
             if deadline is None and self._stopping.is_set():
                 if not active:
                     return None
+                # The server answers at once (NoJob, or the job it already took for us).
+                await conn.send(Request(cancel_poll=Request.CancelPoll()))
                 deadline = loop.time() + self._settings.poll_interval_s + _POLL_DRAIN_MARGIN_S
             if deadline is None:
                 wait_s = self._settings.poll_interval_s + _POLL_DRAIN_MARGIN_S

@@ -19,6 +19,7 @@ import grpc
 from scheduler_svc import maintenance
 from scheduler_svc.app import App
 from scheduler_svc.errors import FailedPrecondition
+from scheduler_svc.hub import Ticket
 from scheduler_svc.records import JobRecord, TaskRecord
 from scheduler_svc.servicers import _convert as cv
 from scheduler_svc.servicers._errors import rpc_errors
@@ -45,6 +46,7 @@ class WorkerSession:
         self.job_id = 0
         self.lease_token = ""
         self._poll: asyncio.Task[None] | None = None
+        self._poll_cancelled = asyncio.Event()  # CancelPoll came for the pending poll
         self._tasks: list[asyncio.Task[None]] = []
 
     @property
@@ -95,6 +97,8 @@ class WorkerSession:
         kind = msg.WhichOneof("message")
         if kind == "poll_job":
             self._poll_for_job()
+        elif kind == "cancel_poll":
+            self._poll_cancelled.set()
         elif kind == "heartbeat":
             await self._heartbeat(msg.heartbeat.job_id, msg.heartbeat.lease_token)
         elif kind == "log_lines":
@@ -112,13 +116,15 @@ class WorkerSession:
         """Start answering a poll (PollJob, or an Outcome with poll_next), unless one is
         being answered already."""
         if self._poll is None or self._poll.done():
+            self._poll_cancelled.clear()
             self._poll = asyncio.create_task(self._answer_poll(), name="worker-poll")
 
     async def _answer_poll(self) -> None:
         """Answer one PollJob: AssignJob as soon as a job is ready and this worker is the
-        active one, else NoJob after the poll interval. Woken by the hub's queue signal
-        (enqueue, a finished job, a released worker lease); jobs that become ready by time
-        (retries) are claimed at their not_before. When the service is stopping, the
+        active one, else NoJob after the poll interval, or at once after CancelPoll (a
+        claim already under way is finished and assigned first). Woken by the hub's queue
+        signal (enqueue, a finished job, a released worker lease); jobs that become ready by
+        time (retries) are claimed at their not_before. When the service is stopping, the
         stream of an idle worker is ended instead. A storage error is logged and answered
         with NoJob at the end of the poll interval (the worker polls again)."""
         loop = asyncio.get_running_loop()
@@ -155,10 +161,21 @@ class WorkerSession:
                     wait_s = min(wait_s, max(0.01, (ready - now).total_seconds()))
                 # A job ready now but not claimed waits for the running job (or the lock
                 # holder) to finish, which fires the signal; no busy loop.
-            if deadline - loop.time() <= 0:
+            if deadline - loop.time() <= 0 or self._poll_cancelled.is_set():
                 self.out.put_nowait(Resp(no_job=Resp.NoJob()))
                 return
-            woken = await signal.wait(max(0.0, wait_s))
+            woken = await self._wait_for_signal(signal, max(0.0, wait_s))
+
+    async def _wait_for_signal(self, signal: Ticket, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` seconds for ``signal`` or a CancelPoll; True when woken."""
+        woken = asyncio.ensure_future(signal.wait(timeout_s))
+        cancelled = asyncio.ensure_future(self._poll_cancelled.wait())
+        try:
+            await asyncio.wait([woken, cancelled], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            cancelled.cancel()
+            woken.cancel()
+        return woken.done() and not woken.cancelled() and woken.result()
 
     def _assign(self, job: JobRecord, task: TaskRecord) -> None:
         """Send AssignJob for ``job`` (already leased to this worker)."""

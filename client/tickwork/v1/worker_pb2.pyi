@@ -32,7 +32,7 @@ class PurgeHistoryResponse(_message.Message):
     def __init__(self, jobs_deleted: _Optional[int] = ..., fires_deleted: _Optional[int] = ..., cutoff_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., keep_days: _Optional[int] = ...) -> None: ...
 
 class ConnectRequest(_message.Message):
-    __slots__ = ("hello", "poll_job", "heartbeat", "log_lines", "outcome")
+    __slots__ = ("hello", "poll_job", "heartbeat", "log_lines", "outcome", "cancel_poll")
     class Hello(_message.Message):
         __slots__ = ("worker_id", "handlers")
         WORKER_ID_FIELD_NUMBER: _ClassVar[int]
@@ -41,6 +41,9 @@ class ConnectRequest(_message.Message):
         handlers: _containers.RepeatedScalarFieldContainer[str]
         def __init__(self, worker_id: _Optional[str] = ..., handlers: _Optional[_Iterable[str]] = ...) -> None: ...
     class PollJob(_message.Message):
+        __slots__ = ()
+        def __init__(self) -> None: ...
+    class CancelPoll(_message.Message):
         __slots__ = ()
         def __init__(self) -> None: ...
     class Heartbeat(_message.Message):
@@ -81,12 +84,14 @@ class ConnectRequest(_message.Message):
     HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
     LOG_LINES_FIELD_NUMBER: _ClassVar[int]
     OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    CANCEL_POLL_FIELD_NUMBER: _ClassVar[int]
     hello: ConnectRequest.Hello
     poll_job: ConnectRequest.PollJob
     heartbeat: ConnectRequest.Heartbeat
     log_lines: ConnectRequest.LogLines
     outcome: ConnectRequest.Outcome
-    def __init__(self, hello: _Optional[_Union[ConnectRequest.Hello, _Mapping]] = ..., poll_job: _Optional[_Union[ConnectRequest.PollJob, _Mapping]] = ..., heartbeat: _Optional[_Union[ConnectRequest.Heartbeat, _Mapping]] = ..., log_lines: _Optional[_Union[ConnectRequest.LogLines, _Mapping]] = ..., outcome: _Optional[_Union[ConnectRequest.Outcome, _Mapping]] = ...) -> None: ...
+    cancel_poll: ConnectRequest.CancelPoll
+    def __init__(self, hello: _Optional[_Union[ConnectRequest.Hello, _Mapping]] = ..., poll_job: _Optional[_Union[ConnectRequest.PollJob, _Mapping]] = ..., heartbeat: _Optional[_Union[ConnectRequest.Heartbeat, _Mapping]] = ..., log_lines: _Optional[_Union[ConnectRequest.LogLines, _Mapping]] = ..., outcome: _Optional[_Union[ConnectRequest.Outcome, _Mapping]] = ..., cancel_poll: _Optional[_Union[ConnectRequest.CancelPoll, _Mapping]] = ...) -> None: ...
 
 class ConnectResponse(_message.Message):
     __slots__ = ("welcome", "assign_job", "no_job", "abort_job", "outcome_ack")

@@ -34,7 +34,8 @@ class WorkerServiceStub:
     The worker sends Hello first, then PollJob whenever it is idle; the server answers a poll
     with AssignJob, or NoJob after at most WORKER_POLL_INTERVAL_SECONDS. While a job runs the
     worker sends Heartbeat (renewing the job's lease) and LogLines, and finally Outcome (with
-    poll_next set, the Outcome is also the next PollJob). The
+    poll_next set, the Outcome is also the next PollJob). A stopping worker with a poll
+    pending sends CancelPoll and the server answers the poll at once. The
     server may send AbortJob at any time for the running job. Every message about a job
     carries its lease_token; one with a stale token (the lease was lost) is recorded as late
     and changes nothing.
@@ -68,7 +69,8 @@ class WorkerServiceAsyncStub(WorkerServiceStub):
     The worker sends Hello first, then PollJob whenever it is idle; the server answers a poll
     with AssignJob, or NoJob after at most WORKER_POLL_INTERVAL_SECONDS. While a job runs the
     worker sends Heartbeat (renewing the job's lease) and LogLines, and finally Outcome (with
-    poll_next set, the Outcome is also the next PollJob). The
+    poll_next set, the Outcome is also the next PollJob). A stopping worker with a poll
+    pending sends CancelPoll and the server answers the poll at once. The
     server may send AbortJob at any time for the running job. Every message about a job
     carries its lease_token; one with a stale token (the lease was lost) is recorded as late
     and changes nothing.
@@ -98,7 +100,8 @@ class WorkerServiceServicer(metaclass=_abc_1.ABCMeta):
     The worker sends Hello first, then PollJob whenever it is idle; the server answers a poll
     with AssignJob, or NoJob after at most WORKER_POLL_INTERVAL_SECONDS. While a job runs the
     worker sends Heartbeat (renewing the job's lease) and LogLines, and finally Outcome (with
-    poll_next set, the Outcome is also the next PollJob). The
+    poll_next set, the Outcome is also the next PollJob). A stopping worker with a poll
+    pending sends CancelPoll and the server answers the poll at once. The
     server may send AbortJob at any time for the running job. Every message about a job
     carries its lease_token; one with a stale token (the lease was lost) is recorded as late
     and changes nothing.
