@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import grpc
 import pytest
 
-from tests.databases import run_sql
+from tests.databases import BACKENDS, create_database, drop_database, run_sql
 from tests.harness import Server
 from tickwork import Client, TickworkError
 
@@ -24,6 +24,30 @@ def seeded(api_server: Server, api_client: Client) -> tuple[Server, Client]:
     task = api_client.create_task("existing", "shell", {"argv": ["true"]})
     api_client.create_schedule("nightly", [task.id], cron="0 2 * * *", timezone="Europe/Berlin")
     return api_server, api_client
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def shared_seeded(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Server, Client]]:
+    """One seeded API server per backend for every case below: each case checks that the
+    database is unchanged around its own call, so the cases need no server of their own."""
+    tmp = tmp_path_factory.mktemp(f"bad-input-{request.param}")
+    url = create_database(request.param, tmp)
+    try:
+        srv = Server(tmp, env={"WORKER_IS_ENABLED": "false"}, name="api", database_url=url)
+        try:
+            srv.wait_healthy()
+            with Client(srv.address) as client:
+                task = client.create_task("existing", "shell", {"argv": ["true"]})
+                client.create_schedule(
+                    "nightly", [task.id], cron="0 2 * * *", timezone="Europe/Berlin"
+                )
+                yield srv, client
+        finally:
+            srv.stop()
+    finally:
+        drop_database(url)
 
 
 CASES: list[tuple[str, Callable[[Client], object], grpc.StatusCode, str]] = [
@@ -221,13 +245,13 @@ def test_name_ordered_listings_page_with_their_own_tokens_only(
 
 @pytest.mark.parametrize(("what", "call", "code", "field"), CASES, ids=[c[0] for c in CASES])
 def test_bad_input_is_rejected_cleanly(
-    seeded: tuple[Server, Client],
+    shared_seeded: tuple[Server, Client],
     what: str,
     call: Callable[[Client], object],
     code: grpc.StatusCode,
     field: str,
 ) -> None:
-    server, client = seeded
+    server, client = shared_seeded
     before = snapshot(server)
     with pytest.raises(TickworkError) as info:
         call(client)
