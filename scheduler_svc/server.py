@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
 import ipaddress
 import logging
 import shutil
@@ -328,6 +329,11 @@ async def serve(settings: Settings, config_path: str | None = None) -> None:
     """Run the service until SIGINT or SIGTERM; apply ``config_path`` (TOML) once started."""
     service = await create_server(settings)
     await service.start_loops()
+    # Everything made so far (modules, compiled statements, the service) lives as long as
+    # the process: move it out of the collector's sight, so the full collections that a
+    # tick's burst of records triggers do not walk it again and again (about a tenth of the
+    # time to record 10,000 fires).
+    gc.freeze()
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
