@@ -34,7 +34,15 @@ def cron_schedule(expression: str, timezone: str) -> CronSchedule:
 
 def next_cron_fire(schedule: ScheduleRecord, after: dt.datetime) -> dt.datetime | None:
     """The first cron fire time strictly after ``after``, in UTC; None if it never fires."""
-    nxt = cron_schedule(schedule.cron_expression, schedule.timezone).next_fire_time(after)
+    return _next_cron_fire(schedule.cron_expression, schedule.timezone, after.astimezone(UTC))
+
+
+@lru_cache(maxsize=8192)
+def _next_cron_fire(expression: str, timezone: str, after: dt.datetime) -> dt.datetime | None:
+    """:func:`next_cron_fire`, cached by (expression, zone, instant): the answer depends on
+    nothing else, and schedules sharing an expression fire together (10,000 schedules on
+    ``* * * * *`` ask the same question 10,000 times a minute)."""
+    nxt = cron_schedule(expression, timezone).next_fire_time(after)
     return None if nxt is None else nxt.astimezone(UTC)
 
 
