@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy import event
+from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.engine import Dialect as SaDialect
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
@@ -38,18 +39,46 @@ LANE_MANUAL = 0
 LANE_SCHEDULER = 1
 
 
+class _SQLiteDateTime(sqlite.DATETIME):
+    """SQLite's DATETIME (text ``YYYY-MM-DD HH:MM:SS.ffffff``) for values that
+    :class:`UTCDateTime` has already written as that text."""
+
+    def bind_processor(self, dialect: SaDialect) -> None:
+        return None
+
+    def literal_processor(self, dialect: SaDialect) -> Callable[[Any], str]:
+        def process(value: Any) -> str:
+            text = value.isoformat(" ", "microseconds") if isinstance(value, dt.datetime) else value
+            return "'" + str(text).replace("'", "''") + "'"
+
+        return process
+
+
 class UTCDateTime(sa.types.TypeDecorator[dt.datetime]):
-    """An aware UTC datetime, stored as naive UTC on every backend (SQLite has no zones)."""
+    """An aware UTC datetime, stored as naive UTC on every backend (SQLite has no zones).
+
+    On SQLite the value is written with ``datetime.isoformat`` in the very text SQLAlchemy's
+    DATETIME writes (so rows and comparisons are unchanged), at a tenth of its cost: the
+    scheduler binds several datetimes per fire.
+    """
 
     impl = sa.DateTime
     cache_ok = True
+
+    def load_dialect_impl(self, dialect: SaDialect) -> sa.types.TypeEngine[Any]:
+        if dialect.name == "sqlite":
+            return dialect.type_descriptor(_SQLiteDateTime())  # type: ignore[no-untyped-call]
+        return dialect.type_descriptor(self.impl_instance)
 
     def process_bind_param(self, value: dt.datetime | None, dialect: SaDialect) -> Any:
         if value is None:
             return None
         if value.tzinfo is None:
             raise ValueError("naive datetime given to the database; use aware UTC datetimes")
-        return value.astimezone(UTC).replace(tzinfo=None)
+        naive = value.astimezone(UTC).replace(tzinfo=None)
+        if dialect.name == "sqlite":
+            return naive.isoformat(" ", "microseconds")
+        return naive
 
     def process_result_value(self, value: Any, dialect: SaDialect) -> dt.datetime | None:
         if value is None:

@@ -34,9 +34,9 @@ from tickwork.v1 import queue_pb2, queue_pb2_grpc
 log = logging.getLogger(__name__)
 
 #: Most schedules handled in one pass of a tick; a tick loops until none is due.
-BATCH = 500
+BATCH = 1000
 #: Fires recorded per EnqueueFires call (one transaction each).
-FIRES_PER_CALL = 250
+FIRES_PER_CALL = 500
 
 
 class QueueClient(Protocol):
