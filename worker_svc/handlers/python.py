@@ -64,15 +64,16 @@ class PythonHandler:
     ``ctx.log(stream, line)`` are forwarded to the worker's sink and kept in the output tail;
     ``ctx.log`` may be called from any thread. ``print`` output is not captured.
 
-    The module is imported in a thread of its own, so a slow import does not block the event
-    loop. ``async def`` functions are awaited on the worker's event loop, so they must not
-    block it; cancelling the job (abort) or its timeout (``ctx.timeout_s``) cancels them.
-    Other functions run in a new daemon thread (like ``asyncio.to_thread``, with the caller's
-    context variables, but not in the default executor, so that an abandoned call never
-    blocks the worker's shutdown). **An abort or a timeout of a synchronous function can only
-    stop waiting for it: Python cannot kill a thread, so the function keeps running in the
-    background until it returns**, and what it logs after that is dropped. Long-running
-    synchronous work that must be abortable belongs in the ``shell`` handler.
+    The module is imported in a thread of its own (unless it already is), so a slow import
+    does not block the event loop. ``async def`` functions are awaited on the worker's
+    event loop, so they must not block it; cancelling the job (abort) or its timeout
+    (``ctx.timeout_s``) cancels them. Other functions run in a new daemon thread (like
+    ``asyncio.to_thread``, with the caller's context variables, but not in the default
+    executor, so that an abandoned call never blocks the worker's shutdown). **An abort or a
+    timeout of a synchronous function can only stop waiting for it: Python cannot kill a
+    thread, so the function keeps running in the background until it returns**, and what
+    it logs after that is dropped. Long-running synchronous work that must be abortable
+    belongs in the ``shell`` handler.
 
     A return value other than ``None`` is appended to the output tail (``str`` as is, other
     values as ``repr``).
@@ -178,11 +179,13 @@ class _Call:
         spec = self._spec
         _import_from_cwd()
         try:
-            module = await _call_in_thread(
-                importlib.import_module,
-                {"name": spec.module},
-                name=f"tickwork-job-{self._ctx.job_id}-import",
-            )
+            module = _imported(spec.module)
+            if module is None:
+                module = await _call_in_thread(
+                    importlib.import_module,
+                    {"name": spec.module},
+                    name=f"tickwork-job-{self._ctx.job_id}-import",
+                )
         except Exception as exc:
             raise JobFailed(
                 f"cannot import module {spec.module!r}: {_summary(exc)}", _format_traceback(exc)
@@ -222,6 +225,15 @@ class _Call:
         except TypeError as exc:
             raise InvalidParams(f"param 'kwargs' does not fit {self._spec.target}: {exc}") from exc
         return kwargs
+
+
+def _imported(name: str) -> Any:
+    """The module ``name`` when it is already imported (and done initializing), else None:
+    then importing it costs nothing and needs no thread of its own."""
+    module = sys.modules.get(name)
+    if module is None or getattr(getattr(module, "__spec__", None), "_initializing", False):
+        return None
+    return module
 
 
 async def _call_in_thread(func: Callable[..., Any], kwargs: dict[str, Any], *, name: str) -> Any:
