@@ -3,6 +3,7 @@ the messages for an unreachable server or a bad config file."""
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tickwork.cli import main
+from tickwork.cli import for_terminal, main
 
 REPO = Path(__file__).resolve().parent.parent
 GAP_NOTE = (
@@ -219,3 +220,29 @@ def test_server_from_environment(
 def test_server_option_after_the_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["tasks", "list", "--server", "127.0.0.1:1"]) == 1
     assert "cannot reach tickwork at 127.0.0.1:1 " in capsys.readouterr().err
+
+
+class _Terminal(io.StringIO):
+    """A captured stream that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_control_characters_reach_a_terminal_as_escapes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Text from the server (here an error echoing a zone name) cannot drive the terminal:
+    ESC, CR and the C1 controls print as \\xNN; tabs, newlines and non-ASCII letters stay."""
+    stderr = _Terminal()
+    monkeypatch.setattr(sys, "stderr", stderr)
+    assert main(["cron", "0 2 * * *", "--tz", "Evil\x1b]0;owned\x07\x1b[2J"]) == 2
+    printed = stderr.getvalue()
+    assert "\x1b" not in printed and "\x07" not in printed
+    assert "Evil\\x1b]0;owned\\x07\\x1b[2J" in printed
+    out = _Terminal()
+    print("a\tb\r\u009b é", file=for_terminal(out))
+    assert out.getvalue() == "a\tb\\x0d\\x9b é\n"
+
+
+def test_piped_output_is_written_as_is() -> None:
+    piped = io.StringIO()
+    assert for_terminal(piped) is piped

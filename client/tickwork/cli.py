@@ -6,6 +6,10 @@ job that did not succeed under ``jobs watch``), 2 on a usage or validation error
 ``tasks run --wait`` exits with the job's outcome (:data:`WAIT_EXIT_CODES`). Errors go to
 stderr as ``error: <STATUS>: <details>``; an unreachable server reads ``error: cannot reach
 tickwork at HOST:PORT``. No traceback is shown for either.
+
+On a terminal, control characters in what is printed (names, descriptions, errors, job
+output) are shown as ``\\xNN`` escapes, so stored text cannot move the cursor, clear the
+screen or retitle the window; piped output is written as is.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import TextIO
+from typing import Any, TextIO, cast
 from zoneinfo import ZoneInfo
 
 import grpc
@@ -361,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
     args.server = rq.resolve_server(args.server)
     command: Command = args.func
     try:
-        return command(args, sys.stdout)
+        return command(args, for_terminal(sys.stdout))
     except TickworkError as err:
         _print_error(err, args.server)
         return EXIT_USAGE if isinstance(err, InvalidArgument) else EXIT_FAILED
@@ -375,13 +379,51 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _print_error(err: TickworkError, server: str) -> None:
+    stderr = for_terminal(sys.stderr)
     if isinstance(err, Unavailable):
-        print(f"error: cannot reach tickwork at {server} ({err})", file=sys.stderr)
+        print(f"error: cannot reach tickwork at {server} ({err})", file=stderr)
     elif isinstance(err, ConfigError):
         for line in str(err).splitlines():
-            print(f"error: {line}", file=sys.stderr)
+            print(f"error: {line}", file=stderr)
     else:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {err}", file=stderr)
+
+
+#: C0 controls but tab and newline, DEL and the C1 controls, as visible ``\xNN`` escapes.
+_CONTROL_ESCAPES = {
+    code: f"\\x{code:02x}"
+    for code in [*range(0x00, 0x20), *range(0x7F, 0xA0)]
+    if code not in (0x09, 0x0A)
+}
+
+
+class _TerminalSafe:
+    """A text stream that shows control characters as escapes (see the module docstring)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._stream.write(text.translate(_CONTROL_ESCAPES))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def for_terminal(stream: TextIO) -> TextIO:
+    """``stream`` itself when it is not a terminal; else a stream that writes control
+    characters (ANSI escape sequences, carriage returns, ...) as ``\\xNN`` text.
+
+    Args:
+        stream (TextIO): e.g. ``sys.stdout``.
+
+    Returns:
+        TextIO: the stream to print to.
+    """
+    isatty = getattr(stream, "isatty", None)
+    if isatty is None or not isatty():
+        return stream
+    return cast(TextIO, _TerminalSafe(stream))
 
 
 # -- formatting ---------------------------------------------------------------------------
