@@ -109,8 +109,26 @@ _FIRING_TASKS = sa.select(tasks.c.id, tasks.c.name, tasks.c.enabled, tasks.c.tas
 )
 
 
+class _FinishingTask(NamedTuple):
+    """What recording a job's outcome reads of its task (not its params or description)."""
+
+    id: int
+    name: str
+    task_priority: int
+    enabled: bool
+    consecutive_failure_count: int
+    max_attempts: int
+    backoff_base_seconds: float
+    backoff_cap_seconds: float
+
+
+_FINISHING_TASK = sa.select(*(tasks.c[name] for name in _FinishingTask._fields)).where(
+    tasks.c.id == sa.bindparam("b_task_id")
+)
+
+
 def _job_row(
-    task: TaskRecord | _FiringTask,
+    task: TaskRecord | _FiringTask | _FinishingTask,
     *,
     trigger: str,
     lane: int,
@@ -244,7 +262,6 @@ _START_JOB = (
     )
     .returning(*jobs.c)
 )
-_TASK_BY_ID = tasks.select().where(tasks.c.id == sa.bindparam("b_task_id"))
 _TASK_NAMES = sa.select(tasks.c.id, tasks.c.name).where(
     tasks.c.id.in_(sa.bindparam("b_task_ids", expanding=True))
 )
@@ -1146,10 +1163,10 @@ class Store:
     ) -> FinishResult:
         """What follows a job's outcome, once ``job`` (as updated) is stored:
         the task's failure count and auto-disable, a retry, an interval schedule's anchor."""
-        task_row = conn.execute(_TASK_BY_ID, {"b_task_id": job.task_id}).first()
+        task_row = conn.execute(_FINISHING_TASK, {"b_task_id": job.task_id}).first()
         if task_row is None:
             return FinishResult(accepted=True, job=job)
-        task = _task(task_row)
+        task = _FinishingTask(*task_row)
         retry: JobRecord | None = None
         disabled: TaskRecord | None = None
         if status == db.SUCCEEDED:
