@@ -15,8 +15,8 @@ from scheduler_svc.records import ScheduleRecord
 
 UTC = dt.UTC
 
-#: Lateness of a tick that is still jitter, not a missed window, seconds. A fire processed
-#: this late after the following fire time is caught up normally, one window at a time.
+#: Seconds a window may be past when its tick processes it and still be tick jitter, never a
+#: missed window (see :func:`plan_fire`).
 MISFIRE_GRACE_S = 5.0
 
 #: At most this many missed fire times are recorded one by one for one catch-up.
@@ -79,25 +79,36 @@ def plan_fire(
 ) -> FirePlan:
     """Decide a due schedule's fire (``schedule.next_run_at`` <= ``now``).
 
-    If ``now`` is not yet past the *following* fire time (plus ``grace_s`` of tick jitter),
-    the due fire is enqueued and the next run is the following fire time. Otherwise at least
-    one whole window was missed (downtime): every missed fire time up to now is recorded,
-    the catch-up policy decides whether the latest one is enqueued (RUN_ONCE) or missed too
-    (SKIP, the default), and the next run is the first fire time after now.
+    Cron: while ``now`` has not reached the *following* fire time, the due fire is on time
+    (however late within its own window) and is enqueued; the next run is the following
+    fire time. Once later windows have come too, each window more than ``grace_s`` old was
+    missed (downtime) and is recorded as such, while a window at most ``grace_s`` old is
+    tick jitter, never a missed window: the earliest of those fires normally (the next
+    run is the one after it, so the loop fires the rest the same way). When every window
+    that came is older than ``grace_s``, the catch-up policy decides about the latest one:
+    RUN_ONCE enqueues it, SKIP (the default) records it missed too; the next run is then
+    the first fire time after ``now``. Interval: due + interval + ``grace_s`` still ahead
+    means on time; otherwise the same catch-up, the next run ``now`` + interval.
     """
     due = schedule.next_run_at
     assert due is not None and due <= now
     grace = dt.timedelta(seconds=grace_s)
     if schedule.cron_expression:
         following = next_cron_fire(schedule, due)
-        if following is None or now < following + grace:
+        if following is None or now < following:
             return FirePlan(due, True, (), following)
-        missed = [due]
+        windows = [due]  # every fire time that has come, oldest first (at most a cap)
         nxt: dt.datetime | None = following
-        while nxt is not None and nxt <= now and len(missed) < MAX_RECORDED_MISSES:
-            missed.append(nxt)
+        while nxt is not None and nxt <= now and len(windows) < MAX_RECORDED_MISSES:
+            windows.append(nxt)
             nxt = next_cron_fire(schedule, nxt)
-        next_run = next_cron_fire(schedule, now)
+        stale = [t for t in windows if now - t > grace]
+        if len(stale) < len(windows):  # a window within the grace: it fires on time
+            fresh = windows[len(stale)]
+            after = windows[len(stale) + 1] if len(stale) + 1 < len(windows) else nxt
+            return FirePlan(fresh, True, tuple(stale), after)
+        missed = windows
+        next_run = nxt if nxt is not None and nxt > now else next_cron_fire(schedule, now)
     else:
         interval = dt.timedelta(seconds=schedule.interval_seconds)
         if now < due + interval + grace:

@@ -109,6 +109,39 @@ async def test_downtime_with_run_once_enqueues_once(tmp_path: Path, database_url
         assert schedule.next_run_time.ToDatetime(tzinfo=UTC) == at("2026-06-01T05:00:00+00:00")
 
 
+async def test_a_window_that_passed_in_downtime_is_missed_and_the_current_one_fires(
+    tmp_path: Path, database_url: str
+) -> None:
+    """Down from 10:00:30 to 10:01:01.96 on a 20 s schedule: 10:00:40 passed in the downtime
+    (22 s old, and its successor has come) and is missed; 10:01:00 is 1.96 s old, tick
+    jitter, and fires, carrying its own fire time (it used to be recorded as skipped behind
+    a late run of 10:00:40)."""
+    async with inprocess(tmp_path, database_url, at("2026-06-01T10:00:30+00:00")) as h:
+        await one_task_schedule(h, "*/20 * * * * *")
+        await h.tick(at("2026-06-01T10:01:01.960+00:00"))
+        assert await fire_summary(h) == [
+            ("2026-06-01T10:00:40+00:00", "FIRE_OUTCOME_MISSED"),
+            ("2026-06-01T10:01:00+00:00", "FIRE_OUTCOME_ENQUEUED"),
+        ]
+        jobs = await h.client.list_jobs()
+        assert [j.fire_time.ToDatetime(tzinfo=UTC) for j in jobs] == [
+            at("2026-06-01T10:01:00+00:00")
+        ]
+        schedule = await h.client.get_schedule("s")
+        assert schedule.next_run_time.ToDatetime(tzinfo=UTC) == at("2026-06-01T10:01:20+00:00")
+
+
+async def test_a_late_tick_within_the_window_still_fires_it(
+    tmp_path: Path, database_url: str
+) -> None:
+    """30 s late on a minute schedule, before the following window: on time, not missed,
+    whatever the catch-up policy."""
+    async with inprocess(tmp_path, database_url, at("2026-06-01T09:59:30+00:00")) as h:
+        await one_task_schedule(h, "* * * * *")
+        await h.tick(at("2026-06-01T10:00:30+00:00"))
+        assert await fire_summary(h) == [("2026-06-01T10:00:00+00:00", "FIRE_OUTCOME_ENQUEUED")]
+
+
 async def test_tick_jitter_is_not_a_missed_window(tmp_path: Path, database_url: str) -> None:
     async with inprocess(tmp_path, database_url, at("2026-06-01T10:00:00.500+00:00")) as h:
         await one_task_schedule(h, "* * * * * *")  # every second
