@@ -29,6 +29,7 @@ from scheduler_svc.db import Database
 from scheduler_svc.hub import Hub
 from scheduler_svc.metrics import REFRESH_S, Metrics, MetricsServer
 from scheduler_svc.scheduler import Scheduler, grpc_queue_client
+from scheduler_svc.servicers._decoding import add_servicer
 from scheduler_svc.servicers.jobs import JobServicer
 from scheduler_svc.servicers.queue import QueueServicer
 from scheduler_svc.servicers.schedules import ScheduleServicer
@@ -267,11 +268,13 @@ async def create_server(settings: Settings, *, clock: Clock = utc_now) -> Servic
         interceptors=interceptors,
         options=[("grpc.so_reuseport", 0), ("grpc.keepalive_permit_without_calls", 1)],
     )
-    task_pb2_grpc.add_TaskServiceServicer_to_server(TaskServicer(app), server)
-    schedule_pb2_grpc.add_ScheduleServiceServicer_to_server(ScheduleServicer(app), server)
-    job_pb2_grpc.add_JobServiceServicer_to_server(JobServicer(app), server)
-    queue_pb2_grpc.add_QueueServiceServicer_to_server(QueueServicer(app), server)
-    worker_pb2_grpc.add_WorkerServiceServicer_to_server(WorkerServicer(app), server)
+    add_servicer(task_pb2_grpc.add_TaskServiceServicer_to_server, TaskServicer(app), server)
+    add_servicer(
+        schedule_pb2_grpc.add_ScheduleServiceServicer_to_server, ScheduleServicer(app), server
+    )
+    add_servicer(job_pb2_grpc.add_JobServiceServicer_to_server, JobServicer(app), server)
+    add_servicer(queue_pb2_grpc.add_QueueServiceServicer_to_server, QueueServicer(app), server)
+    add_servicer(worker_pb2_grpc.add_WorkerServiceServicer_to_server, WorkerServicer(app), server)
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(
