@@ -50,7 +50,45 @@ def shared_seeded(
         drop_database(url)
 
 
+def nested(depth: int) -> dict[str, Any]:
+    """``{"x": {"x": ... {}}}``, ``depth`` objects deep."""
+    value: dict[str, Any] = {}
+    for _ in range(depth - 1):
+        value = {"x": value}
+    return value
+
+
 CASES: list[tuple[str, Callable[[Client], object], grpc.StatusCode, str]] = [
+    (
+        "job id beyond int64",
+        lambda c: c.get_job(2**63),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "job_id",
+    ),
+    (
+        "task id beyond int64",
+        lambda c: c.run(2**63),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "task",
+    ),
+    (
+        "task name of the wrong type",
+        lambda c: c.create_task(5, "shell", {"argv": ["true"]}),  # type: ignore[arg-type]
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "name",
+    ),
+    (
+        "params nested past protobuf's depth",
+        lambda c: c.create_task("deep", "shell", {"argv": ["true"], "env": nested(40)}),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "params",
+    ),
+    (
+        "interval set to zero on update",
+        lambda c: c.update_schedule("nightly", interval_seconds=0),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "schedule.interval_seconds",
+    ),
     ("unknown task id", lambda c: c.run(987654), grpc.StatusCode.NOT_FOUND, "task_ids"),
     ("unknown task name", lambda c: c.run("nope"), grpc.StatusCode.NOT_FOUND, "nope"),
     (
@@ -271,3 +309,89 @@ def test_unexpected_errors_never_reach_the_client_with_sql_or_tracebacks() -> No
     assert "SECRET" not in details and "INSERT" not in details
     code, details = translate(ZeroDivisionError("boom at line 3"), "TaskServicer.CreateTask")
     assert code == grpc.StatusCode.INTERNAL and "boom" not in details
+
+
+def test_an_unknown_catch_up_policy_is_named_once() -> None:
+    from tickwork._requests import build_schedule
+
+    with pytest.raises(TickworkError) as info:
+        build_schedule(
+            "s",
+            [1],
+            cron="* * * * *",
+            interval_seconds=None,
+            timezone="UTC",
+            catch_up_policy="NEVER",
+            description="",
+            enabled=True,
+        )
+    assert str(info.value).count("INVALID_ARGUMENT") == 1, str(info.value)
+    assert "catch_up_policy" in info.value.details
+
+
+def _field(message: Any, name: str) -> int:
+    return int(message.DESCRIPTOR.fields_by_name[name].number)
+
+
+def _length_delimited(number: int, payload: bytes) -> bytes:
+    """One length-delimited protobuf field (wire type 2)."""
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        low, value = value & 0x7F, value >> 7
+        out.append(low | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def _deep_struct(depth: int) -> bytes:
+    """A google.protobuf.Struct nested ``depth`` objects deep, encoded by hand (protobuf's
+    Python API refuses to build one past its depth limit; other clients need not)."""
+    from google.protobuf import struct_pb2
+
+    encoded = b""
+    for _ in range(depth):
+        value = _length_delimited(_field(struct_pb2.Value, "struct_value"), encoded)
+        entry = _length_delimited(1, b"x") + _length_delimited(2, value)  # map key, value
+        encoded = _length_delimited(_field(struct_pb2.Struct, "fields"), entry)
+    return encoded
+
+
+def test_requests_that_do_not_decode_are_invalid_argument(
+    shared_seeded: tuple[Server, Client],
+) -> None:
+    """Bytes that are not the request message (garbage, or a Struct nested past
+    protobuf's depth limit, as any gRPC client can send) get INVALID_ARGUMENT naming the
+    request, on unary and streaming methods alike; never UNKNOWN, and nothing is written."""
+    from tickwork.v1 import task_pb2
+
+    server, _ = shared_seeded
+    before = snapshot(server)
+    task = _length_delimited(_field(task_pb2.Task, "name"), b"deep") + _length_delimited(
+        _field(task_pb2.Task, "params"), _deep_struct(60)
+    )
+    deep_request = _length_delimited(_field(task_pb2.CreateTaskRequest, "task"), task)
+    with grpc.insecure_channel(server.address) as channel:
+        for method, payload in [
+            ("/tickwork.v1.TaskService/CreateTask", b"\x0a\xff\xff"),
+            ("/tickwork.v1.TaskService/CreateTask", deep_request),
+            ("/tickwork.v1.JobService/WatchJob", b"\x08"),
+        ]:
+            if method.endswith("WatchJob"):
+                call: Any = channel.unary_stream(method, None, None)
+                outcome: Any = lambda p, call=call: list(call(p, timeout=10))  # noqa: E731
+            else:
+                call = channel.unary_unary(method, None, None)
+                outcome = lambda p, call=call: call(p, timeout=10)  # noqa: E731
+            with pytest.raises(grpc.RpcError) as err:
+                outcome(payload)
+            assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT, (method, err.value)
+            assert (err.value.details() or "").startswith("request: not a valid"), method
+        connect = channel.stream_stream("/tickwork.v1.WorkerService/Connect", None, None)
+        with pytest.raises(grpc.RpcError) as err:
+            list(connect(iter([b"\x0a\xff"]), timeout=10))
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert snapshot(server) == before

@@ -214,7 +214,9 @@ class AsyncClient:
 
     async def get_job(self, job_id: int) -> Job:
         """Return one job. Raises NotFound."""
-        response = await self._call(self._stubs().jobs.GetJob, GetJobRequest(job_id=job_id))
+        response = await self._call(
+            self._stubs().jobs.GetJob, GetJobRequest(job_id=rq.check_job_id(job_id))
+        )
         return response.job
 
     async def list_jobs(
@@ -266,7 +268,9 @@ class AsyncClient:
             JobTimeout: the job had not ended within ``timeout`` (it goes on running).
         """
         call = self._stubs().jobs.WatchJob(
-            WatchJobRequest(job_id=job_id), timeout=timeout, metadata=self._metadata
+            WatchJobRequest(job_id=rq.check_job_id(job_id)),
+            timeout=timeout,
+            metadata=self._metadata,
         )
         last: Job | None = None
         try:
@@ -297,7 +301,9 @@ class AsyncClient:
         timeout = rq.wait_timeout(timeout)
         last: Job | None = None
         call = self._stubs().jobs.WatchJob(
-            WatchJobRequest(job_id=job_id), timeout=timeout, metadata=self._metadata
+            WatchJobRequest(job_id=rq.check_job_id(job_id)),
+            timeout=timeout,
+            metadata=self._metadata,
         )
         try:
             async for response in call:
@@ -325,7 +331,7 @@ class AsyncClient:
             NotFound: no such job.
             FailedPrecondition: the job is not queued (abort a running one with :meth:`abort`).
         """
-        request = CancelJobRequest(job_id=job_id)
+        request = CancelJobRequest(job_id=rq.check_job_id(job_id))
         return (await self._call(self._stubs().jobs.CancelJob, request)).job
 
     # -- tasks ------------------------------------------------------------------------------

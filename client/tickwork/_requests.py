@@ -141,11 +141,28 @@ def check_ref(ref: object, what: str = "task") -> Ref:
     """
     if isinstance(ref, bool) or not isinstance(ref, int | str):
         raise InvalidArgument(f"{what}: expected an id (int) or a name (str), got {ref!r}")
-    if isinstance(ref, int) and ref <= 0:
-        raise InvalidArgument(f"{what}: id must be positive, got {ref}")
+    if isinstance(ref, int) and not 0 < ref <= MAX_ID:
+        raise InvalidArgument(f"{what}: id must be from 1 to {MAX_ID}, got {ref}")
     if isinstance(ref, str) and not ref:
         raise InvalidArgument(f"{what}: name must not be empty")
     return ref
+
+
+#: The largest id (ids are int64).
+MAX_ID = 2**63 - 1
+
+
+def check_job_id(job_id: object) -> int:
+    """Validate a job id: an int from 1 to :data:`MAX_ID`.
+
+    Raises:
+        InvalidArgument: naming ``job_id``.
+    """
+    if isinstance(job_id, bool) or not isinstance(job_id, int):
+        raise InvalidArgument(f"job_id: expected an integer, got {job_id!r:.80}")
+    if not 0 < job_id <= MAX_ID:
+        raise InvalidArgument(f"job_id: must be from 1 to {MAX_ID}, got {job_id}")
+    return job_id
 
 
 def get_task_request(ref: Ref) -> GetTaskRequest:
@@ -252,6 +269,26 @@ def enum_label(enum: Any, value: int) -> str:
     return name.removeprefix(prefix)
 
 
+#: Deepest nesting of objects and lists in params: each level is three protobuf message
+#: levels (Struct, map entry, Value) and protobuf decodes at most 100.
+MAX_NESTING = 30
+
+
+def _nesting(value: object, depth: int = 1) -> int:
+    """How deep dicts and lists nest in ``value`` (a scalar is 0, ``{}`` is 1); stops
+    counting past :data:`MAX_NESTING`."""
+    if depth > MAX_NESTING + 1:
+        return depth
+    children: Iterable[Any]
+    if isinstance(value, Mapping):
+        children = value.values()
+    elif isinstance(value, list | tuple):
+        children = value
+    else:
+        return depth - 1
+    return max((_nesting(child, depth + 1) for child in children), default=depth)
+
+
 def to_struct(params: Mapping[str, Any], field: str = "params") -> Struct:
     """Convert a JSON-like mapping into a ``google.protobuf.Struct``.
 
@@ -260,6 +297,11 @@ def to_struct(params: Mapping[str, Any], field: str = "params") -> Struct:
     """
     if not isinstance(params, Mapping):
         raise InvalidArgument(f"{field}: expected a mapping, got {type(params).__name__}")
+    if _nesting(params) > MAX_NESTING:
+        raise InvalidArgument(
+            f"{field}: nested more than {MAX_NESTING} objects or lists deep (protobuf's "
+            "limit on message depth)"
+        )
     struct = Struct()
     try:
         struct.update(dict(params))
@@ -354,7 +396,20 @@ def build_task(
     backoff_base_seconds: float,
     backoff_cap_seconds: float,
 ) -> Task:
-    """Build a Task with every writable field set explicitly (see ``create_task``)."""
+    """Build a Task with every writable field set explicitly (see ``create_task``).
+
+    Raises:
+        InvalidArgument: a value of the wrong Python type, or params that are not JSON.
+    """
+    _of_type(name, str, "name")
+    _of_type(handler, str, "handler")
+    _of_type(description, str, "description")
+    _of_type(task_priority, int, "task_priority")
+    _of_type(enabled, bool, "enabled")
+    _of_type(timeout_seconds, int | float, "timeout_seconds")
+    _of_type(max_attempts, int, "max_attempts")
+    _of_type(backoff_base_seconds, int | float, "backoff_base_seconds")
+    _of_type(backoff_cap_seconds, int | float, "backoff_cap_seconds")
     return Task(
         name=name,
         description=description,
@@ -467,6 +522,7 @@ def build_schedule(
     _of_type(enabled, bool, "enabled")
     if not cron and not interval_seconds:
         raise InvalidArgument("schedule: give cron or interval_seconds")
+    policy = parse_catch_up_policy(catch_up_policy)
     try:
         return Schedule(
             name=name,
@@ -474,7 +530,7 @@ def build_schedule(
             cron_expression=cron or "",
             interval_seconds=0 if cron else interval_seconds or 0,
             timezone=timezone,
-            catch_up_policy=parse_catch_up_policy(catch_up_policy),
+            catch_up_policy=policy,
             enabled=enabled,
             task_ids=list(task_ids),
         )
@@ -491,7 +547,7 @@ def _of_type(value: object, kind: Any, field: str) -> None:
 
 
 def _type_name(kind: Any) -> str:
-    names = {str: "a string", int: "an integer", bool: "True or False"}
+    names = {str: "a string", int: "an integer", float: "a number", bool: "True or False"}
     parts = [names.get(k, "None") for k in getattr(kind, "__args__", (kind,))]
     return " or ".join(parts)
 

@@ -185,7 +185,7 @@ class Client:
 
     def get_job(self, job_id: int) -> Job:
         """Return one job. Raises NotFound."""
-        return self._call(self._jobs.GetJob, GetJobRequest(job_id=job_id)).job
+        return self._call(self._jobs.GetJob, GetJobRequest(job_id=rq.check_job_id(job_id))).job
 
     def list_jobs(
         self,
@@ -236,7 +236,9 @@ class Client:
             JobTimeout: the job had not ended within ``timeout`` (it goes on running).
         """
         call = self._jobs.WatchJob(
-            WatchJobRequest(job_id=job_id), timeout=timeout, metadata=self._metadata
+            WatchJobRequest(job_id=rq.check_job_id(job_id)),
+            timeout=timeout,
+            metadata=self._metadata,
         )
         last: Job | None = None
         try:
@@ -267,7 +269,9 @@ class Client:
         timeout = rq.wait_timeout(timeout)
         last: Job | None = None
         call = self._jobs.WatchJob(
-            WatchJobRequest(job_id=job_id), timeout=timeout, metadata=self._metadata
+            WatchJobRequest(job_id=rq.check_job_id(job_id)),
+            timeout=timeout,
+            metadata=self._metadata,
         )
         try:
             for response in call:
@@ -295,7 +299,9 @@ class Client:
             NotFound: no such job.
             FailedPrecondition: the job is not queued (abort a running one with :meth:`abort`).
         """
-        return self._call(self._jobs.CancelJob, CancelJobRequest(job_id=job_id)).job
+        return self._call(
+            self._jobs.CancelJob, CancelJobRequest(job_id=rq.check_job_id(job_id))
+        ).job
 
     # -- tasks ------------------------------------------------------------------------------
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -92,16 +92,28 @@ def schedule_values(s: schedule_pb2.Schedule, paths: tuple[str, ...]) -> dict[st
     return out
 
 
-def check_timing(record: ScheduleRecord) -> None:
-    """A schedule needs a valid cron expression in a valid zone, or an interval >= 1 s."""
+def check_timing(record: ScheduleRecord, changed: Collection[str] = ()) -> None:
+    """A schedule needs a valid cron expression in a valid zone, or an interval >= 1 s.
+
+    Args:
+        record (ScheduleRecord): the schedule as it would be stored.
+        changed (Collection[str]): the fields an update sets; a bad interval is blamed on
+            ``interval_seconds`` when the update set it, else on ``cron_expression``.
+
+    Raises:
+        InvalidArgument: naming the field (``schedule.cron_expression``,
+            ``schedule.interval_seconds`` or ``schedule.timezone``).
+    """
     if record.cron_expression:
         validation.cron(record.cron_expression, record.timezone)
     else:
         validation.cron("* * * * *", record.timezone)  # validates the zone alone
         if record.interval_seconds < 1:
+            field = "interval_seconds" if "interval_seconds" in changed else "cron_expression"
             raise InvalidArgument(
-                "give a cron_expression or an interval_seconds >= 1",
-                field="schedule.cron_expression",
+                "give a cron_expression or an interval_seconds >= 1 (interval_seconds is "
+                f"{record.interval_seconds})",
+                field=f"schedule.{field}",
             )
 
 
@@ -225,7 +237,7 @@ class ScheduleServicer(schedule_pb2_grpc.ScheduleServiceServicer):
         task_ids = check_task_ids(list(request.schedule.task_ids)) if "task_ids" in paths else None
         current = await self.app.store.get_schedule(sid)
         merged = dataclasses.replace(current, **values)
-        check_timing(merged)
+        check_timing(merged, paths)
         if TIMING & set(paths) and any(getattr(current, k) != getattr(merged, k) for k in TIMING):
             values["next_run_at"] = self.app.next_run(merged)
         stored = await self.app.store.update_schedule(sid, values, task_ids, self.app.clock())
