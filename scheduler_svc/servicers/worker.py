@@ -140,6 +140,9 @@ class WorkerSession:
         loop = asyncio.get_running_loop()
         woken = False
         while True:
+            if self._poll_cancelled.is_set():  # woken by CancelPoll: claim nothing more
+                self.out.put_nowait(Resp(no_job=Resp.NoJob()))
+                return
             signal = self.app.hub.queue
             wait_s = deadline - loop.time()
             if not self.app.dispatching:
@@ -161,7 +164,7 @@ class WorkerSession:
                     wait_s = min(wait_s, max(0.01, (ready - now).total_seconds()))
                 # A job ready now but not claimed waits for the running job (or the lock
                 # holder) to finish, which fires the signal; no busy loop.
-            if deadline - loop.time() <= 0 or self._poll_cancelled.is_set():
+            if deadline - loop.time() <= 0:
                 self.out.put_nowait(Resp(no_job=Resp.NoJob()))
                 return
             woken = await self._wait_for_signal(signal, max(0.0, wait_s))
