@@ -102,6 +102,8 @@ def plan_fire(
         while nxt is not None and nxt <= now and len(windows) < MAX_RECORDED_MISSES:
             windows.append(nxt)
             nxt = next_cron_fire(schedule, nxt)
+        if nxt is not None and nxt <= now:
+            return _plan_long_catch_up(schedule, windows, now, grace)
         stale = [t for t in windows if now - t > grace]
         if len(stale) < len(windows):  # a window within the grace: it fires on time
             fresh = windows[len(stale)]
@@ -117,3 +119,35 @@ def plan_fire(
         next_run = now + interval
     run_once = schedule.catch_up_policy == "RUN_ONCE"
     return FirePlan(missed[-1], run_once, tuple(missed[:-1]), next_run)
+
+
+def _plan_long_catch_up(
+    schedule: ScheduleRecord, recorded: list[dt.datetime], now: dt.datetime, grace: dt.timedelta
+) -> FirePlan:
+    """:func:`plan_fire` when more windows came than :data:`MAX_RECORDED_MISSES`: the first
+    ``recorded`` ones are recorded missed; the windows near ``now`` are found from ``now``
+    (not by walking every window of a long downtime), so a window within the grace still
+    fires and RUN_ONCE enqueues the latest window, not the last one recorded."""
+    just_before = now - grace - dt.timedelta(microseconds=1)
+    fresh = next_cron_fire(schedule, max(recorded[-1], just_before))
+    if fresh is not None and fresh <= now:  # at most ``grace`` old: it fires on time
+        return FirePlan(fresh, True, tuple(recorded), next_cron_fire(schedule, fresh))
+    latest = _latest_fire(schedule, recorded[-1], now)
+    run_once = schedule.catch_up_policy == "RUN_ONCE"
+    return FirePlan(latest, run_once, tuple(recorded), next_cron_fire(schedule, now))
+
+
+def _latest_fire(schedule: ScheduleRecord, after: dt.datetime, now: dt.datetime) -> dt.datetime:
+    """The last fire time in (``after``, ``now``], known to exist: looks back from ``now``
+    over spans growing fourfold from a minute, then walks forward within the first span that
+    holds one (a few windows, whatever the schedule's period)."""
+    span = dt.timedelta(minutes=1)
+    while True:
+        start = max(now - span, after)
+        found = next_cron_fire(schedule, start)
+        if found is not None and found <= now:
+            while (nxt := next_cron_fire(schedule, found)) is not None and nxt <= now:
+                found = nxt
+            return found
+        assert start > after, "no fire time in the interval"
+        span *= 4

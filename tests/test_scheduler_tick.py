@@ -29,7 +29,7 @@ async def one_task_schedule(h: Harness, cron: str, **kw: object) -> int:
 
 
 async def fire_summary(h: Harness) -> list[tuple[str, str]]:
-    fires = await h.client.list_fires("s", limit=1000)
+    fires = await h.client.list_fires("s", limit=5000)
     return sorted(
         (f.fire_time.ToDatetime(tzinfo=UTC).isoformat(), FireOutcome.Name(f.outcome)) for f in fires
     )
@@ -140,6 +140,54 @@ async def test_a_late_tick_within_the_window_still_fires_it(
         await one_task_schedule(h, "* * * * *")
         await h.tick(at("2026-06-01T10:00:30+00:00"))
         assert await fire_summary(h) == [("2026-06-01T10:00:00+00:00", "FIRE_OUTCOME_ENQUEUED")]
+
+
+async def test_past_the_cap_of_recorded_misses_the_current_windows_still_fire(
+    tmp_path: Path, database_url: str
+) -> None:
+    """20 min down on an every-second schedule: 1,199 windows passed. The first 1,000 are
+    recorded missed; the windows at most 5 s old (10:19:56 to 10:20:00) are tick jitter and
+    fire as usual, the first enqueued and the rest skipped behind it (they used to be
+    dropped, unrecorded)."""
+    async with inprocess(tmp_path, database_url, at("2026-06-01T10:00:00.500+00:00")) as h:
+        await one_task_schedule(h, "* * * * * *")
+        await h.tick(at("2026-06-01T10:20:00.500+00:00"))
+        summary = await fire_summary(h)
+        missed = [t for t, outcome in summary if outcome == "FIRE_OUTCOME_MISSED"]
+        assert len(missed) == 1000
+        assert (missed[0], missed[-1]) == ("2026-06-01T10:00:01+00:00", "2026-06-01T10:16:40+00:00")
+        assert summary[1000:] == [
+            ("2026-06-01T10:19:56+00:00", "FIRE_OUTCOME_ENQUEUED"),
+            *(
+                (f"2026-06-01T10:{s}+00:00", "FIRE_OUTCOME_SKIPPED")
+                for s in ("19:57", "19:58", "19:59", "20:00")
+            ),
+        ]
+        jobs = await h.client.list_jobs()
+        assert [j.fire_time.ToDatetime(tzinfo=UTC) for j in jobs] == [
+            at("2026-06-01T10:19:56+00:00")
+        ]
+        schedule = await h.client.get_schedule("s")
+        assert schedule.next_run_time.ToDatetime(tzinfo=UTC) == at("2026-06-01T10:20:01+00:00")
+
+
+async def test_run_once_after_a_long_downtime_runs_the_latest_window(
+    tmp_path: Path, database_url: str
+) -> None:
+    """Two days down on a minute schedule with RUN_ONCE: the one run is for the latest
+    window (10:00 on the third), not the last of the 1,000 recorded misses."""
+    async with inprocess(tmp_path, database_url, at("2026-06-01T09:59:30+00:00")) as h:
+        await one_task_schedule(h, "* * * * *", catch_up_policy="RUN_ONCE")
+        await h.tick(at("2026-06-03T10:00:30+00:00"))
+        jobs = await h.client.list_jobs()
+        assert [j.fire_time.ToDatetime(tzinfo=UTC) for j in jobs] == [
+            at("2026-06-03T10:00:00+00:00")
+        ]
+        summary = await fire_summary(h)
+        assert summary[-1] == ("2026-06-03T10:00:00+00:00", "FIRE_OUTCOME_ENQUEUED")
+        assert [o for _, o in summary].count("FIRE_OUTCOME_MISSED") == 1000
+        schedule = await h.client.get_schedule("s")
+        assert schedule.next_run_time.ToDatetime(tzinfo=UTC) == at("2026-06-03T10:01:00+00:00")
 
 
 async def test_tick_jitter_is_not_a_missed_window(tmp_path: Path, database_url: str) -> None:
