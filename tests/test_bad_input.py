@@ -84,6 +84,36 @@ CASES: list[tuple[str, Callable[[Client], object], grpc.StatusCode, str]] = [
         "params",
     ),
     (
+        "task priority beyond int32",
+        lambda c: c.create_task("p", "shell", {"argv": ["true"]}, task_priority=2**40),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "task_priority",
+    ),
+    (
+        "task name that is not Unicode text",
+        lambda c: c.create_task("a\udc80b", "shell", {"argv": ["true"]}),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "name",
+    ),
+    (
+        "interval beyond int64 on update",
+        lambda c: c.update_schedule("nightly", interval_seconds=2**70),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "interval_seconds",
+    ),
+    (
+        "cron preview count beyond int32",
+        lambda c: c.describe_cron("* * * * *", count=2**40),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "count",
+    ),
+    (
+        "cron preview from a string instant",
+        lambda c: c.describe_cron("* * * * *", after="2026-01-01"),  # type: ignore[arg-type]
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "after",
+    ),
+    (
         "interval set to zero on update",
         lambda c: c.update_schedule("nightly", interval_seconds=0),
         grpc.StatusCode.INVALID_ARGUMENT,

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Required, TypedDict, cast
 
+from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.field_mask_pb2 import FieldMask
 from google.protobuf.struct_pb2 import Struct
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -410,20 +411,23 @@ def build_task(
     _of_type(max_attempts, int, "max_attempts")
     _of_type(backoff_base_seconds, int | float, "backoff_base_seconds")
     _of_type(backoff_cap_seconds, int | float, "backoff_cap_seconds")
-    return Task(
-        name=name,
-        description=description,
-        handler=handler,
-        params=to_struct(params),
-        task_priority=task_priority,
-        enabled=enabled,
-        timeout_seconds=timeout_seconds,
-        retry_policy=RetryPolicy(
-            max_attempts=max_attempts,
-            backoff_base_seconds=backoff_base_seconds,
-            backoff_cap_seconds=backoff_cap_seconds,
-        ),
-    )
+    task = Task(params=to_struct(params))
+    for field, value in (
+        ("name", name),
+        ("description", description),
+        ("handler", handler),
+        ("task_priority", task_priority),
+        ("enabled", enabled),
+        ("timeout_seconds", timeout_seconds),
+    ):
+        _assign(task, field, value)
+    for field, value in (
+        ("max_attempts", max_attempts),
+        ("backoff_base_seconds", backoff_base_seconds),
+        ("backoff_cap_seconds", backoff_cap_seconds),
+    ):
+        _assign(task.retry_policy, field, value)
+    return task
 
 
 TASK_MASK = (
@@ -483,7 +487,7 @@ def update_task_request(current: Task, fields: TaskFields) -> UpdateTaskRequest:
         if key == "params":
             task.params.CopyFrom(to_struct(fields["params"]))
         else:
-            setattr(task, key, value)
+            _assign(task, key, value)
         paths.append(key)
     if any(k in fields for k in _RETRY_FIELDS):
         retry = RetryPolicy()
@@ -492,7 +496,7 @@ def update_task_request(current: Task, fields: TaskFields) -> UpdateTaskRequest:
             retry.max_attempts, retry.backoff_base_seconds, retry.backoff_cap_seconds = 1, 10, 600
         for key in _RETRY_FIELDS:
             if key in fields:
-                setattr(retry, key, fields[key])  # type: ignore[literal-required]
+                _assign(retry, key, fields[key])  # type: ignore[literal-required]
         task.retry_policy.CopyFrom(retry)
         paths.append("retry_policy")
     return UpdateTaskRequest(task=task, update_mask=FieldMask(paths=paths))
@@ -523,19 +527,21 @@ def build_schedule(
     if not cron and not interval_seconds:
         raise InvalidArgument("schedule: give cron or interval_seconds")
     policy = parse_catch_up_policy(catch_up_policy)
+    schedule = Schedule(catch_up_policy=policy)
+    for field, value in (
+        ("name", name),
+        ("description", description),
+        ("cron_expression", cron or ""),
+        ("interval_seconds", 0 if cron else interval_seconds or 0),
+        ("timezone", timezone),
+        ("enabled", enabled),
+    ):
+        _assign(schedule, field, value, "cron" if field == "cron_expression" else None)
     try:
-        return Schedule(
-            name=name,
-            description=description,
-            cron_expression=cron or "",
-            interval_seconds=0 if cron else interval_seconds or 0,
-            timezone=timezone,
-            catch_up_policy=policy,
-            enabled=enabled,
-            task_ids=list(task_ids),
-        )
-    except (TypeError, ValueError) as err:  # e.g. a lone surrogate in a string
-        raise InvalidArgument(f"schedule: {err}") from None
+        schedule.task_ids.extend(task_ids)
+    except (TypeError, ValueError):
+        raise InvalidArgument(f"tasks: not task ids: {list(task_ids)!r:.80}") from None
+    return schedule
 
 
 def _of_type(value: object, kind: Any, field: str) -> None:
@@ -550,6 +556,30 @@ def _type_name(kind: Any) -> str:
     names = {str: "a string", int: "an integer", float: "a number", bool: "True or False"}
     parts = [names.get(k, "None") for k in getattr(kind, "__args__", (kind,))]
     return " or ".join(parts)
+
+
+def _assign(message: Any, field: str, value: object, name: str | None = None) -> None:
+    """``setattr(message, field, value)``, with protobuf's refusals (a number out of the
+    field's range, a string that is not valid Unicode, a wrong type) raised as
+    InvalidArgument naming ``name`` (default ``field``)."""
+    try:
+        setattr(message, field, value)
+    except UnicodeError:
+        raise InvalidArgument(f"{name or field}: not valid Unicode text") from None
+    except ValueError as err:  # "Value out of range: N"
+        raise InvalidArgument(f"{name or field}: {err} for a {_kind(message, field)}") from None
+    except TypeError:
+        raise InvalidArgument(f"{name or field}: wrong type, got {value!r:.80}") from None
+
+
+def _kind(message: Any, field: str) -> str:
+    """The protobuf type of ``field`` in words, e.g. ``"32-bit integer"``."""
+    kind = message.DESCRIPTOR.fields_by_name[field].type
+    words = {
+        FieldDescriptor.TYPE_INT32: "32-bit integer",
+        FieldDescriptor.TYPE_INT64: "64-bit integer",
+    }
+    return words.get(kind, "field")
 
 
 def new_schedule_refs(schedules: Sequence[NewSchedule]) -> list[Sequence[Ref]]:
@@ -632,7 +662,7 @@ def update_schedule_request(
         elif key == "catch_up_policy":
             schedule.catch_up_policy = parse_catch_up_policy(fields["catch_up_policy"])
         else:
-            setattr(schedule, path, value)
+            _assign(schedule, path, value, key)
         paths.append(path)
     if "interval_seconds" in fields and "cron" not in fields:
         schedule.cron_expression = ""
@@ -643,8 +673,20 @@ def update_schedule_request(
 def describe_cron_request(
     expression: str, timezone: str, after: datetime | None, count: int
 ) -> DescribeCronRequest:
-    """Build DescribeCron; ``after`` must be aware (None means the server's now)."""
-    request = DescribeCronRequest(cron_expression=expression, timezone=timezone, count=count)
+    """Build DescribeCron; ``after`` must be aware (None means the server's now).
+
+    Raises:
+        InvalidArgument: a value of the wrong type or range, naming it.
+    """
+    _of_type(expression, str, "cron_expression")
+    _of_type(timezone, str, "timezone")
+    _of_type(count, int, "count")
+    if after is not None and not isinstance(after, datetime):
+        raise InvalidArgument(f"after: expected a datetime, got {after!r:.80}")
+    request = DescribeCronRequest()
+    _assign(request, "cron_expression", expression)
+    _assign(request, "timezone", timezone)
+    _assign(request, "count", count)
     if after is not None:
         request.after.CopyFrom(to_timestamp(after, "after"))
     return request
