@@ -10,6 +10,8 @@ import json
 import logging
 import os
 
+from tickwork._text import escape_controls
+
 _STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "taskName"}
 
 
@@ -18,12 +20,13 @@ def _extras(record: logging.LogRecord) -> dict[str, object]:
 
 
 class KeyValueFormatter(logging.Formatter):
-    """``time level logger message key=value ...``."""
+    """``time level logger message key=value ...``; control and format characters (from job
+    errors, names, ...) are escaped so a log read on a terminal cannot drive it."""
 
     def format(self, record: logging.LogRecord) -> str:
         line = super().format(record)
         fields = " ".join(f"{k}={v}" for k, v in _extras(record).items())
-        return f"{line} {fields}" if fields else line
+        return escape_controls(f"{line} {fields}" if fields else line)
 
 
 class JsonFormatter(logging.Formatter):

@@ -239,8 +239,23 @@ def test_control_characters_reach_a_terminal_as_escapes(monkeypatch: pytest.Monk
     assert "\x1b" not in printed and "\x07" not in printed
     assert "Evil\\x1b]0;owned\\x07\\x1b[2J" in printed
     out = _Terminal()
-    print("a\tb\r\u009b é", file=for_terminal(out))
-    assert out.getvalue() == "a\tb\\x0d\\x9b é\n"
+    print("a\tb\r\u009b é \u202eevil\u202c \u200b", file=for_terminal(out))
+    assert out.getvalue() == "a\tb\\x0d\\x9b é \\u202eevil\\u202c \\u200b\n"
+
+
+def test_text_log_lines_escape_control_and_format_characters() -> None:
+    """A job error or task name written to the service's text log cannot drive the
+    terminal that tails it; newlines (tracebacks) and tabs stay."""
+    import logging
+
+    from scheduler_svc.logs import KeyValueFormatter
+
+    record = logging.makeLogRecord(
+        {"msg": "job 7 ended FAILED: %s", "args": ("exit 3\x1b[2J\u202e",), "levelname": "INFO"}
+    )
+    record.task_name = "t\x07"
+    line = KeyValueFormatter("%(message)s").format(record)
+    assert line == "job 7 ended FAILED: exit 3\\x1b[2J\\u202e task_name=t\\x07"
 
 
 def test_piped_output_is_written_as_is() -> None:

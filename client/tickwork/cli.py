@@ -7,9 +7,10 @@ job that did not succeed under ``jobs watch``), 2 on a usage or validation error
 stderr as ``error: <STATUS>: <details>``; an unreachable server reads ``error: cannot reach
 tickwork at HOST:PORT``. No traceback is shown for either.
 
-On a terminal, control characters in what is printed (names, descriptions, errors, job
-output) are shown as ``\\xNN`` escapes, so stored text cannot move the cursor, clear the
-screen or retitle the window; piped output is written as is.
+On a terminal, control and format characters in what is printed (names, descriptions,
+errors, job output) are shown as ``\\xNN`` / ``\\uNNNN`` escapes, so stored text cannot
+move the cursor, clear the screen, retitle the window or reorder text with bidirectional
+overrides; piped output is written as is.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from tickwork import _requests as rq
 from tickwork._channel import TlsConfig
 from tickwork._sync import Client
+from tickwork._text import escape_controls
 from tickwork.apply import ConfigError, apply_config, load_config
 from tickwork.errors import InvalidArgument, JobTimeout, TickworkError, Unavailable, from_rpc_error
 from tickwork.v1.common_pb2 import SkipReason, TaskRun, Trigger
@@ -389,14 +391,6 @@ def _print_error(err: TickworkError, server: str) -> None:
         print(f"error: {err}", file=stderr)
 
 
-#: C0 controls but tab and newline, DEL and the C1 controls, as visible ``\xNN`` escapes.
-_CONTROL_ESCAPES = {
-    code: f"\\x{code:02x}"
-    for code in [*range(0x00, 0x20), *range(0x7F, 0xA0)]
-    if code not in (0x09, 0x0A)
-}
-
-
 class _TerminalSafe:
     """A text stream that shows control characters as escapes (see the module docstring)."""
 
@@ -404,7 +398,7 @@ class _TerminalSafe:
         self._stream = stream
 
     def write(self, text: str) -> int:
-        return self._stream.write(text.translate(_CONTROL_ESCAPES))
+        return self._stream.write(escape_controls(text))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
