@@ -35,6 +35,14 @@ async def fire_summary(h: Harness) -> list[tuple[str, str]]:
     )
 
 
+async def ran_once_and_moved_on(h: Harness, *, fired: dt.datetime, next_run: dt.datetime) -> None:
+    """One job exists, for the window ``fired``; the schedule's next run is ``next_run``."""
+    jobs = await h.client.list_jobs()
+    assert [j.fire_time.ToDatetime(tzinfo=UTC) for j in jobs] == [fired]
+    schedule = await h.client.get_schedule("s")
+    assert schedule.next_run_time.ToDatetime(tzinfo=UTC) == next_run
+
+
 async def test_due_schedule_fires_once_and_advances(tmp_path: Path, database_url: str) -> None:
     async with inprocess(tmp_path, database_url, T0) as h:
         await one_task_schedule(h, "*/5 * * * *")
@@ -123,12 +131,9 @@ async def test_a_window_that_passed_in_downtime_is_missed_and_the_current_one_fi
             ("2026-06-01T10:00:40+00:00", "FIRE_OUTCOME_MISSED"),
             ("2026-06-01T10:01:00+00:00", "FIRE_OUTCOME_ENQUEUED"),
         ]
-        jobs = await h.client.list_jobs()
-        assert [j.fire_time.ToDatetime(tzinfo=UTC) for j in jobs] == [
-            at("2026-06-01T10:01:00+00:00")
-        ]
-        schedule = await h.client.get_schedule("s")
-        assert schedule.next_run_time.ToDatetime(tzinfo=UTC) == at("2026-06-01T10:01:20+00:00")
+        await ran_once_and_moved_on(
+            h, fired=at("2026-06-01T10:01:00+00:00"), next_run=at("2026-06-01T10:01:20+00:00")
+        )
 
 
 async def test_a_late_tick_within_the_window_still_fires_it(
@@ -163,12 +168,9 @@ async def test_past_the_cap_of_recorded_misses_the_current_windows_still_fire(
                 for s in ("19:57", "19:58", "19:59", "20:00")
             ),
         ]
-        jobs = await h.client.list_jobs()
-        assert [j.fire_time.ToDatetime(tzinfo=UTC) for j in jobs] == [
-            at("2026-06-01T10:19:56+00:00")
-        ]
-        schedule = await h.client.get_schedule("s")
-        assert schedule.next_run_time.ToDatetime(tzinfo=UTC) == at("2026-06-01T10:20:01+00:00")
+        await ran_once_and_moved_on(
+            h, fired=at("2026-06-01T10:19:56+00:00"), next_run=at("2026-06-01T10:20:01+00:00")
+        )
 
 
 async def test_run_once_after_a_long_downtime_runs_the_latest_window(
