@@ -230,6 +230,28 @@ async def test_a_waiting_poll_does_not_spin_while_a_job_runs_elsewhere(
             assert time.monotonic() - started < 1.0
 
 
+async def test_a_poll_that_met_a_storage_error_still_answers_a_cancel_at_once(
+    tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The claim fails (database unreachable) and the poll would answer NoJob only at the
+    end of its 30 s interval; a stopping worker's CancelPoll gets that NoJob now."""
+    async with inprocess(tmp_path, database_url, T0, worker_poll_interval_s=30) as h:
+        await h.client.create_task("t", "shell", {"argv": ["true"]})
+        await h.client.run("t")
+
+        async def failing_claim(*args: object, **kwargs: object) -> object:
+            raise OSError("database unreachable")
+
+        monkeypatch.setattr(h.service.app.store, "claim_next_job", failing_claim)
+        async with raw_worker(h.service.address, "w") as w:
+            assert (await w.hello()).active
+            await w.send(poll_job=Request.PollJob())
+            assert await w.receive(0.3) is None
+            await w.send(cancel_poll=Request.CancelPoll())
+            answer = await w.receive(5)
+            assert answer is not None and answer.WhichOneof("message") == "no_job"
+
+
 async def test_storage_errors_neither_hang_a_poll_nor_end_a_running_job(
     tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

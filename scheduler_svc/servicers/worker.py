@@ -126,14 +126,17 @@ class WorkerSession:
         signal (enqueue, a finished job, a released worker lease); jobs that become ready by
         time (retries) are claimed at their not_before. When the service is stopping, the
         stream of an idle worker is ended instead. A storage error is logged and answered
-        with NoJob at the end of the poll interval (the worker polls again)."""
+        with NoJob at the end of the poll interval (the worker polls again) or at a CancelPoll."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._s.worker_poll_interval_s
         try:
             await self._wait_for_job(deadline)
         except Exception:
             log.exception("answering a poll failed", extra={"worker_id": self.worker_id})
-            await asyncio.sleep(max(0.0, deadline - loop.time()))
+            with suppress(TimeoutError):  # the end of the poll interval, or a CancelPoll
+                await asyncio.wait_for(
+                    self._poll_cancelled.wait(), max(0.0, deadline - loop.time())
+                )
             self.out.put_nowait(Resp(no_job=Resp.NoJob()))
 
     async def _wait_for_job(self, deadline: float) -> None:
