@@ -19,13 +19,25 @@ def _extras(record: logging.LogRecord) -> dict[str, object]:
     return {k: v for k, v in vars(record).items() if k not in _STANDARD}
 
 
+def _one_line(value: object) -> str:
+    """``value`` as text on one line: newlines as ``\\n``, controls escaped."""
+    return escape_controls(str(value)).replace("\n", "\\n")
+
+
 class KeyValueFormatter(logging.Formatter):
-    """``time level logger message key=value ...``; control and format characters (from job
-    errors, names, ...) are escaped so a log read on a terminal cannot drive it."""
+    """``time level logger message key=value ...``, one line per event: newlines in the
+    message and fields (a job's multi-line error, say) are written ``\\n`` and control and
+    format characters escaped, so stored text can neither forge log lines nor drive the
+    terminal that reads them. A traceback (``exc_info``) follows on its own lines."""
 
     def format(self, record: logging.LogRecord) -> str:
-        line = super().format(record)
-        fields = " ".join(f"{k}={v}" for k, v in _extras(record).items())
+        saved = record.msg, record.args
+        record.msg, record.args = _one_line(record.getMessage()), None
+        try:
+            line = super().format(record)
+        finally:
+            record.msg, record.args = saved
+        fields = " ".join(f"{k}={_one_line(v)}" for k, v in _extras(record).items())
         return escape_controls(f"{line} {fields}" if fields else line)
 
 

@@ -244,18 +244,32 @@ def test_control_characters_reach_a_terminal_as_escapes(monkeypatch: pytest.Monk
 
 
 def test_text_log_lines_escape_control_and_format_characters() -> None:
-    """A job error or task name written to the service's text log cannot drive the
-    terminal that tails it; newlines (tracebacks) and tabs stay."""
+    """A job error or task name written to the service's text log can neither drive the
+    terminal that tails it nor forge a log line; a traceback keeps its own lines."""
     import logging
 
     from scheduler_svc.logs import KeyValueFormatter
 
     record = logging.makeLogRecord(
-        {"msg": "job 7 ended FAILED: %s", "args": ("exit 3\x1b[2J\u202e",), "levelname": "INFO"}
+        {
+            "msg": "job 7 ended FAILED: %s",
+            "args": ("exit 3\x1b[2J\u202e\n2026-01-01 INFO forged",),
+            "levelname": "INFO",
+        }
     )
-    record.task_name = "t\x07"
+    record.task_name = "t\x07\nx"
     line = KeyValueFormatter("%(message)s").format(record)
-    assert line == "job 7 ended FAILED: exit 3\\x1b[2J\\u202e task_name=t\\x07"
+    assert line == (
+        "job 7 ended FAILED: exit 3\\x1b[2J\\u202e\\n2026-01-01 INFO forged task_name=t\\x07\\nx"
+    )
+    try:
+        raise ValueError("boom")
+    except ValueError:
+        import sys
+
+        failed = logging.makeLogRecord({"msg": "failed", "exc_info": sys.exc_info()})
+    text = KeyValueFormatter("%(message)s").format(failed)
+    assert text.startswith("failed\nTraceback") and text.endswith("ValueError: boom")
 
 
 def test_piped_output_is_written_as_is() -> None:
