@@ -371,6 +371,7 @@ def test_a_killed_worker_s_job_fails_with_lease_lost_and_a_new_worker_goes_on(
             (run,) = client.run("long")
             wait_status(client, run.job_id, JobStatus.JOB_STATUS_RUNNING)
             wait_for(lambda: processes_with(f"sleep {sleep_s}"), what="the job's process")
+            wait_logged(first_worker, f"job {run.job_id}: started")  # registered with the guard
             (after,) = client.run("after")
             first_worker.kill(signal.SIGKILL)
             killed_at = time.monotonic()
@@ -429,6 +430,10 @@ def test_a_standby_worker_takes_over_and_jobs_never_overlap(
             wait_logged(standby, "as the standby worker")
             (long_run,) = client.run("long")
             wait_status(client, long_run.job_id, JobStatus.JOB_STATUS_RUNNING)
+            # Kill once the job's process group is registered with the worker's guard (the
+            # log line follows the registration): a SIGKILL in the milliseconds between the
+            # program's start and its registration leaves the program running (a known gap).
+            wait_logged(active, f"job {long_run.job_id}: started")
             runs = client.run("a", "b", "c")
             active.kill(signal.SIGKILL)
 
