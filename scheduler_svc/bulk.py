@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
@@ -42,6 +43,11 @@ class Bulk:
         if style not in ("qmark", "numeric_dollar"):
             raise ValueError(f"unsupported DB-API parameter style {style!r}")
         self._numbered = style == "numeric_dollar"
+        self._max_params = MAX_PARAMS
+        if self._sqlite:  # SQLite before 3.32 allows 999 bound values a statement
+            raw = conn.connection.dbapi_connection
+            limit = raw.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)  # type: ignore[union-attr]
+            self._max_params = min(MAX_PARAMS, limit)
 
     # -- values, as the column types write and read them ---------------------------------
 
@@ -94,7 +100,8 @@ class Bulk:
         returning: Sequence[str] = (),
     ) -> list[tuple[Any, ...]]:
         """``INSERT INTO table (columns) VALUES (...), (...) [suffix] [RETURNING ...]`` in
-        chunks of at most :data:`MAX_PARAMS` values.
+        chunks of at most :data:`MAX_PARAMS` values (fewer when the SQLite library allows
+        fewer).
 
         Args:
             table (str): the table name (trusted text, never user input).
@@ -111,7 +118,7 @@ class Bulk:
         if not rows:
             return []
         width = len(columns)
-        per_chunk = max(1, MAX_PARAMS // width)
+        per_chunk = max(1, self._max_params // width)
         head = f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
         tail = (f" {suffix}" if suffix else "") + (
             f" RETURNING {', '.join(returning)}" if returning else ""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+import sqlite3
 from collections.abc import AsyncIterator
 
 import pytest
@@ -73,6 +74,43 @@ async def test_insert_returns_the_rows_and_skips_conflicts(database: Database) -
     )
     assert sorted(r.fire_time for r in rows) == times
     assert all(r.runs == [] and r.recorded_at == T0 for r in rows)
+
+
+async def test_inserts_fit_an_old_sqlite_s_limit_of_999_values(database: Database) -> None:
+    """SQLite before 3.32 binds at most 999 values a statement: 600 rows of 5 columns go in
+    chunks under the limit the connection reports."""
+    if database.dialect.name != "sqlite":
+        pytest.skip("a SQLite library limit")
+    schedule_id = await _one_schedule(database)
+
+    def insert(conn: sa.Connection) -> int:
+        raw = conn.connection.dbapi_connection
+        assert raw is not None
+        limit = sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER
+        old = raw.setlimit(limit, 999)
+        try:
+            bulk = Bulk(conn)
+            rows = [
+                (
+                    schedule_id,
+                    bulk.when(T0 + dt.timedelta(seconds=i)),
+                    "MISSED",
+                    "[]",
+                    bulk.when(T0),
+                )
+                for i in range(600)
+            ]
+            returned = bulk.insert(
+                "fires",
+                ["schedule_id", "fire_time", "outcome", "runs", "recorded_at"],
+                rows,
+                returning=["id"],
+            )
+            return len(returned)
+        finally:
+            raw.setlimit(limit, old)
+
+    assert await database.write(insert) == 600
 
 
 async def test_execute_many_updates_each_row(database: Database) -> None:
