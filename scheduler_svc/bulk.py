@@ -44,7 +44,7 @@ class Bulk:
             raise ValueError(f"unsupported DB-API parameter style {style!r}")
         self._numbered = style == "numeric_dollar"
         self._max_params = MAX_PARAMS
-        if self._sqlite:  # SQLite before 3.32 allows 999 bound values a statement
+        if self._sqlite:  # a library may be built with a lower limit (999 before 3.32)
             raw = conn.connection.dbapi_connection
             limit = raw.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)  # type: ignore[union-attr]
             self._max_params = min(MAX_PARAMS, limit)
