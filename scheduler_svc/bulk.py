@@ -18,6 +18,8 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
+from scheduler_svc.db import stored_datetime
+
 __all__ = ["Bulk"]
 
 UTC = dt.UTC
@@ -52,18 +54,12 @@ class Bulk:
     # -- values, as the column types write and read them ---------------------------------
 
     def when(self, value: dt.datetime | None) -> Any:
-        """An aware datetime as UTCDateTime stores it: naive UTC; on SQLite the text
-        ``YYYY-MM-DD HH:MM:SS.ffffff``. None stays None.
+        """An aware datetime as UTCDateTime stores it (:func:`db.stored_datetime`).
 
         Raises:
             ValueError: a naive datetime.
         """
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            raise ValueError("naive datetime given to the database; use aware UTC datetimes")
-        naive = value.astimezone(UTC).replace(tzinfo=None)
-        return naive.isoformat(" ", "microseconds") if self._sqlite else naive
+        return stored_datetime(value, sqlite=self._sqlite)
 
     def read_when(self, value: Any) -> dt.datetime | None:
         """A datetime column's raw driver value (text on SQLite) as an aware UTC datetime."""

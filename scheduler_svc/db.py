@@ -39,6 +39,22 @@ LANE_MANUAL = 0
 LANE_SCHEDULER = 1
 
 
+def stored_datetime(value: dt.datetime | None, *, sqlite: bool) -> Any:
+    """An aware datetime as a UTCDateTime column stores it: naive UTC, and on SQLite the
+    text ``YYYY-MM-DD HH:MM:SS.ffffff`` (the text SQLAlchemy's DATETIME writes). None stays
+    None.
+
+    Raises:
+        ValueError: a naive datetime.
+    """
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        raise ValueError("naive datetime given to the database; use aware UTC datetimes")
+    naive = value.astimezone(UTC).replace(tzinfo=None)
+    return naive.isoformat(" ", "microseconds") if sqlite else naive
+
+
 class _SQLiteDateTime(sqlite.DATETIME):
     """SQLite's DATETIME (text ``YYYY-MM-DD HH:MM:SS.ffffff``) for values that
     :class:`UTCDateTime` has already written as that text."""
@@ -71,14 +87,7 @@ class UTCDateTime(sa.types.TypeDecorator[dt.datetime]):
         return dialect.type_descriptor(self.impl_instance)
 
     def process_bind_param(self, value: dt.datetime | None, dialect: SaDialect) -> Any:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            raise ValueError("naive datetime given to the database; use aware UTC datetimes")
-        naive = value.astimezone(UTC).replace(tzinfo=None)
-        if dialect.name == "sqlite":
-            return naive.isoformat(" ", "microseconds")
-        return naive
+        return stored_datetime(value, sqlite=dialect.name == "sqlite")
 
     def process_result_value(self, value: Any, dialect: SaDialect) -> dt.datetime | None:
         if value is None:

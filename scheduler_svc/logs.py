@@ -20,8 +20,9 @@ def _extras(record: logging.LogRecord) -> dict[str, object]:
 
 
 def _one_line(value: object) -> str:
-    """``value`` as text on one line: newlines as ``\\n``, controls escaped."""
-    return escape_controls(str(value)).replace("\n", "\\n")
+    """``value`` as text on one line: newlines as ``\\n`` (the formatter escapes the rest
+    of the line's control characters once, at the end)."""
+    return str(value).replace("\n", "\\n")
 
 
 class KeyValueFormatter(logging.Formatter):

@@ -104,7 +104,7 @@ class _FiringTask(NamedTuple):
     task_priority: int
 
 
-_FIRING_TASKS = sa.select(tasks.c.id, tasks.c.name, tasks.c.enabled, tasks.c.task_priority).where(
+_FIRING_TASKS = sa.select(*(tasks.c[name] for name in _FiringTask._fields)).where(
     tasks.c.id.in_(sa.bindparam("b_task_ids", expanding=True))
 )
 
