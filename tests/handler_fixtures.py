@@ -111,3 +111,8 @@ class EchoHandler:
 def not_a_handler() -> object:
     """A factory whose product is not a Handler."""
     return object()
+
+
+def thread_ident() -> int:
+    """The identifier of the thread that runs this (sync) call."""
+    return threading.get_ident()

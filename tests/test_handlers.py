@@ -438,6 +438,24 @@ async def test_python_sync_timeout_stops_waiting_for_the_thread(fixtures: Module
     await wait_until(lambda: fixtures.EVENTS == ["released"])
 
 
+async def test_python_sync_calls_reuse_an_idle_thread_but_never_wait_for_a_busy_one(
+    fixtures: ModuleType,
+) -> None:
+    handler = PythonHandler()
+    first = await handler.run(py("thread_ident"), make_ctx(Recorder()))
+    second = await handler.run(py("thread_ident"), make_ctx(Recorder()))
+    assert second.output_tail == first.output_tail  # the thread of the first call, idle again
+    try:
+        with pytest.raises(JobFailed, match="timed out"):
+            await handler.run(py("block_until_released"), make_ctx(Recorder(), timeout_s=0.2))
+        # The abandoned call still holds its thread: the next call runs in another one.
+        third = await handler.run(py("thread_ident"), make_ctx(Recorder(), timeout_s=5))
+        assert third.output_tail != first.output_tail
+    finally:
+        fixtures.RELEASE.set()
+    await wait_until(lambda: fixtures.EVENTS == ["released"])
+
+
 async def test_python_abort_cancels_an_async_function(fixtures: ModuleType) -> None:
     log = Recorder()
     task = asyncio.create_task(PythonHandler().run(py("wait_forever"), make_ctx(log)))
