@@ -13,6 +13,8 @@ import grpc.aio
 
 from tickwork.v1 import worker_pb2
 
+from ._flag import Flag, wait_any
+
 __all__ = ["Connection", "StreamBroken"]
 
 logger = logging.getLogger(__name__)
@@ -79,8 +81,8 @@ class Connection:
         self._call = call
         self._on_abort = on_abort
         self._inbox: collections.deque[worker_pb2.ConnectResponse] = collections.deque()
-        self._arrived = asyncio.Event()
-        self.broken = asyncio.Event()
+        self._arrived = Flag()
+        self.broken = Flag()
         """Set once the stream has ended or failed."""
         self._error: BaseException | None = None
         self._outbox: asyncio.Queue[tuple[_Outgoing, asyncio.Future[bool]]] = asyncio.Queue()
@@ -159,7 +161,8 @@ class Connection:
             raise self._error
         sent: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._outbox.put_nowait((outgoing, sent))
-        if not await asyncio.shield(sent):
+        # Cancelling the caller cancels ``sent`` only: the writer task writes regardless.
+        if not await sent:
             assert self._error is not None
             raise self._error
 
@@ -177,13 +180,13 @@ class Connection:
         await self._enqueue(request)
 
     async def receive(
-        self, timeout_s: float | None = None, interrupt: asyncio.Event | None = None
+        self, timeout_s: float | None = None, interrupt: Flag | None = None
     ) -> worker_pb2.ConnectResponse | None:
         """Return the next message from the server other than AbortJob.
 
         Args:
             timeout_s (float | None): longest wait in seconds; None waits without limit.
-            interrupt (asyncio.Event | None): stop waiting as soon as this event is set.
+            interrupt (Flag | None): stop waiting as soon as this flag is set.
 
         Returns:
             worker_pb2.ConnectResponse | None: the message, or None when the wait timed out or
@@ -205,14 +208,8 @@ class Connection:
             if remaining is not None and remaining <= 0:
                 return None
             self._arrived.clear()
-            waiters = [asyncio.ensure_future(self._arrived.wait())]
-            if interrupt is not None:
-                waiters.append(asyncio.ensure_future(interrupt.wait()))
-            try:
-                await asyncio.wait(waiters, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                for waiter in waiters:
-                    waiter.cancel()
+            flags = [self._arrived] if interrupt is None else [self._arrived, interrupt]
+            await wait_any(flags, timeout_s=remaining)
 
     async def close(self, graceful: bool) -> None:
         """End the stream and stop the reader and writer. Never raises ``StreamBroken``.
@@ -225,8 +222,7 @@ class Connection:
         if graceful and self._error is None:
             with contextlib.suppress(StreamBroken):
                 await self._enqueue(_DONE_WRITING)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.broken.wait(), _CLOSE_WAIT_S)
+            await wait_any([self.broken], timeout_s=_CLOSE_WAIT_S)
         self._fail(StreamBroken("the stream was closed by the worker"))
         self._call.cancel()
         self._reader.cancel()

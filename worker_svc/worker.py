@@ -24,7 +24,6 @@ then aborts it, reports its outcome, closes the stream and returns.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import random
@@ -40,6 +39,7 @@ from tickwork._channel import aio_channel, auth_metadata
 from tickwork.structs import struct_to_dict
 from tickwork.v1 import job_pb2, worker_pb2, worker_pb2_grpc
 from worker_svc._connection import Connection, StreamBroken
+from worker_svc._flag import Flag, wait_any
 from worker_svc._job_output import JobOutput
 from worker_svc.handlers import JobContext, JobFailed, get_handler, handler_names
 from worker_svc.settings import WorkerSettings
@@ -153,8 +153,8 @@ class Worker:
         self._settings = settings
         self.worker_id = _new_worker_id()
         """``"host:pid:uuid8"``, sent in Hello; the same for every reconnect."""
-        self._stopping = asyncio.Event()
-        self._abort_now = asyncio.Event()
+        self._stopping = Flag()
+        self._abort_now = Flag()
         self._job: _RunningJob | None = None
         self._early_aborts: dict[int, str] = {}
         self._failed_attempts = 0
@@ -236,8 +236,7 @@ class Worker:
                 self._failed_attempts + 1,
                 extra={"worker_id": self.worker_id},
             )
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stopping.wait(), delay_s)
+            await wait_any([self._stopping], timeout_s=delay_s)
         logger.info("worker stopped", extra={"worker_id": self.worker_id})
 
     def _backoff_s(self, failures: int) -> float:
@@ -534,23 +533,15 @@ class Worker:
         grace_deadline: float | None = None  # set when stop() is noticed
         while not running.task.done():
             not_aborted = running.abort_reason is None
-            helpers = [asyncio.ensure_future(conn.broken.wait())]
+            flags = [conn.broken]
             if not_aborted:
-                helpers.append(asyncio.ensure_future(self._abort_now.wait()))
+                flags.append(self._abort_now)
                 if grace_deadline is None:
-                    helpers.append(asyncio.ensure_future(self._stopping.wait()))
+                    flags.append(self._stopping)
             timeout_s = None
             if not_aborted and grace_deadline is not None:
                 timeout_s = max(0.0, grace_deadline - loop.time())
-            try:
-                await asyncio.wait(
-                    [running.task, pump, *helpers],
-                    timeout=timeout_s,
-                    return_when=asyncio.FIRST_COMPLETED,
-                )
-            finally:
-                for helper in helpers:
-                    helper.cancel()
+            await wait_any(flags, [running.task, pump], timeout_s)
             if running.task.done():
                 return
             if conn.broken.is_set() or pump.done():
