@@ -14,7 +14,7 @@ import functools
 import logging
 import random
 import uuid
-from collections.abc import Callable, Coroutine, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import fields, replace
 from typing import Any, Concatenate, NamedTuple, ParamSpec, TypeVar
 
@@ -39,6 +39,7 @@ from scheduler_svc.db import (
     tasks,
 )
 from scheduler_svc.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
+from scheduler_svc.prepared import Prepared
 from scheduler_svc.records import (
     EnqueueResult,
     FinishResult,
@@ -63,13 +64,13 @@ _SCHEDULE_COLUMNS = [
 ]
 
 
-def _task(row: sa.Row[Any]) -> TaskRecord:
-    m = row._mapping
+def _task(row: sa.Row[Any] | Mapping[str, Any]) -> TaskRecord:
+    m = row._mapping if isinstance(row, sa.Row) else row
     return TaskRecord(**{k: m[k] for k in _TASK_FIELDS})
 
 
-def _job(row: sa.Row[Any]) -> JobRecord:
-    m = row._mapping
+def _job(row: sa.Row[Any] | Mapping[str, Any]) -> JobRecord:
+    m = row._mapping if isinstance(row, sa.Row) else row
     return JobRecord(**{k: m[k] for k in _JOB_FIELDS})
 
 
@@ -294,6 +295,15 @@ _FINISH_VALUES: dict[str, Any] = {
     "lease_expires_at": None,
 }
 _FINISH_JOB = jobs.update().where(_RUNNING_UNDER_TOKEN).values(_FINISH_VALUES).returning(*jobs.c)
+
+# Each job's finish-and-claim transaction runs these; at the driver level (see prepared.py).
+_PREPARED_LEASE_HOLDER = Prepared(_WORKER_LEASE_HOLDER)
+_PREPARED_LEASE_HOLDER_LOCKED = Prepared(_WORKER_LEASE_HOLDER_LOCKED)
+_PREPARED_NEXT_READY = Prepared(_NEXT_READY)
+_PREPARED_NEXT_READY_LOCKED = Prepared(_NEXT_READY_LOCKED)
+_PREPARED_START_JOB = Prepared(_START_JOB)
+_PREPARED_FINISH_JOB = Prepared(_FINISH_JOB)
+_PREPARED_FINISHING_TASK = Prepared(_FINISHING_TASK)
 
 
 P = ParamSpec("P")
@@ -1041,17 +1051,20 @@ class Store:
         worker_lease_holder: str | None,
     ) -> tuple[JobRecord, TaskRecord] | None:
         locking = self.db.dialect.skip_locked
-        lease_query = _WORKER_LEASE_HOLDER_LOCKED if locking else _WORKER_LEASE_HOLDER
-        holder = conn.scalar(lease_query)
+        lease = (_PREPARED_LEASE_HOLDER_LOCKED if locking else _PREPARED_LEASE_HOLDER).first(
+            conn, {}
+        )
+        holder = None if lease is None else lease["holder"]
         if worker_lease_holder is not None and holder != worker_lease_holder:
             return None
-        query = _NEXT_READY_LOCKED if locking else _NEXT_READY
-        found = conn.execute(query, {"now": now}).first()
+        found = (_PREPARED_NEXT_READY_LOCKED if locking else _PREPARED_NEXT_READY).first(
+            conn, {"now": now}
+        )
         if found is None:
             return None
-        job_id, enqueued_at = found.job_id, found.job_enqueued_at
-        row = conn.execute(
-            _START_JOB,
+        job_id, enqueued_at = found["job_id"], found["job_enqueued_at"]
+        row = _PREPARED_START_JOB.first(
+            conn,
             {
                 "b_job_id": job_id,
                 # ``now`` was read before this transaction; an enqueue that committed
@@ -1062,7 +1075,7 @@ class Store:
                 "b_token": uuid.uuid4().hex,
                 "b_expires": now + dt.timedelta(seconds=lease_ttl_s),
             },
-        ).first()
+        )
         if row is None:
             return None
         return _job(row), _task(found)
@@ -1134,7 +1147,7 @@ class Store:
         lease, leased for ``lease_ttl_s`` seconds): the result's ``next_job``.
         """
         values = {"b_status": status, "b_error": error, "b_tail": _tail(output_tail), "b_now": now}
-        row = conn.execute(_FINISH_JOB, {"b_job_id": job_id, "b_token": token, **values}).first()
+        row = _PREPARED_FINISH_JOB.first(conn, {"b_job_id": job_id, "b_token": token, **values})
         if row is not None:
             result = self._after_finish(conn, _job(row), status, error, now, auto_disable_count)
             if claim_next_for is None:
@@ -1163,10 +1176,10 @@ class Store:
     ) -> FinishResult:
         """What follows a job's outcome, once ``job`` (as updated) is stored:
         the task's failure count and auto-disable, a retry, an interval schedule's anchor."""
-        task_row = conn.execute(_FINISHING_TASK, {"b_task_id": job.task_id}).first()
+        task_row = _PREPARED_FINISHING_TASK.first(conn, {"b_task_id": job.task_id})
         if task_row is None:
             return FinishResult(accepted=True, job=job)
-        task = _FinishingTask(*task_row)
+        task = _FinishingTask(**task_row)
         retry: JobRecord | None = None
         disabled: TaskRecord | None = None
         if status == db.SUCCEEDED:
