@@ -121,8 +121,15 @@ class RawWorker:
             await self.send(poll_job=Request.PollJob())
         raise AssertionError(f"no {kind} within {timeout_s}s")
 
-    async def hello(self) -> Response.Welcome:
-        await self.send(hello=Request.Hello(worker_id=self.worker_id, handlers=["shell"]))
+    async def hello(self, *, next_job_in_outcome_ack: bool = False) -> Response.Welcome:
+        """Say Hello (as a worker that predates next_job_in_outcome_ack, by default)."""
+        await self.send(
+            hello=Request.Hello(
+                worker_id=self.worker_id,
+                handlers=["shell"],
+                next_job_in_outcome_ack=next_job_in_outcome_ack,
+            )
+        )
         return (await self.expect("welcome")).welcome
 
     async def close(self) -> None:

@@ -354,6 +354,50 @@ async def test_an_outcome_with_poll_next_is_answered_with_the_next_job(
             assert answer is not None and answer.WhichOneof("message") == "no_job"
 
 
+async def test_a_worker_that_reads_next_job_in_outcome_ack_gets_the_next_job_inside_it(
+    tmp_path: Path, database_url: str
+) -> None:
+    """Hello(next_job_in_outcome_ack): the job an Outcome's poll_next took comes inside the
+    OutcomeAck, and no AssignJob follows for it; with nothing queued the ack carries none
+    and the poll is answered NoJob after the poll interval, as for older workers."""
+    async with inprocess(tmp_path, database_url, T0, worker_poll_interval_s=0.5) as h:
+        first = await h.client.create_task("first", "shell", {"argv": ["true"]})
+        second = await h.client.create_task("second", "shell", {"argv": ["true"]})
+        runs = await h.client.run(first.id, second.id)
+        async with raw_worker(h.service.address, "w") as w:
+            assert (await w.hello(next_job_in_outcome_ack=True)).active
+            await w.send(poll_job=Request.PollJob())
+            job = (await w.expect("assign_job")).assign_job
+
+            async def report(assign: Response.AssignJob) -> Response.OutcomeAck:
+                await w.send(
+                    outcome=Request.Outcome(
+                        job_id=assign.job.id,
+                        lease_token=assign.lease_token,
+                        status=JobStatus.JOB_STATUS_SUCCEEDED,
+                        poll_next=True,
+                    )
+                )
+                return (await w.expect("outcome_ack")).outcome_ack
+
+            ack = await report(job)
+            assert ack.job_id == runs[0].job_id and ack.accepted
+            assert ack.HasField("next_job")
+            assert ack.next_job.job.id == runs[1].job_id
+            assert ack.next_job.job.task_name == "second" and ack.next_job.handler == "shell"
+            assert ack.next_job.lease_token
+            assert (await w.receive(0.3)) is None  # no AssignJob follows
+            running = await h.client.get_job(runs[1].job_id)
+            assert running.status == JobStatus.JOB_STATUS_RUNNING
+
+            ack = await report(ack.next_job)
+            assert ack.accepted and not ack.HasField("next_job")
+            answer = await w.receive(5)
+            assert answer is not None and answer.WhichOneof("message") == "no_job"
+            done = await h.client.get_job(runs[1].job_id)
+            assert done.status == JobStatus.JOB_STATUS_SUCCEEDED
+
+
 async def test_cancel_poll_is_answered_at_once(tmp_path: Path, database_url: str) -> None:
     """A stopping worker's CancelPoll gets its pending poll answered now (NoJob with an
     empty queue) instead of at the end of the 30 s poll interval; a CancelPoll with no

@@ -284,6 +284,7 @@ async def test_hello_names_the_worker_and_its_handlers(
     assert hello.worker_id == worker.worker_id
     assert re.fullmatch(rf"[^:\s]+:{os.getpid()}:[0-9a-f]{{8}}", hello.worker_id)
     assert {"shell", "python"} <= set(hello.handlers)
+    assert hello.next_job_in_outcome_ack
 
 
 async def test_echo_job_sends_log_lines_then_outcome_then_polls_after_ack(
@@ -316,6 +317,29 @@ async def test_echo_job_sends_log_lines_then_outcome_then_polls_after_ack(
     assert (second.job_id, second.status) == (70, job_pb2.JOB_STATUS_SUCCEEDED)
     assert stream.kinds().count("poll_job") == 1
     await ack_then_no_job(stream, 70)
+
+
+async def test_a_next_job_inside_the_outcome_ack_is_run_without_another_poll(
+    service: FakeWorkerService, start_worker: StartWorker
+) -> None:
+    start_worker()
+    stream = await connect(service)
+    stream.send(assign(9, ["echo", "first"]))
+    outcome = (await stream.expect("outcome", skip=JOB_MESSAGES)).outcome
+    assert outcome.poll_next
+
+    carried = ack(9)
+    carried.outcome_ack.next_job.CopyFrom(assign(71, ["echo", "carried"]).assign_job)
+    stream.send(carried)
+    second = (await stream.expect("outcome", skip=JOB_MESSAGES)).outcome
+    assert (second.job_id, second.lease_token, second.status) == (
+        71,
+        "lease-71",
+        job_pb2.JOB_STATUS_SUCCEEDED,
+    )
+    assert "carried" in second.output_tail
+    assert stream.kinds().count("poll_job") == 1  # the Outcome was the poll, answered in the ack
+    await ack_then_no_job(stream, 71)
 
 
 async def test_heartbeats_while_running_and_abort_job_ends_aborted_quickly(

@@ -283,7 +283,13 @@ class Worker:
         allowed = self._settings.handlers
         handlers = [h for h in handler_names() if not allowed or h in allowed]
         await conn.send(
-            Request(hello=Request.Hello(worker_id=self.worker_id, handlers=list(handlers)))
+            Request(
+                hello=Request.Hello(
+                    worker_id=self.worker_id,
+                    handlers=list(handlers),
+                    next_job_in_outcome_ack=True,
+                )
+            )
         )
         answer = await conn.receive(self._settings.handshake_timeout_s, self._stopping)
         if answer is None:
@@ -315,24 +321,30 @@ class Worker:
             ", ".join(handlers),
             extra={"worker_id": self.worker_id},
         )
-        polled = False  # the last Outcome asked for the next job (poll_next)
+        polled = False  # the last Outcome asked for the next job (poll_next), unanswered
+        next_job: Response.AssignJob | None = None  # the last OutcomeAck carried it
         # A poll already sent is answered even when stop() came meanwhile: the server may
         # have leased the next job in the very transaction that recorded the outcome, and
         # that job must run (under the shutdown grace), not wait out its lease.
-        while polled or not self._stopping.is_set():
-            if not polled:
-                await conn.send(Request(poll_job=Request.PollJob()))
-            answer = await self._poll_answer(conn, active)
-            polled = False
-            if answer is None:
-                return
-            if answer.WhichOneof("message") == "assign_job":
-                if not active:  # only a job proves it: a standby may be answered NoJob too
-                    active = True
-                    logger.info(
-                        "this worker is now the active one", extra={"worker_id": self.worker_id}
-                    )
-                polled = await self._run_job(conn, answer.assign_job, heartbeat_interval_s)
+        while next_job is not None or polled or not self._stopping.is_set():
+            if next_job is not None:
+                assign, next_job = next_job, None
+            else:
+                if not polled:
+                    await conn.send(Request(poll_job=Request.PollJob()))
+                answer = await self._poll_answer(conn, active)
+                polled = False
+                if answer is None:
+                    return
+                if answer.WhichOneof("message") != "assign_job":
+                    continue
+                assign = answer.assign_job
+            if not active:  # only a job proves it: a standby may be answered NoJob too
+                active = True
+                logger.info(
+                    "this worker is now the active one", extra={"worker_id": self.worker_id}
+                )
+            polled, next_job = await self._run_job(conn, assign, heartbeat_interval_s)
 
     async def _poll_answer(self, conn: Connection, active: bool) -> Response | None:
         """Wait for the answer to a PollJob.
@@ -419,7 +431,7 @@ class Worker:
 
     async def _run_job(
         self, conn: Connection, assign: Response.AssignJob, heartbeat_interval_s: float
-    ) -> bool:
+    ) -> tuple[bool, Response.AssignJob | None]:
         """Run one assigned job and report its outcome; unless the worker is stopping, the
         Outcome also asks for the next job (poll_next).
 
@@ -429,7 +441,9 @@ class Worker:
             heartbeat_interval_s (float): seconds between heartbeats, > 0.
 
         Returns:
-            bool: whether the Outcome asked for the next job (its answer comes next).
+            tuple[bool, Response.AssignJob | None]: whether the Outcome's poll for the next
+            job is still to be answered (the answer comes next), and the next job when the
+            OutcomeAck carried it.
 
         Raises:
             StreamBroken: the stream broke (the job was stopped; its lease will expire).
@@ -482,6 +496,7 @@ class Worker:
             name=f"tickwork-job-{job.id}-pump",
         )
         cancelled = False
+        next_job: Response.AssignJob | None = None
         try:
             try:
                 await self._supervise(conn, running, pump)
@@ -503,7 +518,7 @@ class Worker:
             )
             poll_next = not (cancelled or self._stopping.is_set())
             try:
-                await _shielded(
+                next_job = await _shielded(
                     self._report(conn, job.id, assign.lease_token, output, result, poll_next)
                 )
             except StreamBroken as exc:
@@ -514,7 +529,7 @@ class Worker:
             self._job = None
         if cancelled:
             raise asyncio.CancelledError
-        return poll_next
+        return poll_next and next_job is None, next_job
 
     async def _supervise(
         self, conn: Connection, running: _RunningJob, pump: asyncio.Task[None]
@@ -695,7 +710,7 @@ class Worker:
         output: JobOutput,
         result: _Result,
         poll_next: bool,
-    ) -> None:
+    ) -> Response.AssignJob | None:
         """Send the last output lines and the Outcome, then wait for OutcomeAck.
 
         Args:
@@ -705,6 +720,10 @@ class Worker:
             output (JobOutput): its output (lines not sent yet go first).
             result (_Result): the outcome.
             poll_next (bool): the Outcome also asks for the next job.
+
+        Returns:
+            Response.AssignJob | None: the next job, when the OutcomeAck carried it (the
+            answer to ``poll_next``; the Hello said this worker reads it there).
 
         Raises:
             StreamBroken: the stream broke, or no OutcomeAck came within
@@ -744,7 +763,8 @@ class Worker:
                         job_id,
                         extra=extra,
                     )
-                return
+                ack = answer.outcome_ack
+                return ack.next_job if ack.HasField("next_job") else None
             logger.warning(
                 "ignoring an unexpected %s while waiting for the OutcomeAck of job %d",
                 answer.WhichOneof("message"),

@@ -37,9 +37,11 @@ _OUTCOMES = {"SUCCEEDED", "FAILED", "ABORTED"}
 class WorkerSession:
     """The server's side of one worker stream."""
 
-    def __init__(self, app: App, worker_id: str) -> None:
+    def __init__(self, app: App, worker_id: str, *, next_job_in_ack: bool = False) -> None:
         self.app = app
         self.worker_id = worker_id
+        self.next_job_in_ack = next_job_in_ack
+        """The worker's Hello set next_job_in_outcome_ack."""
         self.active = False
         self._gauge_state: str | None = None  # how tickwork_workers counts this stream
         self.out: asyncio.Queue[Resp | None] = asyncio.Queue()
@@ -185,6 +187,11 @@ class WorkerSession:
 
     def _assign(self, job: JobRecord, task: TaskRecord) -> None:
         """Send AssignJob for ``job`` (already leased to this worker)."""
+        self.out.put_nowait(Resp(assign_job=self._assignment(job, task)))
+
+    def _assignment(self, job: JobRecord, task: TaskRecord) -> Resp.AssignJob:
+        """The AssignJob of ``job`` (already leased to this worker), now this session's
+        running job."""
         self.job_id, self.lease_token = job.id, job.lease_token or ""
         self.app.hub.on_abort(job.id, self._abort)
         self.app.hub.job_changed(job.id)
@@ -192,16 +199,12 @@ class WorkerSession:
             "job assigned",
             extra={"job_id": job.id, "task_id": task.id, "worker_id": self.worker_id},
         )
-        self.out.put_nowait(
-            Resp(
-                assign_job=Resp.AssignJob(
-                    job=cv.job(job),
-                    handler=task.handler,
-                    params=cv.struct(task.params),
-                    timeout_seconds=task.timeout_seconds,
-                    lease_token=self.lease_token,
-                )
-            )
+        return Resp.AssignJob(
+            job=cv.job(job),
+            handler=task.handler,
+            params=cv.struct(task.params),
+            timeout_seconds=task.timeout_seconds,
+            lease_token=self.lease_token,
         )
 
     def _abort(self, job_id: int, reason: str) -> None:
@@ -253,9 +256,12 @@ class WorkerSession:
         if m.job_id == self.job_id:
             self.app.hub.on_abort(m.job_id, None)
             self.job_id, self.lease_token = 0, ""
-        self.out.put_nowait(
-            Resp(outcome_ack=Resp.OutcomeAck(job_id=m.job_id, accepted=result.accepted))
-        )
+        ack = Resp.OutcomeAck(job_id=m.job_id, accepted=result.accepted)
+        if result.next_job is not None and self.next_job_in_ack:
+            ack.next_job.CopyFrom(self._assignment(*result.next_job))
+            self.out.put_nowait(Resp(outcome_ack=ack))
+            return
+        self.out.put_nowait(Resp(outcome_ack=ack))
         if result.next_job is not None:
             self._assign(*result.next_job)
         elif not self.app.dispatching and not self.job_id:
@@ -333,7 +339,11 @@ class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):
             await context.abort(
                 grpc.StatusCode.INVALID_ARGUMENT, "hello: the first message must be a Hello"
             )
-        session = WorkerSession(self.app, first.hello.worker_id)
+        session = WorkerSession(
+            self.app,
+            first.hello.worker_id,
+            next_job_in_ack=first.hello.next_job_in_outcome_ack,
+        )
         log.info("worker connected", extra={"worker_id": session.worker_id})
 
         async def read() -> None:

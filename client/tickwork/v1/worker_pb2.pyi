@@ -34,12 +34,14 @@ class PurgeHistoryResponse(_message.Message):
 class ConnectRequest(_message.Message):
     __slots__ = ("hello", "poll_job", "heartbeat", "log_lines", "outcome", "cancel_poll")
     class Hello(_message.Message):
-        __slots__ = ("worker_id", "handlers")
+        __slots__ = ("worker_id", "handlers", "next_job_in_outcome_ack")
         WORKER_ID_FIELD_NUMBER: _ClassVar[int]
         HANDLERS_FIELD_NUMBER: _ClassVar[int]
+        NEXT_JOB_IN_OUTCOME_ACK_FIELD_NUMBER: _ClassVar[int]
         worker_id: str
         handlers: _containers.RepeatedScalarFieldContainer[str]
-        def __init__(self, worker_id: _Optional[str] = ..., handlers: _Optional[_Iterable[str]] = ...) -> None: ...
+        next_job_in_outcome_ack: bool
+        def __init__(self, worker_id: _Optional[str] = ..., handlers: _Optional[_Iterable[str]] = ..., next_job_in_outcome_ack: _Optional[bool] = ...) -> None: ...
     class PollJob(_message.Message):
         __slots__ = ()
         def __init__(self) -> None: ...
@@ -128,12 +130,14 @@ class ConnectResponse(_message.Message):
         reason: str
         def __init__(self, job_id: _Optional[int] = ..., reason: _Optional[str] = ...) -> None: ...
     class OutcomeAck(_message.Message):
-        __slots__ = ("job_id", "accepted")
+        __slots__ = ("job_id", "accepted", "next_job")
         JOB_ID_FIELD_NUMBER: _ClassVar[int]
         ACCEPTED_FIELD_NUMBER: _ClassVar[int]
+        NEXT_JOB_FIELD_NUMBER: _ClassVar[int]
         job_id: int
         accepted: bool
-        def __init__(self, job_id: _Optional[int] = ..., accepted: _Optional[bool] = ...) -> None: ...
+        next_job: ConnectResponse.AssignJob
+        def __init__(self, job_id: _Optional[int] = ..., accepted: _Optional[bool] = ..., next_job: _Optional[_Union[ConnectResponse.AssignJob, _Mapping]] = ...) -> None: ...
     WELCOME_FIELD_NUMBER: _ClassVar[int]
     ASSIGN_JOB_FIELD_NUMBER: _ClassVar[int]
     NO_JOB_FIELD_NUMBER: _ClassVar[int]
