@@ -29,7 +29,7 @@ import os
 import random
 import socket
 import uuid
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -135,6 +135,42 @@ class _RunningJob:
     task: asyncio.Task[_Result]
     log_extra: dict[str, Any]
     abort_reason: str | None = None
+
+
+class _Pump:
+    """A running job's heartbeat-and-output task (:meth:`Worker._pump`), started only once
+    its first heartbeat or output batch is due: a job that ends sooner costs no task."""
+
+    def __init__(self, start: Callable[[], asyncio.Task[None]], due: float) -> None:
+        self._start = start
+        self._due = due
+        self.task: asyncio.Task[None] | None = None
+
+    def start_if_due(self, now: float) -> float | None:
+        """Start the task if it is due at ``now`` (event loop time); return the seconds
+        until it is due while it is not started, None once it is."""
+        if self.task is not None:
+            return None
+        if now < self._due:
+            return self._due - now
+        self.task = self._start()
+        return None
+
+    def ended(self) -> bool:
+        """Whether the task ran and ended (it only ends by failing, or when stopped)."""
+        return self.task is not None and self.task.done()
+
+    def error(self) -> BaseException | None:
+        """The exception the ended task raised, if it raised one."""
+        if self.task is None or not self.task.done() or self.task.cancelled():
+            return None
+        return self.task.exception()
+
+    async def stop(self) -> None:
+        """Cancel the task, if started, and wait for it to end."""
+        if self.task is not None:
+            self.task.cancel()
+            await asyncio.wait([self.task])
 
 
 class Worker:
@@ -491,10 +527,19 @@ class Worker:
             self._abort(running, early_reason)
         elif self._abort_now.is_set():
             self._abort(running, _ABORT_SHUTDOWN)
-        pump = asyncio.create_task(
-            self._pump(conn, job.id, assign.lease_token, output, heartbeat_interval_s),
-            name=f"tickwork-job-{job.id}-pump",
-        )
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+
+        def start_pump() -> asyncio.Task[None]:
+            return asyncio.create_task(
+                self._pump(conn, job.id, assign.lease_token, output, heartbeat_interval_s, started),
+                name=f"tickwork-job-{job.id}-pump",
+            )
+
+        # Most jobs of a busy queue end sooner: the pump starts when its first heartbeat or
+        # output batch is due, not with every job.
+        first_due = min(self._settings.log_flush_interval_s, heartbeat_interval_s)
+        pump = _Pump(start_pump, started + first_due)
         cancelled = False
         next_job: Response.AssignJob | None = None
         try:
@@ -506,8 +551,7 @@ class Worker:
                 self._abort(running, _ABORT_CANCELLED)
                 await _shielded(asyncio.wait([task]))
             finally:
-                pump.cancel()
-                await asyncio.wait([pump])
+                await pump.stop()
             result = self._result(running)
             logger.info(
                 "job %d ended %s%s",
@@ -531,15 +575,13 @@ class Worker:
             raise asyncio.CancelledError
         return poll_next and next_job is None, next_job
 
-    async def _supervise(
-        self, conn: Connection, running: _RunningJob, pump: asyncio.Task[None]
-    ) -> None:
+    async def _supervise(self, conn: Connection, running: _RunningJob, pump: _Pump) -> None:
         """Wait for the job's handler task to end, applying stop and stream breaks.
 
         Args:
             conn (Connection): the stream.
             running (_RunningJob): the job.
-            pump (asyncio.Task[None]): its heartbeat and log task.
+            pump (_Pump): its heartbeat and log task, started here when due.
 
         Raises:
             StreamBroken: the stream broke; the job was aborted and has ended.
@@ -553,16 +595,18 @@ class Worker:
                 flags.append(self._abort_now)
                 if grace_deadline is None:
                     flags.append(self._stopping)
-            timeout_s = None
+            timeout_s = pump.start_if_due(loop.time())
             if not_aborted and grace_deadline is not None:
-                timeout_s = max(0.0, grace_deadline - loop.time())
-            await wait_any(flags, [running.task, pump], timeout_s)
+                grace_s = max(0.0, grace_deadline - loop.time())
+                timeout_s = grace_s if timeout_s is None else min(timeout_s, grace_s)
+            futures = [running.task] if pump.task is None else [running.task, pump.task]
+            await wait_any(flags, futures, timeout_s)
             if running.task.done():
                 return
-            if conn.broken.is_set() or pump.done():
+            if conn.broken.is_set() or pump.ended():
                 self._abort(running, _ABORT_STREAM_LOST)
                 await asyncio.wait([running.task])
-                error = None if pump.cancelled() or not pump.done() else pump.exception()
+                error = pump.error()
                 if error is not None and not isinstance(error, StreamBroken):
                     raise error  # a bug in the pump: stop the worker loudly
                 raise StreamBroken(
@@ -655,6 +699,7 @@ class Worker:
         lease_token: str,
         output: JobOutput,
         heartbeat_interval_s: float,
+        started: float,
     ) -> None:
         """While the job runs: send Heartbeat every interval and LogLines batches.
 
@@ -664,20 +709,22 @@ class Worker:
             lease_token (str): its lease token.
             output (JobOutput): its output.
             heartbeat_interval_s (float): seconds between heartbeats.
+            started (float): when the job started, event loop time (the first heartbeat
+                is due an interval after it).
 
         Raises:
             StreamBroken: the stream broke.
         """
         loop = asyncio.get_running_loop()
         flush_s = self._settings.log_flush_interval_s
-        next_heartbeat = loop.time() + heartbeat_interval_s
+        next_heartbeat = started + heartbeat_interval_s
         heartbeat = Request(heartbeat=Request.Heartbeat(job_id=job_id, lease_token=lease_token))
         while True:
-            await asyncio.sleep(max(0.0, min(flush_s, next_heartbeat - loop.time())))
             if loop.time() >= next_heartbeat:
                 await conn.send(heartbeat)
                 next_heartbeat = loop.time() + heartbeat_interval_s
             await self._send_output(conn, job_id, lease_token, output)
+            await asyncio.sleep(max(0.0, min(flush_s, next_heartbeat - loop.time())))
 
     async def _send_output(
         self, conn: Connection, job_id: int, lease_token: str, output: JobOutput

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import contextvars
 import dataclasses
+import functools
 import importlib
 import inspect
 import keyword
@@ -15,7 +16,7 @@ import queue
 import sys
 import threading
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -209,7 +210,7 @@ class _Call:
     def _arguments(self, func: Callable[..., Any]) -> dict[str, Any]:
         kwargs = dict(self._spec.kwargs)
         try:
-            signature = inspect.signature(func)
+            signature = _signature(func)
         except (TypeError, ValueError):  # some builtins have none: call and see
             return kwargs
         ctx_param = signature.parameters.get("ctx")
@@ -228,6 +229,25 @@ class _Call:
         except TypeError as exc:
             raise InvalidParams(f"param 'kwargs' does not fit {self._spec.target}: {exc}") from exc
         return kwargs
+
+
+@functools.lru_cache(maxsize=1024)
+def _cached_signature(func: Callable[..., Any]) -> inspect.Signature:
+    return inspect.signature(func)
+
+
+def _signature(func: Callable[..., Any]) -> inspect.Signature:
+    """``inspect.signature(func)``, cached per function (it costs tens of µs, every job).
+
+    Raises:
+        TypeError, ValueError: as ``inspect.signature`` (no signature).
+    """
+    try:
+        return _cached_signature(func)
+    except TypeError:
+        if not isinstance(func, Hashable):  # an unhashable callable object: not cached
+            return inspect.signature(func)
+        raise
 
 
 def _imported(name: str) -> Any:
