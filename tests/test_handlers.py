@@ -189,6 +189,31 @@ async def test_shell_missing_executable_is_named() -> None:
         await ShellHandler().run({"argv": ["tickwork-no-such-program", "x"]}, make_ctx(Recorder()))
 
 
+async def test_shell_program_that_is_not_executable_is_named(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("not a program\n")
+    (tmp_path / "folder").mkdir()
+    for program in ("./notes.txt", "./folder"):
+        with pytest.raises(JobFailed, match=f"executable not runnable: '{program}'"):
+            await ShellHandler().run(
+                {"argv": [program], "cwd": str(tmp_path)}, make_ctx(Recorder())
+            )
+
+
+async def test_shell_relative_program_and_path_entries_resolve_against_cwd(tmp_path: Path) -> None:
+    script = tmp_path / "bin" / "hello"
+    script.parent.mkdir()
+    script.write_text("#!/bin/sh\necho hello from $0\n")
+    script.chmod(0o755)
+    log = Recorder()
+    result = await ShellHandler().run({"argv": ["bin/hello"], "cwd": str(tmp_path)}, make_ctx(log))
+    assert result.output_tail.strip() == "hello from bin/hello"  # argv[0] as given
+    on_path = await ShellHandler().run(
+        {"argv": ["hello"], "cwd": str(tmp_path), "env": {"PATH": f"bin:{os.defpath}"}},
+        make_ctx(Recorder()),
+    )
+    assert on_path.output_tail.strip() == "hello from bin/hello"  # a script's $0: its path
+
+
 async def test_shell_missing_cwd_is_named(tmp_path: Path) -> None:
     missing = str(tmp_path / "missing")
     with pytest.raises(JobFailed, match="working directory") as caught:
@@ -272,6 +297,44 @@ async def test_shell_second_cancel_during_grace_kills_at_once() -> None:
 
     assert time.monotonic() - aborted < 2
     assert not pid_exists(pid)
+
+
+_DIE_BEFORE_GUARD = """
+import asyncio, os, signal, sys
+from worker_svc.handlers import JobContext, ShellHandler, shell
+
+def killed_before_registering(pgid):  # the worker dies right after the spawn
+    with open(sys.argv[1], "w") as f:
+        f.write(str(pgid))
+    os.kill(os.getpid(), signal.SIGKILL)
+
+shell.guard_group = killed_before_registering
+ctx = JobContext(job_id=1, task_id=1, task_name="t", attempt=1, timeout_s=None,
+                 log=lambda stream, line: None)
+asyncio.run(ShellHandler().run({"argv": ["touch", sys.argv[2]]}, ctx))
+"""
+
+
+async def test_shell_program_never_starts_if_the_worker_dies_before_guarding_it(
+    tmp_path: Path,
+) -> None:
+    """The gap between spawning a job's program and registering its group with the guard:
+    a worker SIGKILLed there must not leave the program running unguarded (it would
+    overlap the retry of its own job). The program waits behind a gate that only opens
+    after the registration; the worker's death closes the gate."""
+    pid_file, marker = tmp_path / "pid", tmp_path / "started"
+    worker = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        _DIE_BEFORE_GUARD,
+        str(pid_file),
+        str(marker),
+        cwd=TESTS_DIR.parent,
+    )
+    assert await asyncio.wait_for(worker.wait(), 30) == -9
+    gate = int(pid_file.read_text())
+    await wait_not_running(gate, timeout_s=10)  # the gate's shell saw the pipe close
+    assert not marker.exists(), "the program ran although the worker died unguarded"
 
 
 async def test_shell_processes_left_behind_are_killed_when_the_job_ends() -> None:

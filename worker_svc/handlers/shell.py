@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import contextlib
+import errno
 import logging
 import math
 import os
@@ -68,7 +69,10 @@ class ShellHandler:
     seconds have passed with any member left, and the handler returns or re-raises only after
     the program was reaped. If the worker process dies while the program runs (SIGKILL, a
     crash), a guard process SIGKILLs the group (see ``_guard``), so a job never outlives
-    the lease the server recovers it by.
+    the lease the server recovers it by. The program only starts once its group is
+    registered with the guard: ``/bin/sh`` waits for the worker's go-ahead on a pipe, then
+    execs it (same pid, ``argv[0]`` as given), so a worker killed in between leaves
+    nothing running (a program whose name starts with ``-`` is spawned directly).
     """
 
     name: str = "shell"
@@ -107,11 +111,14 @@ class ShellHandler:
         output = _Output(ctx)
         env = None if spec.env is None else {**os.environ, **spec.env}
         loop = asyncio.get_running_loop()
+        gated = _gateable(spec.argv[0])
         try:
+            if gated:
+                _check_program(spec.argv[0], env, spec.cwd)
             transport, proto = await loop.subprocess_exec(
                 lambda: _LineProtocol(output.line),
-                *spec.argv,
-                stdin=subprocess.DEVNULL,
+                *(_GATE_ARGV + spec.argv if gated else spec.argv),
+                stdin=subprocess.PIPE if gated else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 env=env,
@@ -123,6 +130,8 @@ class ShellHandler:
 
         pgid = transport.get_pid()
         guard_group(pgid)  # killed with the worker if the worker dies first
+        if gated:
+            _open_gate(transport)
         logger.info(
             "job %d: started %r as pid %d",
             ctx.job_id,
@@ -214,7 +223,8 @@ class _LineProtocol(asyncio.SubprocessProtocol):
         self._feed(fd, self._decoders[fd].decode(data), eof=False)
 
     def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
-        self._feed(fd, self._decoders[fd].decode(b"", final=True), eof=True)
+        if fd in _STREAMS:  # not the gate (stdin)
+            self._feed(fd, self._decoders[fd].decode(b"", final=True), eof=True)
 
     def process_exited(self) -> None:
         self.exited.set()
@@ -234,6 +244,57 @@ class _LineProtocol(asyncio.SubprocessProtocol):
             self._on_line(stream, rest.removesuffix("\r"))
             rest = ""
         self._partial[fd] = rest
+
+
+_GATE_ARGV = ("/bin/sh", "-c", 'read -r _ || exit 125; exec "$0" "$@" </dev/null')
+"""The program starts behind a gate: /bin/sh waits for a line on its stdin (a pipe from
+the worker), then execs the program in its place (same pid, so the same process group),
+with stdin from /dev/null. The worker writes that line only once the group is registered
+with the guard. A worker killed between the spawn and the registration closes the pipe
+without a line: the shell exits and the program never starts, so it cannot outlive the
+worker unguarded (and overlap its own retry)."""
+
+
+def _gateable(program: str) -> bool:
+    """Whether ``program`` can go through the gate: a name starting with ``-`` would read as
+    an option to some shells' ``exec``; such a program is spawned directly, ungated."""
+    return not program.startswith("-") and os.path.exists(_GATE_ARGV[0])
+
+
+def _check_program(program: str, env: Mapping[str, str] | None, cwd: str | None) -> None:
+    """Raise what spawning ``program`` directly would raise when it cannot be run (the
+    gate's shell would report it as exit code 127 instead).
+
+    Raises:
+        FileNotFoundError: the working directory ``cwd`` (filename=cwd), or the program
+            (filename=program), does not exist; the program is looked up on ``PATH`` of
+            ``env`` (default: this process's) unless it contains a slash.
+        PermissionError: the program exists but is not an executable file.
+    """
+    if cwd is not None and not os.path.isdir(cwd):
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), cwd)
+    base = cwd or os.getcwd()
+    if "/" in program:
+        candidates = [os.path.join(base, program)]
+    else:
+        search = os.get_exec_path(env)
+        candidates = [os.path.join(base, directory, program) for directory in search]
+    files = [c for c in candidates if os.path.isfile(c)]
+    if any(os.access(c, os.X_OK) for c in files):
+        return
+    if files or ("/" in program and os.path.isdir(candidates[0])):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), program)
+    raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
+
+
+def _open_gate(transport: asyncio.SubprocessTransport) -> None:
+    """Let the gated program start (see :data:`_GATE_ARGV`)."""
+    gate = transport.get_pipe_transport(0)
+    if not isinstance(gate, asyncio.WriteTransport):
+        return
+    with contextlib.suppress(OSError):  # the shell is already gone (killed): nothing to open
+        gate.write(b"go\n")
+    gate.close()
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
