@@ -170,7 +170,11 @@ class App:
                 self.metrics.job_finished(
                     job.task_name, job.status, job.started_at, job.finished_at
                 )
-            log.info(
+            # Quiet on success (the worker logs each job's start and end, and the jobs
+            # table keeps them): a busy queue's successes are not two server lines a job.
+            succeeded = result.accepted and result.job.status == "SUCCEEDED"
+            log.log(
+                logging.DEBUG if succeeded else logging.INFO,
                 "job finished",
                 extra={
                     "job_id": result.job.id,

@@ -195,7 +195,7 @@ class WorkerSession:
         self.job_id, self.lease_token = job.id, job.lease_token or ""
         self.app.hub.on_abort(job.id, self._abort)
         self.app.hub.job_changed(job.id)
-        log.info(
+        log.debug(
             "job assigned",
             extra={"job_id": job.id, "task_id": task.id, "worker_id": self.worker_id},
         )
