@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
+from scheduler_svc import migrate
+from scheduler_svc.db import Database
 from tests.databases import BACKENDS, create_database, drop_database
 from tests.harness import Server, WorkerProc
 from tickwork import Client
@@ -20,6 +22,17 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
         yield url
     finally:
         drop_database(url)
+
+
+@pytest.fixture
+async def database(database_url: str) -> AsyncIterator[Database]:
+    """The test's database (:func:`database_url`), migrated, as the service opens it."""
+    db = Database(database_url)
+    await migrate.upgrade(db)
+    try:
+        yield db
+    finally:
+        await db.dispose()
 
 
 @pytest.fixture

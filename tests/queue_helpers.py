@@ -22,7 +22,7 @@ import grpc.aio
 from scheduler_svc.records import FinishResult, JobRecord
 from tests.harness import Proc, wait_for
 from tests.inprocess import Harness
-from tickwork import Client, Job
+from tickwork import Client, Job, JobStatus
 from tickwork.v1 import worker_pb2, worker_pb2_grpc
 from worker_svc import Worker, WorkerSettings
 
@@ -131,6 +131,17 @@ class RawWorker:
             )
         )
         return (await self.expect("welcome")).welcome
+
+    async def succeed(self, assign: Response.AssignJob, *, poll_next: bool = True) -> None:
+        """Report the assigned job SUCCEEDED (an Outcome, asking for the next job)."""
+        await self.send(
+            outcome=Request.Outcome(
+                job_id=assign.job.id,
+                lease_token=assign.lease_token,
+                status=JobStatus.JOB_STATUS_SUCCEEDED,
+                poll_next=poll_next,
+            )
+        )
 
     async def close(self) -> None:
         self.call.cancel()

@@ -7,13 +7,12 @@ from __future__ import annotations
 import datetime as dt
 import random
 import sqlite3
-from collections.abc import AsyncIterator
 
 import pytest
 import sqlalchemy as sa
 from google.protobuf import timestamp_pb2
 
-from scheduler_svc import migrate, store
+from scheduler_svc import store
 from scheduler_svc.bulk import Bulk
 from scheduler_svc.db import Database, UTCDateTime, fires, schedules
 from scheduler_svc.firing import next_cron_fire
@@ -22,16 +21,6 @@ from scheduler_svc.servicers._convert import ts
 
 UTC = dt.UTC
 T0 = dt.datetime(2026, 3, 29, 0, 30, 0, 123456, tzinfo=UTC)
-
-
-@pytest.fixture
-async def database(database_url: str) -> AsyncIterator[Database]:
-    db = Database(database_url)
-    await migrate.upgrade(db)
-    try:
-        yield db
-    finally:
-        await db.dispose()
 
 
 async def _one_schedule(db: Database) -> int:

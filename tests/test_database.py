@@ -4,38 +4,20 @@ idle, and a connection used a moment ago is not pinged."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
-
 import asyncpg
 import pytest
 import sqlalchemy as sa
 
 from scheduler_svc import db
 from scheduler_svc.db import Database
-from tests.databases import BACKENDS, PG_ADMIN, create_database, drop_database
+from tests.databases import BACKENDS, PG_ADMIN
 
-pytestmark = pytest.mark.skipif(
-    "postgresql" not in BACKENDS, reason="PostgreSQL is not among TICKWORK_TEST_BACKENDS"
-)
-
-
-@pytest.fixture
-def pg_url(tmp_path: Path) -> Iterator[str]:
-    url = create_database("postgresql", tmp_path)
-    try:
-        yield url
-    finally:
-        drop_database(url)
-
-
-@pytest.fixture
-async def pg(pg_url: str) -> AsyncIterator[Database]:
-    database = Database(pg_url)
-    try:
-        yield database
-    finally:
-        await database.dispose()
+pytestmark = [
+    pytest.mark.skipif(
+        "postgresql" not in BACKENDS, reason="PostgreSQL is not among TICKWORK_TEST_BACKENDS"
+    ),
+    pytest.mark.parametrize("database_url", ["postgresql"], indirect=True),
+]
 
 
 async def _backend_pid(database: Database) -> int:
@@ -56,9 +38,8 @@ async def _terminate(pid: int) -> None:
 
 
 async def test_an_idle_connection_dropped_by_the_server_is_replaced(
-    pg: Database, monkeypatch: pytest.MonkeyPatch
+    database_url: str, database: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    database = pg
     first = await _backend_pid(database)
     await _terminate(first)
 
@@ -68,11 +49,10 @@ async def test_an_idle_connection_dropped_by_the_server_is_replaced(
 
 
 async def test_a_connection_used_a_moment_ago_is_not_pinged(
-    pg: Database, monkeypatch: pytest.MonkeyPatch
+    database_url: str, database: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The other side of the saving: within PING_IDLE_S the connection is used as is, so
     a connection dropped in that moment fails the next transaction, and only that one."""
-    database = pg
     first = await _backend_pid(database)
     await _terminate(first)
 

@@ -5,29 +5,18 @@ for value (types included); driver errors are SQLAlchemy's DBAPIError as before.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
 
-from scheduler_svc import migrate, store
+from scheduler_svc import store
 from scheduler_svc.db import Database, jobs, leases
 from scheduler_svc.prepared import Prepared
 from scheduler_svc.store import Store
 
 UTC = dt.UTC
 T0 = dt.datetime(2026, 3, 29, 0, 30, 0, 123456, tzinfo=UTC)
-
-
-@pytest.fixture
-async def database(database_url: str) -> AsyncIterator[Database]:
-    db = Database(database_url)
-    await migrate.upgrade(db)
-    try:
-        yield db
-    finally:
-        await db.dispose()
 
 
 def _prepared_in_store() -> dict[str, Prepared]:

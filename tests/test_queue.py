@@ -330,14 +330,7 @@ async def test_an_outcome_with_poll_next_is_answered_with_the_next_job(
             assert job.job.id == runs[0].job_id
 
             async def report(assign: Response.AssignJob) -> list[Response | None]:
-                await w.send(
-                    outcome=Request.Outcome(
-                        job_id=assign.job.id,
-                        lease_token=assign.lease_token,
-                        status=JobStatus.JOB_STATUS_SUCCEEDED,
-                        poll_next=True,
-                    )
-                )
+                await w.succeed(assign)
                 return [await w.receive(5), await w.receive(5)]
 
             ack, answer = await report(job)
@@ -370,14 +363,7 @@ async def test_a_worker_that_reads_next_job_in_outcome_ack_gets_the_next_job_ins
             job = (await w.expect("assign_job")).assign_job
 
             async def report(assign: Response.AssignJob) -> Response.OutcomeAck:
-                await w.send(
-                    outcome=Request.Outcome(
-                        job_id=assign.job.id,
-                        lease_token=assign.lease_token,
-                        status=JobStatus.JOB_STATUS_SUCCEEDED,
-                        poll_next=True,
-                    )
-                )
+                await w.succeed(assign)
                 return (await w.expect("outcome_ack")).outcome_ack
 
             ack = await report(job)
