@@ -71,7 +71,8 @@ def test_metrics_endpoint_and_json_logs(tmp_path: Path, database_url: str) -> No
             assert value(samples, "tickwork_jobs_finished_total", task="ok", outcome="succeeded")
             assert value(samples, "tickwork_jobs_finished_total", task="bad", outcome="failed")
             count = "tickwork_job_duration_seconds_count"
-            assert value(samples, count, task="ok", outcome="succeeded") == 1
+            assert value(samples, count, outcome="succeeded") == 1
+            assert value(samples, count, outcome="failed") == 1
             assert value(samples, "tickwork_workers", state="active") == 1
 
             # Scheduled failures: counted, then the task is disabled after two.
