@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import time
+import sqlite3
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -300,6 +300,10 @@ def _sqlite_path(url: str) -> str:
     return sa.engine.make_url(url).database or ""
 
 
+#: How long a SQLite transaction waits for another process's write lock, seconds.
+SQLITE_BUSY_TIMEOUT_S = 30.0
+
+
 def make_sqlite_engine(url: str) -> sa.Engine:
     """A synchronous engine (the standard library's sqlite3) for the SQLite file of ``url``
     (``sqlite:///x.db`` or ``sqlite+aiosqlite:///x.db``; the file's directory is created).
@@ -314,7 +318,7 @@ def make_sqlite_engine(url: str) -> sa.Engine:
     sync_url = sa.engine.make_url(url).set(drivername="sqlite")
     engine = sa.create_engine(
         sync_url,
-        connect_args={"timeout": 30, "check_same_thread": False},
+        connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S, "check_same_thread": False},
         pool_size=READ_THREADS + 2,
         max_overflow=4,
     )
@@ -327,43 +331,24 @@ def make_sqlite_engine(url: str) -> sa.Engine:
         cur.execute("PRAGMA journal_mode=WAL")
         cur.execute("PRAGMA foreign_keys=ON")
         cur.execute("PRAGMA synchronous=NORMAL")
-        cur.execute("PRAGMA busy_timeout=30000")
+        cur.execute(f"PRAGMA busy_timeout={int(SQLITE_BUSY_TIMEOUT_S * 1000)}")
         cur.close()
 
     @event.listens_for(engine, "begin")
     def _sqlite_begin(conn: Any) -> None:
         readonly = conn.get_execution_options().get("tickwork_readonly", False)
+        statement = "BEGIN" if readonly else "BEGIN IMMEDIATE"
         # On the driver's connection: through exec_driver_sql this was as costly as a query.
-        conn.connection.driver_connection.execute("BEGIN" if readonly else "BEGIN IMMEDIATE")
+        try:
+            conn.connection.driver_connection.execute(statement)
+        except sqlite3.Error as exc:
+            # "database is locked" past the busy timeout: SQLAlchemy's DBAPIError, as from
+            # any statement (callers answer UNAVAILABLE), not the driver's bare error.
+            raise sa.exc.DBAPIError.instance(
+                statement, (), exc, sqlite3.Error, dialect=conn.dialect
+            ) from exc
 
     return engine
-
-
-#: A pooled connection idle longer than this (seconds) is pinged before it is used.
-PING_IDLE_S = 1.0
-
-
-def ping_idle_connections(engine: sa.Engine) -> None:
-    """Check a pooled connection with a ping when it is checked out after more than
-    :data:`PING_IDLE_S` seconds idle, and replace it when the ping fails (a database
-    restart or a dropped connection): SQLAlchemy's ``pool_pre_ping``, minus the ping of a
-    connection that finished a transaction a moment ago. A busy worker stream runs one
-    transaction a job; pinging each was one PostgreSQL round trip in eight."""
-
-    @event.listens_for(engine, "checkin")
-    def _checked_in(_dbapi_conn: Any, record: Any) -> None:
-        record.info["tickwork_idle_since"] = time.monotonic()
-
-    @event.listens_for(engine, "checkout")
-    def _checked_out(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
-        idle_since = record.info.get("tickwork_idle_since")
-        if idle_since is None or time.monotonic() - idle_since <= PING_IDLE_S:
-            return  # new, or used a moment ago
-        try:
-            engine.dialect.do_ping(dbapi_conn)
-        except engine.dialect.loaded_dbapi.Error as exc:
-            # The pool discards this connection and checks out (or opens) another.
-            raise sa.exc.DisconnectionError(f"a pooled connection failed its ping: {exc}") from exc
 
 
 #: Threads that run SQLite read transactions (WAL lets them read while one thread writes).
@@ -398,8 +383,13 @@ class Database:
             self._writer = ThreadPoolExecutor(1, thread_name_prefix="tickwork-db-write")
             self._readers = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="tickwork-db-read")
         else:
-            self._async = create_async_engine(url, pool_size=10, max_overflow=10)
-            ping_idle_connections(self._async.sync_engine)
+            # pool_pre_ping: a round trip per transaction, one in eight of a job's on a busy
+            # worker stream; pinging only connections idle a while was tried and undone: a
+            # database restart then failed one live transaction per pooled connection, and
+            # a failed outcome turns a succeeded job into "lease lost".
+            self._async = create_async_engine(
+                url, pool_size=10, max_overflow=10, pool_pre_ping=True
+            )
 
     async def write(self, fn: Callable[[Connection], R]) -> R:
         """Run ``fn(conn)`` in a read-write transaction; committed when it returns, rolled

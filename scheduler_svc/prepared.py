@@ -88,10 +88,18 @@ class Prepared:
         cursor = dbapi_conn.cursor()
         try:
             cursor.execute(plan.sql, tuple(values))
-        except conn.dialect.loaded_dbapi.Error as exc:
+        except BaseException as exc:
+            # As Connection.execute would: the driver's error becomes SQLAlchemy's DBAPIError
+            # subclass (callers answer UNAVAILABLE); a connection that was lost, or whose
+            # statement was cancelled midway (its state unknown), is not reused. The
+            # engine's pool_pre_ping checks the other pooled connections.
             cursor.close()
-            # As Connection.execute would: the driver's error as SQLAlchemy's DBAPIError
-            # subclass (callers map those to UNAVAILABLE), a lost connection invalidated.
+            dbapi_error = conn.dialect.loaded_dbapi.Error
+            if not isinstance(exc, Exception):
+                conn.invalidate(exc)
+                raise
+            if not isinstance(exc, dbapi_error):
+                raise
             lost = conn.dialect.is_disconnect(exc, dbapi_conn, cursor)
             if lost:
                 conn.invalidate(exc)
@@ -99,7 +107,7 @@ class Prepared:
                 plan.sql,
                 tuple(values),
                 exc,
-                conn.dialect.loaded_dbapi.Error,
+                dbapi_error,
                 connection_invalidated=lost,
                 dialect=conn.dialect,
             ) from exc
