@@ -165,7 +165,7 @@ class App:
     def _after_finish(self, result: FinishResult) -> None:
         if result.job is not None:
             self.hub.job_changed(result.job.id)
-            if result.accepted:
+            if result.accepted and not result.repeat:
                 job = result.job
                 self.metrics.job_finished(
                     job.task_name, job.status, job.started_at, job.finished_at

@@ -163,7 +163,9 @@ class FinishResult:
     this failure disabled it (auto-disable), so the caller can send the email.
     ``anchored_next_run`` is the new next run of the job's interval schedule, if it moved.
     ``next_job`` is the job (and its task) leased to the worker in the same transaction,
-    when the caller asked for one and one was ready.
+    when the caller asked for one and one was ready. ``repeat`` True: this very outcome
+    (same lease token, status and error) had already been recorded, and nothing changed
+    (a worker reporting again after its stream broke before the OutcomeAck).
     """
 
     accepted: bool
@@ -172,3 +174,4 @@ class FinishResult:
     disabled_task: TaskRecord | None = None
     anchored_next_run: dt.datetime | None = None
     next_job: tuple[JobRecord, TaskRecord] | None = None
+    repeat: bool = False

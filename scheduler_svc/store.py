@@ -1136,7 +1136,8 @@ class Store:
         """Record a running job's outcome (``status`` SUCCEEDED, FAILED or ABORTED).
 
         Fenced by ``token``: when the lease was lost, the outcome is stored in late_outcome
-        and nothing else changes (accepted=False). A failure with attempts left queues a
+        and nothing else changes (accepted=False); a repeat of the outcome already recorded
+        under ``token`` (same status and error) changes nothing (accepted, ``repeat``). A failure with attempts left queues a
         retry (not ready before now + backoff). A final failure of a scheduler-triggered job
         increments the task's consecutive_failure_count and, when it reaches
         ``auto_disable_count`` (> 0), disables the task. Any success resets the count.
@@ -1154,6 +1155,15 @@ class Store:
                 return result
             claimed = self._claim(conn, claim_next_for, now, lease_ttl_s, claim_next_for)
             return replace(result, next_job=claimed)
+        stored = conn.execute(jobs.select().where(jobs.c.id == job_id)).first()
+        if (
+            stored is not None
+            and stored.lease_token == token
+            and (stored.status, stored.error) == (status, error)
+        ):
+            # This outcome was recorded already: the worker's stream broke before the
+            # OutcomeAck and it reports again. Nothing changes.
+            return FinishResult(accepted=True, job=_job(stored), repeat=True)
         # The lease was lost (or the reaper recovered the job meanwhile): keep the
         # outcome for people to see, change nothing else.
         late = f"{status} at {now.isoformat()}" + (f": {error}" if error else "")

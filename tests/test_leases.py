@@ -99,11 +99,17 @@ async def test_an_outcome_with_a_stale_token_is_fenced(tmp_path: Path, database_
         assert not stale.accepted
         assert (await h.client.get_job(job.id)).status == JobStatus.JOB_STATUS_RUNNING
         ok = await h.service.app.finish_job(job.id, job.lease_token or "", "SUCCEEDED", "", "")
-        assert ok.accepted
+        assert ok.accepted and not ok.repeat
+        # The same outcome again (a worker whose stream broke before the OutcomeAck):
+        # accepted as the repeat it is, nothing changes.
+        repeat = await h.service.app.finish_job(job.id, job.lease_token or "", "SUCCEEDED", "", "")
+        assert repeat.accepted and repeat.repeat
         again = await h.service.app.finish_job(job.id, job.lease_token or "", "FAILED", "x", "")
-        assert not again.accepted  # finished once; a repeat is late
+        assert not again.accepted  # another outcome after the first: late
         done = await h.client.get_job(job.id)
         assert done.status == JobStatus.JOB_STATUS_SUCCEEDED and done.error == ""
+        stored = await h.service.app.store.get_job(job.id)
+        assert stored.late_outcome.startswith("FAILED at ")  # the repeat left no trace
 
 
 async def test_a_lost_lease_is_retried_and_counts_toward_auto_disable(

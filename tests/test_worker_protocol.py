@@ -494,6 +494,40 @@ async def test_stream_broken_while_a_job_runs_kills_the_job_then_reconnects(
     await second.expect("poll_job")
 
 
+async def test_an_outcome_the_stream_lost_before_its_ack_is_reported_again_on_the_next(
+    service: FakeWorkerService, start_worker: StartWorker
+) -> None:
+    """The server may or may not have recorded it (a database error mid-finish ends the
+    stream as surely as a network break): the worker reports the same outcome first
+    thing on the new stream, without poll_next, and polls only once it is acknowledged."""
+    start_worker()
+    first = await connect(service)
+    first.send(assign(15, ["echo", "done"]))
+    lost = (await first.expect("outcome", skip=JOB_MESSAGES)).outcome
+    first.end(grpc.StatusCode.UNAVAILABLE)  # no OutcomeAck
+
+    second = await service.next_stream()
+    await second.expect("hello")
+    second.send(welcome())
+    again = (await second.expect("outcome")).outcome
+    assert (again.job_id, again.lease_token, again.status, again.output_tail) == (
+        lost.job_id,
+        lost.lease_token,
+        lost.status,
+        lost.output_tail,
+    )
+    assert not again.poll_next
+    assert second.kinds() == ["hello", "outcome"]  # before any poll
+    second.send(ack(15))
+    await second.expect("poll_job")
+
+    third_job = assign(16, ["echo", "next"])
+    second.send(third_job)
+    assert (await second.expect("outcome", skip=JOB_MESSAGES)).outcome.job_id == 16
+    await ack_then_no_job(second, 16)
+    assert [m.outcome.job_id for m in second.log if m.HasField("outcome")] == [15, 16]
+
+
 async def test_reconnects_with_backoff_until_the_server_is_up(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -192,6 +192,8 @@ class Worker:
         self._stopping = Flag()
         self._abort_now = Flag()
         self._job: _RunningJob | None = None
+        self._unacked: Request.Outcome | None = None
+        """An Outcome sent on a stream that broke before its OutcomeAck came."""
         self._early_aborts: dict[int, str] = {}
         self._failed_attempts = 0
         self._running = False
@@ -273,6 +275,13 @@ class Worker:
                 extra={"worker_id": self.worker_id},
             )
             await wait_any([self._stopping], timeout_s=delay_s)
+        if self._unacked is not None:
+            logger.warning(
+                "stopped without an ack for the outcome of job %d: the server recovers the "
+                "job when its lease expires",
+                self._unacked.job_id,
+                extra={"worker_id": self.worker_id, "job_id": self._unacked.job_id},
+            )
         logger.info("worker stopped", extra={"worker_id": self.worker_id})
 
     def _backoff_s(self, failures: int) -> float:
@@ -357,6 +366,7 @@ class Worker:
             ", ".join(handlers),
             extra={"worker_id": self.worker_id},
         )
+        await self._report_again(conn)
         polled = False  # the last Outcome asked for the next job (poll_next), unanswered
         next_job: Response.AssignJob | None = None  # the last OutcomeAck carried it
         # A poll already sent is answered even when stop() came meanwhile: the server may
@@ -760,6 +770,9 @@ class Worker:
     ) -> Response.AssignJob | None:
         """Send the last output lines and the Outcome, then wait for OutcomeAck.
 
+        Until the OutcomeAck comes, the Outcome is kept: if the stream breaks first, it is
+        reported again on the next stream (see :meth:`_report_again`).
+
         Args:
             conn (Connection): the stream.
             job_id (int): the job.
@@ -776,21 +789,53 @@ class Worker:
             StreamBroken: the stream broke, or no OutcomeAck came within
                 ``settings.outcome_ack_timeout_s``.
         """
-        extra = {"job_id": job_id}
         await self._send_output(conn, job_id, lease_token, output)
-        output_tail = result.output_tail or output.tail()
-        await conn.send(
-            Request(
-                outcome=Request.Outcome(
-                    job_id=job_id,
-                    lease_token=lease_token,
-                    status=result.status,
-                    error=result.error,
-                    output_tail=output_tail,
-                    poll_next=poll_next,
-                )
-            )
+        outcome = Request.Outcome(
+            job_id=job_id,
+            lease_token=lease_token,
+            status=result.status,
+            error=result.error,
+            output_tail=result.output_tail or output.tail(),
+            poll_next=poll_next,
         )
+        self._unacked = outcome
+        await conn.send(Request(outcome=outcome))
+        ack = await self._outcome_ack(conn, job_id)
+        self._unacked = None
+        return ack.next_job if ack.HasField("next_job") else None
+
+    async def _report_again(self, conn: Connection) -> None:
+        """Report the Outcome whose OutcomeAck the last stream never brought, before
+        anything else on this one (without poll_next). The server may have recorded it or
+        not: a repeat under the same lease token changes nothing, and an outcome whose
+        lease expired meanwhile is kept as late.
+
+        Raises:
+            StreamBroken: the stream broke again (the outcome is kept for the next one).
+        """
+        outcome = self._unacked
+        if outcome is None:
+            return
+        logger.info(
+            "reporting the outcome of job %d again: the last stream broke before its ack",
+            outcome.job_id,
+            extra={"job_id": outcome.job_id},
+        )
+        again = Request.Outcome()
+        again.CopyFrom(outcome)
+        again.poll_next = False
+        await conn.send(Request(outcome=again))
+        await self._outcome_ack(conn, outcome.job_id)
+        self._unacked = None
+
+    async def _outcome_ack(self, conn: Connection, job_id: int) -> Response.OutcomeAck:
+        """Wait for the OutcomeAck of ``job_id`` (warning when it was recorded as late).
+
+        Raises:
+            StreamBroken: the stream broke, or no OutcomeAck came within
+                ``settings.outcome_ack_timeout_s``.
+        """
+        extra = {"job_id": job_id}
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._settings.outcome_ack_timeout_s
         while True:
@@ -810,8 +855,7 @@ class Worker:
                         job_id,
                         extra=extra,
                     )
-                ack = answer.outcome_ack
-                return ack.next_job if ack.HasField("next_job") else None
+                return answer.outcome_ack
             logger.warning(
                 "ignoring an unexpected %s while waiting for the OutcomeAck of job %d",
                 answer.WhichOneof("message"),
