@@ -1137,10 +1137,11 @@ class Store:
 
         Fenced by ``token``: when the lease was lost, the outcome is stored in late_outcome
         and nothing else changes (accepted=False); a repeat of the outcome already recorded
-        under ``token`` (same status and error) changes nothing (accepted, ``repeat``). A failure with attempts left queues a
-        retry (not ready before now + backoff). A final failure of a scheduler-triggered job
-        increments the task's consecutive_failure_count and, when it reaches
-        ``auto_disable_count`` (> 0), disables the task. Any success resets the count.
+        under ``token`` (same status and error) changes nothing (accepted, ``repeat``). A
+        failure with attempts left queues a retry (not ready before now + backoff). A final
+        failure of a scheduler-triggered job increments the task's
+        consecutive_failure_count and, when it reaches ``auto_disable_count`` (> 0),
+        disables the task. Any success resets the count.
         An interval schedule's next run is anchored to this finish.
 
         With ``claim_next_for`` (a worker id), an accepted outcome is followed in the same
