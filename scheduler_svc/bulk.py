@@ -45,6 +45,7 @@ class Bulk:
         if style not in ("qmark", "numeric_dollar"):
             raise ValueError(f"unsupported DB-API parameter style {style!r}")
         self._numbered = style == "numeric_dollar"
+        self._stored: dict[dt.datetime, Any] = {}
         self._max_params = MAX_PARAMS
         if self._sqlite:  # a library may be built with a lower limit (999 before 3.32)
             raw = conn.connection.dbapi_connection
@@ -56,10 +57,20 @@ class Bulk:
     def when(self, value: dt.datetime | None) -> Any:
         """An aware datetime as UTCDateTime stores it (:func:`db.stored_datetime`).
 
+        A UTC value is converted once per instant for this object's life: a minute's fires
+        share their fire time and their enqueue time, 10,000 rows over a handful of instants.
+
         Raises:
             ValueError: a naive datetime.
         """
-        return stored_datetime(value, sqlite=self._sqlite)
+        if value is None or value.tzinfo is not UTC:
+            # Only UTC values are remembered: in a zone with a repeated hour, two instants
+            # that differ only by ``fold`` compare (and hash) equal.
+            return stored_datetime(value, sqlite=self._sqlite)
+        stored = self._stored.get(value)
+        if stored is None:
+            stored = self._stored[value] = stored_datetime(value, sqlite=self._sqlite)
+        return stored
 
     def read_when(self, value: Any) -> dt.datetime | None:
         """A datetime column's raw driver value (text on SQLite) as an aware UTC datetime."""

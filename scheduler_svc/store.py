@@ -185,16 +185,19 @@ _FIRE_COLUMNS = ("schedule_id", "fire_time", "outcome", "runs", "recorded_at")
 _FIRE_CONFLICT = "ON CONFLICT (schedule_id, fire_time) DO NOTHING"
 
 
+_JOB_DATETIME_COLUMNS = tuple(
+    i for i, c in enumerate(_JOB_COLUMNS) if c in ("enqueued_at", "not_before", "fire_time")
+)
+_JOB_FLAG_COLUMN = _JOB_COLUMNS.index("abort_requested")
+
+
 def _driver_row(bulk: Bulk, row: dict[str, Any]) -> tuple[Any, ...]:
-    """A :func:`_job_row` as driver values in :data:`_JOB_COLUMNS` order."""
-    out: list[Any] = []
-    for column in _JOB_COLUMNS:
-        value = row[column]
-        if isinstance(value, dt.datetime):
-            value = bulk.when(value)
-        elif isinstance(value, bool):
-            value = bulk.flag(value)
-        out.append(value)
+    """A :func:`_job_row` as driver values in :data:`_JOB_COLUMNS` order (its datetime
+    columns as UTCDateTime stores them, its flag as Boolean does)."""
+    out = [row[column] for column in _JOB_COLUMNS]
+    for i in _JOB_DATETIME_COLUMNS:
+        out[i] = bulk.when(out[i])
+    out[_JOB_FLAG_COLUMN] = bulk.flag(out[_JOB_FLAG_COLUMN])
     return tuple(out)
 
 

@@ -7,12 +7,14 @@ from __future__ import annotations
 import datetime as dt
 import random
 import sqlite3
+from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 import sqlalchemy as sa
 from google.protobuf import timestamp_pb2
 
-from scheduler_svc import store
+from scheduler_svc import db, store
 from scheduler_svc.bulk import Bulk
 from scheduler_svc.db import Database, UTCDateTime, fires, schedules
 from scheduler_svc.firing import next_cron_fire
@@ -196,3 +198,30 @@ def test_cached_next_fire_times_are_exact_for_every_zone_of_the_instant() -> Non
             expected = fresh.next_fire_time(after)
             assert expected is not None
             assert next_cron_fire(record, after) == expected.astimezone(UTC)
+
+
+async def test_when_remembers_utc_instants_only_and_keeps_a_repeated_hour_apart(
+    database: Database,
+) -> None:
+    """Bulk.when converts each UTC instant once; a zoned value is converted every time,
+    since 01:30 twice on a fall-back night (fold 0 and 1) compare equal in Python."""
+    berlin = ZoneInfo("Europe/Berlin")
+    first = dt.datetime(2026, 10, 25, 2, 30, tzinfo=berlin)  # CEST, 00:30 UTC
+    second = first.replace(fold=1)  # CET, 01:30 UTC
+    assert first == second  # same zone: fold is ignored by comparison
+
+    def convert(conn: sa.Connection) -> list[Any]:
+        bulk = Bulk(conn)
+        return [bulk.when(first), bulk.when(second), bulk.when(T0), bulk.when(T0), bulk.when(None)]
+
+    got = await database.read(convert)
+    sqlite = database.dialect.name == "sqlite"
+    expected = [
+        db.stored_datetime(first, sqlite=sqlite),
+        db.stored_datetime(second, sqlite=sqlite),
+        db.stored_datetime(T0, sqlite=sqlite),
+        db.stored_datetime(T0, sqlite=sqlite),
+        None,
+    ]
+    assert got == expected
+    assert got[0] != got[1]  # an hour apart, not the first one remembered twice
