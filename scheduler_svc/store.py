@@ -1170,14 +1170,14 @@ class Store:
             return FinishResult(accepted=True, job=_job(stored), repeat=True)
         # The lease was lost (or the reaper recovered the job meanwhile): keep the
         # outcome for people to see, change nothing else.
-        late = f"{status} at {now.isoformat()}" + (f": {error}" if error else "")
-        conn.execute(jobs.update().where(jobs.c.id == job_id).values(late_outcome=late[:2000]))
-        stored = conn.execute(jobs.select().where(jobs.c.id == job_id)).first()
+        late = (f"{status} at {now.isoformat()}" + (f": {error}" if error else ""))[:2000]
+        conn.execute(jobs.update().where(jobs.c.id == job_id).values(late_outcome=late))
         log.warning(
             "late outcome ignored: the job's lease was lost",
             extra={"job_id": job_id, "status": status},
         )
-        return FinishResult(accepted=False, job=_job(stored) if stored else None)
+        job = None if stored is None else replace(_job(stored), late_outcome=late)
+        return FinishResult(accepted=False, job=job)
 
     def _after_finish(
         self,
