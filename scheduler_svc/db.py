@@ -351,6 +351,25 @@ def make_sqlite_engine(url: str) -> sa.Engine:
     return engine
 
 
+def _ping_on_checkout(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+    """Pool ``checkout`` hook (PostgreSQL): one ``SELECT 1`` round trip on the connection
+    about to be used; a connection the server dropped is replaced before anything runs on it.
+
+    SQLAlchemy's ``pool_pre_ping`` does the same in three round trips on asyncpg (BEGIN,
+    the ping, ROLLBACK: for pgbouncer's transaction mode, where asyncpg's ping is a
+    prepared statement); this one is a simple-protocol query, which pgbouncer passes as
+    it is.
+
+    Raises:
+        sqlalchemy.exc.DisconnectionError: the ping failed; the pool discards the
+            connection and checks out a new one (up to three attempts, then the error).
+    """
+    try:
+        dbapi_connection.run_async(lambda driver: driver.execute("SELECT 1"))
+    except Exception as exc:
+        raise sa.exc.DisconnectionError(f"pooled connection unusable: {exc}") from exc
+
+
 #: Threads that run SQLite read transactions (WAL lets them read while one thread writes).
 READ_THREADS = 2
 
@@ -383,13 +402,12 @@ class Database:
             self._writer = ThreadPoolExecutor(1, thread_name_prefix="tickwork-db-write")
             self._readers = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="tickwork-db-read")
         else:
-            # pool_pre_ping: a round trip per transaction, one in eight of a job's on a busy
-            # worker stream; pinging only connections idle a while was tried and undone: a
-            # database restart then failed one live transaction per pooled connection, and
-            # a failed outcome turns a succeeded job into "lease lost".
-            self._async = create_async_engine(
-                url, pool_size=10, max_overflow=10, pool_pre_ping=True
-            )
+            # Every checkout is pinged (see _ping_on_checkout), however recently the
+            # connection was used: pinging only connections idle a while was tried and
+            # undone: a database restart then failed one live transaction per pooled
+            # connection, and a failed outcome turns a succeeded job into "lease lost".
+            self._async = create_async_engine(url, pool_size=10, max_overflow=10)
+            event.listen(self._async.sync_engine.pool, "checkout", _ping_on_checkout)
 
     async def write(self, fn: Callable[[Connection], R]) -> R:
         """Run ``fn(conn)`` in a read-write transaction; committed when it returns, rolled
