@@ -21,6 +21,7 @@ from typing import Any, Concatenate, NamedTuple, ParamSpec, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.sql.dml import ReturningUpdate
 
 from scheduler_svc import db
 from scheduler_svc.bulk import Bulk
@@ -123,9 +124,28 @@ class _FinishingTask(NamedTuple):
     backoff_cap_seconds: float
 
 
-_FINISHING_TASK = sa.select(*(tasks.c[name] for name in _FinishingTask._fields)).where(
-    tasks.c.id == sa.bindparam("b_task_id")
-)
+def _of_the_jobs_task(name: str) -> sa.Label[Any]:
+    """Column ``name`` of the job's task, for the RETURNING of a statement on ``jobs``: a
+    scalar subquery labelled ``task__<name>`` (NULL when the task is gone)."""
+    return (
+        sa.select(tasks.c[name])
+        .where(tasks.c.id == jobs.c.task_id)
+        .scalar_subquery()
+        .label(f"task__{name}")
+    )
+
+
+# A job's outcome is recorded and what follows it read from its task in one statement.
+_FINISHED_JOB_COLUMNS = (*jobs.c, *(_of_the_jobs_task(name) for name in _FinishingTask._fields))
+
+
+def _finished(row: sa.Row[Any] | Mapping[str, Any]) -> tuple[JobRecord, _FinishingTask | None]:
+    """The job and its task from a row of ``_FINISHED_JOB_COLUMNS``."""
+    job = _job(row)
+    m = row._mapping if isinstance(row, sa.Row) else row
+    if m["task__id"] is None:
+        return job, None
+    return job, _FinishingTask(*(m[f"task__{name}"] for name in _FinishingTask._fields))
 
 
 def _job_row(
@@ -244,28 +264,58 @@ def _ready(now: Any) -> sa.ColumnElement[bool]:
 _WORKER_LEASE_HOLDER = sa.select(leases.c.holder).where(leases.c.name == "worker")
 _WORKER_LEASE_HOLDER_LOCKED = _WORKER_LEASE_HOLDER.with_for_update()
 _running = jobs.alias("running")
-# The next ready job with its task, unless a job is running (one job at a time).
-_NEXT_READY = _queue_order(
-    sa.select(jobs.c.id.label("job_id"), jobs.c.enqueued_at.label("job_enqueued_at"), *tasks.c)
-    .join(tasks, tasks.c.id == jobs.c.task_id)
-    .where(
-        _ready(sa.bindparam("now")),
-        ~sa.exists(sa.select(_running.c.id).where(_running.c.status == RUNNING)),
+# The next ready job's id, unless a job is running (one job at a time). Not correlated with
+# the UPDATE that takes it: its own scan of the queue, run once (PostgreSQL plans an
+# uncorrelated scalar subquery as an InitPlan; as a FROM item joined to the updated table
+# it may be rescanned once per candidate row and, skipping locked rows, start several).
+_NEXT_READY = (
+    _queue_order(
+        sa.select(jobs.c.id).where(
+            _ready(sa.bindparam("now")),
+            ~sa.exists(sa.select(_running.c.id).where(_running.c.status == RUNNING)),
+        )
     )
-).limit(1)
-_NEXT_READY_LOCKED = _NEXT_READY.with_for_update(skip_locked=True, of=jobs)
-_START_JOB = (
-    jobs.update()
-    .where(jobs.c.id == sa.bindparam("b_job_id"), jobs.c.status == QUEUED)
-    .values(
-        status=RUNNING,
-        started_at=sa.bindparam("b_started_at"),
-        worker_id=sa.bindparam("b_worker_id"),
-        lease_token=sa.bindparam("b_token"),
-        lease_expires_at=sa.bindparam("b_expires"),
-    )
-    .returning(*jobs.c)
+    .limit(1)
+    .correlate(None)
 )
+_NEXT_READY_LOCKED = _NEXT_READY.with_for_update(skip_locked=True)
+
+
+def _start_next(next_ready: sa.Select[Any], *, join_task: bool) -> ReturningUpdate[Any]:
+    """The statement that starts the job ``next_ready`` selects and returns it with its task
+    (columns ``task__<name>``): joined (``join_task``, PostgreSQL, whose RETURNING may
+    return the FROM items' columns: a third of the server time of one subquery per column)
+    or as scalar subqueries (SQLite's RETURNING sees only the updated table)."""
+    started_at = sa.bindparam("b_started_at", type_=jobs.c.started_at.type)
+    task_columns = (
+        [column.label(f"task__{column.name}") for column in tasks.c]
+        if join_task
+        else [_of_the_jobs_task(column.name) for column in tasks.c]
+    )
+    return (
+        jobs.update()
+        .where(jobs.c.id == next_ready.scalar_subquery(), jobs.c.status == QUEUED)
+        .where(*([tasks.c.id == jobs.c.task_id] if join_task else []))
+        .values(
+            status=RUNNING,
+            # ``b_started_at`` was read before this transaction; an enqueue that committed
+            # meanwhile may carry a later instant. A job never starts before it was enqueued.
+            started_at=sa.case(
+                (jobs.c.enqueued_at > started_at, jobs.c.enqueued_at), else_=started_at
+            ),
+            worker_id=sa.bindparam("b_worker_id"),
+            lease_token=sa.bindparam("b_token"),
+            lease_expires_at=sa.bindparam("b_expires"),
+        )
+        .returning(*jobs.c, *task_columns)
+    )
+
+
+# Taking the next job is one statement after the worker lease row (locked on PostgreSQL,
+# so that this statement's snapshot is taken once any other claim has committed). The
+# _LOCKED variants are PostgreSQL's.
+_START_NEXT_READY = _start_next(_NEXT_READY, join_task=False)
+_START_NEXT_READY_LOCKED = _start_next(_NEXT_READY_LOCKED, join_task=True)
 _TASK_NAMES = sa.select(tasks.c.id, tasks.c.name).where(
     tasks.c.id.in_(sa.bindparam("b_task_ids", expanding=True))
 )
@@ -297,16 +347,19 @@ _FINISH_VALUES: dict[str, Any] = {
     "finished_at": sa.bindparam("b_now", type_=jobs.c.finished_at.type),
     "lease_expires_at": None,
 }
-_FINISH_JOB = jobs.update().where(_RUNNING_UNDER_TOKEN).values(_FINISH_VALUES).returning(*jobs.c)
+_FINISH_JOB = (
+    jobs.update()
+    .where(_RUNNING_UNDER_TOKEN)
+    .values(_FINISH_VALUES)
+    .returning(*_FINISHED_JOB_COLUMNS)
+)
 
 # Each job's finish-and-claim transaction runs these; at the driver level (see prepared.py).
 _PREPARED_LEASE_HOLDER = Prepared(_WORKER_LEASE_HOLDER)
 _PREPARED_LEASE_HOLDER_LOCKED = Prepared(_WORKER_LEASE_HOLDER_LOCKED)
-_PREPARED_NEXT_READY = Prepared(_NEXT_READY)
-_PREPARED_NEXT_READY_LOCKED = Prepared(_NEXT_READY_LOCKED)
-_PREPARED_START_JOB = Prepared(_START_JOB)
+_PREPARED_START_NEXT_READY = Prepared(_START_NEXT_READY)
+_PREPARED_START_NEXT_READY_LOCKED = Prepared(_START_NEXT_READY_LOCKED)
 _PREPARED_FINISH_JOB = Prepared(_FINISH_JOB)
-_PREPARED_FINISHING_TASK = Prepared(_FINISHING_TASK)
 
 
 P = ParamSpec("P")
@@ -1060,20 +1113,11 @@ class Store:
         holder = None if lease is None else lease["holder"]
         if worker_lease_holder is not None and holder != worker_lease_holder:
             return None
-        found = (_PREPARED_NEXT_READY_LOCKED if locking else _PREPARED_NEXT_READY).first(
-            conn, {"now": now}
-        )
-        if found is None:
-            return None
-        job_id, enqueued_at = found["job_id"], found["job_enqueued_at"]
-        row = _PREPARED_START_JOB.first(
+        row = (_PREPARED_START_NEXT_READY_LOCKED if locking else _PREPARED_START_NEXT_READY).first(
             conn,
             {
-                "b_job_id": job_id,
-                # ``now`` was read before this transaction; an enqueue that committed
-                # meanwhile may carry a later instant. A job never starts before it was
-                # enqueued.
-                "b_started_at": max(now, enqueued_at),
+                "now": now,
+                "b_started_at": now,
                 "b_worker_id": worker_id,
                 "b_token": uuid.uuid4().hex,
                 "b_expires": now + dt.timedelta(seconds=lease_ttl_s),
@@ -1081,7 +1125,7 @@ class Store:
         )
         if row is None:
             return None
-        return _job(row), _task(found)
+        return _job(row), _task({name: row[f"task__{name}"] for name in _TASK_FIELDS})
 
     @_reads
     def next_ready_time(self, conn: Connection, now: dt.datetime) -> dt.datetime | None:
@@ -1154,7 +1198,10 @@ class Store:
         values = {"b_status": status, "b_error": error, "b_tail": _tail(output_tail), "b_now": now}
         row = _PREPARED_FINISH_JOB.first(conn, {"b_job_id": job_id, "b_token": token, **values})
         if row is not None:
-            result = self._after_finish(conn, _job(row), status, error, now, auto_disable_count)
+            finished, task = _finished(row)
+            result = self._after_finish(
+                conn, finished, task, status, error, now, auto_disable_count
+            )
             if claim_next_for is None:
                 return result
             claimed = self._claim(conn, claim_next_for, now, lease_ttl_s, claim_next_for)
@@ -1183,17 +1230,17 @@ class Store:
         self,
         conn: Connection,
         job: JobRecord,
+        task: _FinishingTask | None,
         status: str,
         error: str,
         now: dt.datetime,
         auto_disable_count: int,
     ) -> FinishResult:
-        """What follows a job's outcome, once ``job`` (as updated) is stored:
-        the task's failure count and auto-disable, a retry, an interval schedule's anchor."""
-        task_row = _PREPARED_FINISHING_TASK.first(conn, {"b_task_id": job.task_id})
-        if task_row is None:
+        """What follows a job's outcome, once ``job`` (as updated) is stored, by what its
+        ``task`` was then: the task's failure count and auto-disable, a retry, an interval
+        schedule's anchor."""
+        if task is None:
             return FinishResult(accepted=True, job=job)
-        task = _FinishingTask(**task_row)
         retry: JobRecord | None = None
         disabled: TaskRecord | None = None
         if status == db.SUCCEEDED:
@@ -1289,7 +1336,7 @@ class Store:
             jobs.update()
             .where(_RUNNING_UNDER_TOKEN, jobs.c.lease_expires_at < now)
             .values(_FINISH_VALUES)
-            .returning(*jobs.c)
+            .returning(*_FINISHED_JOB_COLUMNS)
         )
         for row in rows:
             job = _job(row)
@@ -1306,8 +1353,9 @@ class Store:
             ).first()
             if done is None:
                 continue  # finished, renewed or reaped by someone else meanwhile
+            reaped, task = _finished(done)
             result = self._after_finish(
-                conn, _job(done), db.FAILED, LEASE_LOST, now, auto_disable_count
+                conn, reaped, task, db.FAILED, LEASE_LOST, now, auto_disable_count
             )
             log.warning(
                 "lease lost; job failed",

@@ -70,22 +70,20 @@ def _compare(
 async def test_every_prepared_statement_gives_what_connection_execute_gives(
     database: Database,
 ) -> None:
-    s, (task_a, _) = await _seed(database)
+    s, _ = await _seed(database)
     now = T0 + dt.timedelta(seconds=5)
-    queued = await s.list_jobs(statuses=["QUEUED"], limit=10)
+    start = {
+        "now": now,
+        "b_started_at": now,
+        "b_worker_id": "w",
+        "b_token": "t" * 32,
+        "b_expires": now + dt.timedelta(seconds=30),
+    }
     idle: dict[str, dict[str, Any]] = {  # nothing running: the claim's statements
         "_PREPARED_LEASE_HOLDER": {},
         "_PREPARED_LEASE_HOLDER_LOCKED": {},
-        "_PREPARED_NEXT_READY": {"now": now},
-        "_PREPARED_NEXT_READY_LOCKED": {"now": now},
-        "_PREPARED_START_JOB": {
-            "b_job_id": queued[0].id,
-            "b_started_at": now,
-            "b_worker_id": "w",
-            "b_token": "t" * 32,
-            "b_expires": now + dt.timedelta(seconds=30),
-        },
-        "_PREPARED_FINISHING_TASK": {"b_task_id": task_a},
+        "_PREPARED_START_NEXT_READY": start,
+        "_PREPARED_START_NEXT_READY_LOCKED": start,
     }
     claimed = await s.claim_next_job("w", now, 30, worker_lease_holder="w")
     assert claimed is not None

@@ -120,8 +120,10 @@ async def test_claims_take_one_job_at_a_time_in_order(tmp_path: Path, database_u
         taken = []
         for _ in expected:
             job = await claim(h)
-            # One job at a time: nothing else is handed out while it runs.
+            # One job at a time: the claim started that job only, and nothing else is
+            # handed out while it runs.
             store = h.service.app.store
+            assert [j.id for j in await store.list_jobs(statuses=["RUNNING"], limit=10)] == [job.id]
             assert await store.claim_next_job("other", h.clock(), 30) is None
             taken.append(job.task_name)
             await finish(h, job, "SUCCEEDED")
