@@ -1,6 +1,6 @@
 """The queue's hot statements, compiled once and run on the driver's cursor.
 
-Every job goes through one finish-and-claim transaction of five small statements. Through
+Every job goes through one finish-and-claim transaction of three small statements. Through
 ``Connection.execute`` each costs SQLAlchemy's per-call work (compiled-cache lookup,
 execution context, parameter and result processing set up anew, events), which on SQLite
 was several times the query itself. A :class:`Prepared` statement is still written in
@@ -92,7 +92,7 @@ class Prepared:
             # As Connection.execute would: the driver's error becomes SQLAlchemy's DBAPIError
             # subclass (callers answer UNAVAILABLE); a connection that was lost, or whose
             # statement was cancelled midway (its state unknown), is not reused. The
-            # engine's pool_pre_ping checks the other pooled connections.
+            # pool's checkout ping (db.py) checks the other pooled connections.
             cursor.close()
             dbapi_error = conn.dialect.loaded_dbapi.Error
             if not isinstance(exc, Exception):
