@@ -23,6 +23,8 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.engine import Dialect as SaDialect
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from scheduler_svc.errors import StorageError
+
 UTC = dt.UTC
 
 # Job states and lanes as stored. Lanes order the queue: manual and API jobs first.
@@ -351,9 +353,19 @@ def make_sqlite_engine(url: str) -> sa.Engine:
     return engine
 
 
-def _ping_on_checkout(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
-    """Pool ``checkout`` hook (PostgreSQL): one ``SELECT 1`` round trip on the connection
-    about to be used; a connection the server dropped is replaced before anything runs on it.
+_UNUSED = "tickwork_unused"
+"""Key in a pooled connection's ``info``: opened and not yet checked out."""
+
+
+def _mark_unused(_dbapi_connection: Any, record: Any) -> None:
+    """Pool ``connect`` hook (PostgreSQL): a connection just opened needs no ping."""
+    record.info[_UNUSED] = True
+
+
+def _ping_on_checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+    """Pool ``checkout`` hook (PostgreSQL): one ``SELECT 1`` round trip on a pooled
+    connection about to be used again; one the server dropped is replaced before anything
+    runs on it. A connection just opened (its handshake is the check) is not pinged.
 
     SQLAlchemy's ``pool_pre_ping`` does the same in three round trips on asyncpg (BEGIN,
     the ping, ROLLBACK: for pgbouncer's transaction mode, where asyncpg's ping is a
@@ -362,8 +374,10 @@ def _ping_on_checkout(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
 
     Raises:
         sqlalchemy.exc.DisconnectionError: the ping failed; the pool discards the
-            connection and checks out a new one (up to three attempts, then the error).
+            connection and opens a new one in its place.
     """
+    if record.info.pop(_UNUSED, False):
+        return
     try:
         dbapi_connection.run_async(lambda driver: driver.execute("SELECT 1"))
     except Exception as exc:
@@ -407,6 +421,7 @@ class Database:
             # undone: a database restart then failed one live transaction per pooled
             # connection, and a failed outcome turns a succeeded job into "lease lost".
             self._async = create_async_engine(url, pool_size=10, max_overflow=10)
+            event.listen(self._async.sync_engine.pool, "connect", _mark_unused)
             event.listen(self._async.sync_engine.pool, "checkout", _ping_on_checkout)
 
     async def write(self, fn: Callable[[Connection], R]) -> R:
@@ -420,9 +435,7 @@ class Database:
                     return fn(conn)
 
             return await asyncio.get_running_loop().run_in_executor(self._writer, run)
-        assert self._async is not None
-        async with self._async.begin() as aconn:
-            return await aconn.run_sync(fn)
+        return await self._postgresql(fn, write=True)
 
     async def read(self, fn: Callable[[Connection], R]) -> R:
         """Run ``fn(conn)`` in a transaction that is rolled back (it must only read)."""
@@ -434,9 +447,38 @@ class Database:
                     return fn(conn)
 
             return await asyncio.get_running_loop().run_in_executor(self._readers, run)
+        return await self._postgresql(fn, write=False)
+
+    async def _postgresql(self, fn: Callable[[Connection], R], *, write: bool) -> R:
+        """Run ``fn(conn)`` on a pooled PostgreSQL connection (see ``_ping_on_checkout``),
+        in a transaction committed when ``write`` (else rolled back).
+
+        Raises:
+            StorageError: no connection could be had (the server refused or dropped it, or
+                is not there): asyncpg's and the operating system's errors, which are not
+                SQLAlchemy's DBAPIError, so that the API answers UNAVAILABLE as for a
+                failed statement; the cause is chained (``__cause__``) for the log.
+        """
         assert self._async is not None
-        async with self._async.connect() as aconn:
-            return await aconn.run_sync(fn)
+        began = False
+
+        def run(conn: Connection) -> R:
+            nonlocal began
+            began = True
+            return fn(conn)
+
+        try:
+            async with self._async.connect() as aconn:
+                if not write:
+                    return await aconn.run_sync(run)
+                async with aconn.begin():
+                    return await aconn.run_sync(run)
+        except sa.exc.DBAPIError:
+            raise
+        except Exception as exc:
+            if began:
+                raise
+            raise StorageError("database unavailable; the server log has the details") from exc
 
     async def dispose(self) -> None:
         """Finish the running transactions and close every pooled connection."""

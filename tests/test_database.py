@@ -1,21 +1,30 @@
 """scheduler_svc.db.Database: what a failing connection gives. On PostgreSQL a pooled
 connection the server dropped (a restart, an operator's pg_terminate_backend) is replaced
-before the next transaction uses it, however recently it was used; on SQLite a write lock
-held past the busy timeout is SQLAlchemy's OperationalError (the API answers UNAVAILABLE),
-raised by BEGIN IMMEDIATE itself."""
+before the next transaction uses it, however recently it was used, and a server that cannot
+be reached or drops new connections is an error the API answers UNAVAILABLE (not INTERNAL);
+on SQLite a write lock held past the busy timeout is SQLAlchemy's OperationalError (the API
+answers UNAVAILABLE), raised by BEGIN IMMEDIATE itself."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
+import grpc
 import pytest
 import sqlalchemy as sa
 
 from scheduler_svc import db, migrate
 from scheduler_svc.db import Database, leases
+from scheduler_svc.errors import StorageError
+from scheduler_svc.servicers._errors import translate
 from tests.databases import BACKENDS, PG_ADMIN
+from tests.harness import free_port
 
 requires_postgresql = pytest.mark.skipif(
     "postgresql" not in BACKENDS, reason="PostgreSQL is not among TICKWORK_TEST_BACKENDS"
@@ -57,6 +66,109 @@ async def test_a_pooled_connection_dropped_by_the_server_is_replaced_before_use(
     assert second != first
     writes = await database.write(lambda conn: conn.execute(sa.select(leases.c.name)).all())
     assert writes  # the write path too
+
+
+def _at_port(database_url: str, port: int) -> str:
+    """``database_url`` with its host and port replaced by 127.0.0.1:``port``."""
+    parts = urlsplit(database_url)
+    netloc = parts.netloc.rsplit("@", 1)[0] + f"@127.0.0.1:{port}"
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def _answer(err: Exception) -> grpc.StatusCode:
+    return translate(err, "test")[0]
+
+
+@requires_postgresql
+@on_postgresql
+async def test_an_unreachable_postgresql_is_unavailable_not_internal(database_url: str) -> None:
+    unreachable = Database(_at_port(database_url, free_port()))  # nothing listens there
+    try:
+        for run in (unreachable.write, unreachable.read):
+            with pytest.raises(StorageError) as caught:
+                await run(lambda conn: conn.execute(sa.select(leases.c.name)).all())
+            assert _answer(caught.value) == grpc.StatusCode.UNAVAILABLE
+            assert "127.0.0.1" not in caught.value.message  # the details stay in the log
+    finally:
+        await unreachable.dispose()
+
+
+class _Proxy:
+    """A TCP proxy to PostgreSQL. With ``drop`` set, a connection made then is closed at its
+    first simple-protocol query, right after the handshake: a server that accepts
+    connections and loses them at once. ``cut()`` closes every connection open now."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.target = target
+        self.drop = False
+        self.port = 0
+        self._links: list[asyncio.StreamWriter] = []
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def _pipe(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, cut_at_query: bool
+    ) -> None:
+        try:
+            while data := await reader.read(65536):
+                if cut_at_query and data[:1] == b"Q":
+                    return
+                writer.write(data)
+                await writer.drain()
+        except OSError:
+            pass
+        finally:
+            writer.transport.abort()
+
+    async def _handle(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
+        server_r, server_w = await asyncio.open_connection(*self.target)
+        self._links += [client_w, server_w]
+        for task in (
+            asyncio.create_task(self._pipe(client_r, server_w, self.drop)),
+            asyncio.create_task(self._pipe(server_r, client_w, False)),
+        ):
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    def cut(self) -> None:
+        for writer in self._links:
+            writer.transport.abort()
+        self._links.clear()
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[_Proxy]:
+        server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        self.port = server.sockets[0].getsockname()[1]
+        try:
+            yield self
+        finally:
+            server.close()
+            self.cut()
+            for task in list(self._tasks):
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+@requires_postgresql
+@on_postgresql
+async def test_connections_lost_as_soon_as_they_open_are_unavailable_not_internal(
+    database_url: str, database: Database
+) -> None:
+    pg = urlsplit(database_url)
+    async with _Proxy((pg.hostname or "127.0.0.1", pg.port or 5432)).running() as proxy:
+        proxied = Database(_at_port(database_url, proxy.port))
+        try:
+            read = lambda conn: conn.execute(sa.select(leases.c.name)).all()  # noqa: E731
+            assert await proxied.write(read)  # a pooled connection, through the proxy
+            proxy.drop = True
+            proxy.cut()  # the pooled one fails its ping; each new one is lost at once
+            for run in (proxied.write, proxied.write, proxied.read):
+                with pytest.raises(Exception) as caught:
+                    await run(read)
+                assert _answer(caught.value) == grpc.StatusCode.UNAVAILABLE, repr(caught.value)
+            proxy.drop = False
+            assert await proxied.write(read)  # and it recovers
+        finally:
+            await proxied.dispose()
 
 
 async def test_sqlite_write_lock_held_past_the_busy_timeout_is_an_operational_error(

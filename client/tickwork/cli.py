@@ -532,6 +532,10 @@ def _cmd_db(action: str, out: TextIO) -> int:
             return EXIT_OK
     try:
         before, after = _on_database(action)
+    except errors.StorageError as err:
+        cause = err.__cause__ or err
+        print(f"error: cannot reach the database at {shown}: {cause}", file=sys.stderr)
+        return EXIT_FAILED
     except errors.TickworkError as err:
         print(f"error: {err.message}", file=sys.stderr)
         return EXIT_FAILED

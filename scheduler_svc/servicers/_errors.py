@@ -51,10 +51,12 @@ def _details(text: str) -> str:
 def translate(err: Exception, method: str) -> tuple[grpc.StatusCode, str]:
     """The status and message a failed call answers with.
 
-    Domain errors carry their own status. Database driver errors become UNAVAILABLE and
-    anything else INTERNAL, with a short message: the SQL, its parameters and the traceback
-    go to the log only, never to the client.
+    Domain errors carry their own status (a StorageError's cause is logged). Database
+    driver errors become UNAVAILABLE and anything else INTERNAL, with a short message: the
+    SQL, its parameters and the traceback go to the log only, never to the client.
     """
+    if isinstance(err, StorageError):
+        log.error("database unavailable in %s", method, exc_info=err)
     if isinstance(err, TickworkError):
         return status_of(err), _details(err.message)
     if isinstance(err, DBAPIError):
