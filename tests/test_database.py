@@ -102,16 +102,25 @@ class _Proxy:
         self.target = target
         self.drop = False
         self.port = 0
+        self.queries: list[bytes] = []
+        """The simple-protocol queries sent through the proxy (BEGIN, the ping, ...)."""
         self._links: list[asyncio.StreamWriter] = []
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def _pipe(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, cut_at_query: bool
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        cut_at_query: bool,
+        *,
+        record: bool = True,
     ) -> None:
         try:
             while data := await reader.read(65536):
-                if cut_at_query and data[:1] == b"Q":
-                    return
+                if record and data[:1] == b"Q":
+                    if cut_at_query:
+                        return
+                    self.queries.append(data[5:].split(b"\0", 1)[0])
                 writer.write(data)
                 await writer.drain()
         except OSError:
@@ -124,7 +133,7 @@ class _Proxy:
         self._links += [client_w, server_w]
         for task in (
             asyncio.create_task(self._pipe(client_r, server_w, self.drop)),
-            asyncio.create_task(self._pipe(server_r, client_w, False)),
+            asyncio.create_task(self._pipe(server_r, client_w, False, record=False)),
         ):
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
@@ -190,3 +199,26 @@ async def test_sqlite_write_lock_held_past_the_busy_timeout_is_an_operational_er
         assert await database.write(lambda conn: conn.execute(sa.select(leases.c.name)).all())
     finally:
         await database.dispose()
+
+
+@requires_postgresql
+@on_postgresql
+async def test_a_reused_connection_is_pinged_with_one_query_and_a_new_one_not_at_all(
+    database_url: str, database: Database
+) -> None:
+    """SQLAlchemy's pool_pre_ping costs asyncpg three round trips (BEGIN, ping, ROLLBACK)
+    before every transaction; the checkout ping is one, and a connection just opened (its
+    handshake is the check) has none."""
+    pg = urlsplit(database_url)
+    async with _Proxy((pg.hostname or "127.0.0.1", pg.port or 5432)).running() as proxy:
+        proxied = Database(_at_port(database_url, proxy.port))
+        try:
+            read = lambda conn: conn.execute(sa.select(leases.c.name)).all()  # noqa: E731
+            await proxied.write(read)
+            assert [q for q in proxy.queries if b"SELECT 1" in q] == []  # a new connection
+            proxy.queries.clear()
+            await proxied.write(read)
+            assert proxy.queries[0] == b"SELECT 1"  # reused: pinged first, once
+            assert proxy.queries[1:] == [b"BEGIN;", b"COMMIT;"]
+        finally:
+            await proxied.dispose()

@@ -149,3 +149,27 @@ async def test_driver_errors_are_sqlalchemy_errors_and_roll_back(database: Datab
     assert "other" not in names and "worker" in names  # the first insert was rolled back
     with pytest.raises(KeyError):
         await database.write(lambda conn: duplicate.rows(conn, {"b_name": "y"}))
+
+
+async def test_a_job_never_starts_before_it_was_enqueued(database: Database) -> None:
+    """The claim's ``now`` is read before its transaction; an enqueue that committed
+    meanwhile carries a later instant, and the job's started_at is that instant, never the
+    earlier ``now`` (the claim statement computes it, on both backends)."""
+    s, _ = await _seed(database)  # enqueued at T0
+    claimed = await s.claim_next_job("w", T0 - dt.timedelta(seconds=3), 30, worker_lease_holder="w")
+    assert claimed is not None
+    assert claimed[0].started_at == claimed[0].enqueued_at == T0
+    finished = await s.finish_job(
+        claimed[0].id,
+        claimed[0].lease_token or "",
+        "SUCCEEDED",
+        "",
+        "",
+        T0 + dt.timedelta(seconds=1),
+        auto_disable_count=0,
+        claim_next_for="w",
+        lease_ttl_s=30,
+    )
+    assert finished.next_job is not None
+    later = T0 + dt.timedelta(seconds=1)
+    assert finished.next_job[0].started_at == later  # now is after the enqueue: now
