@@ -390,6 +390,22 @@ READ_THREADS = 2
 R = TypeVar("R")
 
 
+#: Seconds :meth:`Database.dispose` waits for PostgreSQL transactions still running.
+DISPOSE_WAIT_S = 10.0
+
+
+def _forget_in_flight(tasks: set[asyncio.Task[Any]]) -> Callable[[asyncio.Task[Any]], None]:
+    """A done callback that drops the task from ``tasks`` and retrieves its exception (a
+    transaction whose caller was cancelled has no one else to take it)."""
+
+    def forget(task: asyncio.Task[Any]) -> None:
+        tasks.discard(task)
+        if not task.cancelled():
+            task.exception()
+
+    return forget
+
+
 class Database:
     """The database behind one interface: run a function in one transaction.
 
@@ -402,8 +418,10 @@ class Database:
     (``AsyncConnection.run_sync`` over asyncpg), each statement one round trip.
 
     The function's exceptions propagate (the transaction is rolled back). A caller that is
-    cancelled while a SQLite transaction runs does not stop it: it commits or rolls back
-    on its thread as if the caller were still waiting.
+    cancelled (its RPC ended, its worker stream closed) does not cut its transaction short,
+    on either backend: it commits or rolls back as if the caller were still waiting (on
+    SQLite's thread; on PostgreSQL in a task of its own that :meth:`dispose` waits for), so
+    no connection is left mid-statement for the garbage collector.
     """
 
     def __init__(self, url: str) -> None:
@@ -421,6 +439,7 @@ class Database:
             # undone: a database restart then failed one live transaction per pooled
             # connection, and a failed outcome turns a succeeded job into "lease lost".
             self._async = create_async_engine(url, pool_size=10, max_overflow=10)
+            self._in_flight: set[asyncio.Task[Any]] = set()
             event.listen(self._async.sync_engine.pool, "connect", _mark_unused)
             event.listen(self._async.sync_engine.pool, "checkout", _ping_on_checkout)
 
@@ -451,7 +470,22 @@ class Database:
 
     async def _postgresql(self, fn: Callable[[Connection], R], *, write: bool) -> R:
         """Run ``fn(conn)`` on a pooled PostgreSQL connection (see ``_ping_on_checkout``),
-        in a transaction committed when ``write`` (else rolled back).
+        in a transaction committed when ``write`` (else rolled back), in a task of its own:
+        cancelling the caller does not cancel it (asyncpg cancelled mid-statement leaves its
+        connection unusable and out of the pool; SQLAlchemy issue 6652). :meth:`dispose`
+        waits for it.
+
+        Raises:
+            asyncio.CancelledError: the caller was cancelled; the transaction goes on.
+            StorageError, sa.exc.DBAPIError: see :meth:`_transaction`.
+        """
+        task = asyncio.ensure_future(self._transaction(fn, write))
+        self._in_flight.add(task)
+        task.add_done_callback(_forget_in_flight(self._in_flight))
+        return await asyncio.shield(task)
+
+    async def _transaction(self, fn: Callable[[Connection], R], write: bool) -> R:
+        """The body of :meth:`_postgresql`.
 
         Raises:
             StorageError: no connection could be had (the server refused or dropped it, or
@@ -488,4 +522,8 @@ class Database:
                 await loop.run_in_executor(None, pool.shutdown)
             self._sqlite.dispose()
         if self._async is not None:
+            if self._in_flight:  # transactions whose callers were cancelled
+                _, late = await asyncio.wait(self._in_flight, timeout=DISPOSE_WAIT_S)
+                for task in late:
+                    task.cancel()
             await self._async.dispose()

@@ -8,7 +8,10 @@ answers UNAVAILABLE), raised by BEGIN IMMEDIATE itself."""
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
+import gc
 import sqlite3
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -23,7 +26,7 @@ from scheduler_svc import db, migrate
 from scheduler_svc.db import Database, leases
 from scheduler_svc.errors import StorageError
 from scheduler_svc.servicers._errors import translate
-from tests.databases import BACKENDS, PG_ADMIN
+from tests.databases import BACKENDS, PG_ADMIN, run_sql_async
 from tests.harness import free_port
 
 requires_postgresql = pytest.mark.skipif(
@@ -222,3 +225,51 @@ async def test_a_reused_connection_is_pinged_with_one_query_and_a_new_one_not_at
             assert proxy.queries[1:] == [b"BEGIN;", b"COMMIT;"]
         finally:
             await proxied.dispose()
+
+
+async def test_a_cancelled_caller_does_not_cut_its_transaction_short(
+    database_url: str, database: Database
+) -> None:
+    """A worker stream that closes while its claim is being written cancels the caller, not
+    the transaction: on both backends it runs to its end (here: commits), and its connection
+    goes back to the pool. On PostgreSQL, asyncpg cancelled mid-statement used to roll back
+    and leave its connection out of the pool for the garbage collector (an SAWarning)."""
+    began, release = threading.Event(), threading.Event()
+    admin: asyncpg.Connection | None = None
+    if database.dialect.name == "postgresql":
+        # Another session holds a lock the transaction's INSERT waits for.
+        admin = await asyncpg.connect(database_url.replace("+asyncpg", ""))
+        await admin.execute("BEGIN; LOCK TABLE leases IN ACCESS EXCLUSIVE MODE")
+
+    def insert(conn: sa.Connection) -> None:
+        began.set()
+        if admin is None:  # SQLite: the writer thread waits inside the transaction
+            assert release.wait(10)
+        conn.execute(
+            leases.insert().values(name="cancelled-caller", expires_at=dt.datetime.now(dt.UTC))
+        )
+
+    async def insert_is_waiting() -> bool:
+        if not began.is_set():
+            return False
+        if admin is None:
+            return True
+        waiting = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+        return bool(await admin.fetchval(waiting))
+
+    caller = asyncio.create_task(database.write(insert))
+    deadline = asyncio.get_running_loop().time() + 10
+    while not await insert_is_waiting():
+        assert asyncio.get_running_loop().time() < deadline, "the INSERT never waited"
+        await asyncio.sleep(0.01)
+    caller.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await caller
+    release.set()
+    if admin is not None:
+        await admin.execute("COMMIT")
+        await admin.close()
+    await database.dispose()  # waits for the transaction
+    gc.collect()  # a connection left out of the pool would warn now (an error in tests)
+    rows = await run_sql_async(database_url, "SELECT name FROM leases")
+    assert ("cancelled-caller",) in rows
