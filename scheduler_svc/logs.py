@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 
 from tickwork._text import escape_controls
 
@@ -25,7 +26,25 @@ def _one_line(value: object) -> str:
     return str(value).replace("\n", "\\n")
 
 
-class KeyValueFormatter(logging.Formatter):
+class _Formatter(logging.Formatter):
+    """A formatter whose default time stamp (local time, ``2026-11-30 16:21:43,123``) is
+    formatted once per second, not once per record: a busy worker logs two lines a job."""
+
+    _second: tuple[int, str] = (-1, "")
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        if datefmt is not None:
+            return super().formatTime(record, datefmt)
+        second = int(record.created)
+        cached, text = self._second
+        if cached != second:
+            text = time.strftime(self.default_time_format, self.converter(second))
+            self._second = (second, text)
+        msec_format = self.default_msec_format
+        return msec_format % (text, record.msecs) if msec_format else text
+
+
+class KeyValueFormatter(_Formatter):
     """``time level logger message key=value ...``, one line per event: newlines in the
     message and fields (a job's multi-line error, say) are written ``\\n`` and control and
     format characters escaped, so stored text can neither forge log lines nor drive the
@@ -42,7 +61,7 @@ class KeyValueFormatter(logging.Formatter):
         return escape_controls(f"{line} {fields}" if fields else line)
 
 
-class JsonFormatter(logging.Formatter):
+class JsonFormatter(_Formatter):
     """One JSON object per line: time, level, logger, message and the extra fields."""
 
     def format(self, record: logging.LogRecord) -> str:

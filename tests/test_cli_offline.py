@@ -275,3 +275,40 @@ def test_text_log_lines_escape_control_and_format_characters() -> None:
 def test_piped_output_is_written_as_is() -> None:
     piped = io.StringIO()
     assert for_terminal(piped) is piped
+
+
+def test_escape_controls_agrees_with_its_table_on_every_code_point() -> None:
+    """The fast path (text with nothing to escape is returned as it is) misses nothing: each
+    code point of the planes that hold controls and format characters, alone and between
+    letters, comes out as the translation table says."""
+    from tickwork._text import _escapes, escape_controls
+
+    table = _escapes()
+    for code in [*range(0x20000), *range(0xE0000, 0xE1000)]:
+        char = chr(code)
+        assert escape_controls(char) == char.translate(table), hex(code)
+        assert escape_controls(f"a{char}b") == f"a{char}b".translate(table), hex(code)
+
+
+def test_log_time_stamps_match_the_standard_formatter_across_seconds() -> None:
+    """The time stamp formatted once a second is the standard one for every record, as the
+    clock crosses a second, goes back (an NTP step) and jumps."""
+    import logging
+
+    from scheduler_svc.logs import JsonFormatter, KeyValueFormatter
+
+    standard = logging.Formatter()
+    ours = [KeyValueFormatter("%(asctime)s %(message)s"), JsonFormatter()]
+    for created in [
+        1_764_520_000.001,
+        1_764_520_000.999,
+        1_764_520_001.0,
+        1_764_519_999.5,
+        1_764_520_001.25,
+        1_800_000_000.75,
+    ]:
+        record = logging.makeLogRecord(
+            {"msg": "m", "created": created, "msecs": (created - int(created)) * 1000}
+        )
+        for formatter in ours:
+            assert formatter.formatTime(record) == standard.formatTime(record), created

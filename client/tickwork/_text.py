@@ -41,4 +41,6 @@ def escape_controls(text: str) -> str:
         str: the same text where every C0 control but tab and newline, DEL, every C1
         control (``\\xNN``) and every Unicode format character (``\\uNNNN``) is escaped.
     """
+    if text.isprintable():  # the common case: no Cc or Cf character, nothing to escape
+        return text
     return text.translate(_escapes())
