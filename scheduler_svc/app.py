@@ -25,6 +25,7 @@ from scheduler_svc.records import (
     ScheduleRecord,
     TaskRunResult,
 )
+from scheduler_svc.replicas import ReplicaWakeups
 from scheduler_svc.settings import Settings
 from scheduler_svc.store import Store
 
@@ -56,6 +57,9 @@ class App:
         self.hub = hub or Hub()
         self.metrics = metrics or Metrics()
         self.dispatching = True
+        #: The wake-up channel to the other replicas (PostgreSQL; set by the server), or
+        #: None: changes are seen by other replicas at their next poll.
+        self.replicas: ReplicaWakeups | None = None
         self._background: set[asyncio.Task[None]] = set()
 
     async def enqueue(
@@ -102,7 +106,14 @@ class App:
             if run.job_id:
                 self.hub.job_changed(run.job_id)
         if any(r.skip_reason is None for r in runs):
-            self.hub.queue.fire()
+            self.queue_changed()
+
+    def queue_changed(self) -> None:
+        """A job may be ready for a worker (one was enqueued, the worker lease was let go):
+        wake this process's worker polls and tell the other replicas."""
+        self.hub.queue.fire()
+        if self.replicas is not None:
+            self.replicas.queue_changed()
 
     def _observe_fires(self, recorded: Sequence[FireResult], now: dt.datetime) -> None:
         """Count newly recorded fires by outcome (one increment per outcome and batch) and
@@ -185,13 +196,18 @@ class App:
             )
         if result.retry is not None:
             self.hub.job_changed(result.retry.id)
+            if self.replicas is not None:  # the reaper may run on another worker's replica
+                self.replicas.queue_changed()
         if result.accepted:
             # The one running job ended: the next one (or the retry) may go now.
             self.hub.queue.fire()
         if result.anchored_next_run is not None:
             # An interval schedule's next run moved: the scheduler loop may need to wake
-            # earlier than it planned. Other finishes do not concern it.
+            # earlier than it planned (here, or on the replica that ticks). Other finishes
+            # do not concern it.
             self.hub.schedules.fire()
+            if self.replicas is not None:
+                self.replicas.schedules_changed(result.anchored_next_run)
         if result.disabled_task is not None:
             task = result.disabled_task
             self.metrics.auto_disables.labels(task.name).inc()
@@ -228,8 +244,16 @@ class App:
         """Wake the scheduler loop so a new or changed schedule is not late.
 
         With ``next_run_at`` (a new schedule's first run), the loop is left asleep when it
-        will tick by then anyway: a bulk import does not cost a tick per schedule.
+        will tick by then anyway: a bulk import does not cost a tick per schedule. The other
+        replicas are told too (the one that ticks applies the same rule).
         """
+        if self.replicas is not None:
+            self.replicas.schedules_changed(next_run_at)
+        self.wake_scheduler_loop(next_run_at)
+
+    def wake_scheduler_loop(self, next_run_at: dt.datetime | None = None) -> None:
+        """Wake this process's scheduler loop, unless it will tick by ``next_run_at``
+        anyway (see :meth:`schedules_changed`)."""
         wakes_at = self.hub.scheduler_wakes_at
         if next_run_at is not None and wakes_at is not None and wakes_at <= next_run_at:
             return

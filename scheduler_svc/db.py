@@ -10,8 +10,9 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import sqlite3
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -21,7 +22,7 @@ from sqlalchemy import event
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.engine import Dialect as SaDialect
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from scheduler_svc.errors import StorageError
 
@@ -513,6 +514,34 @@ class Database:
             if began:
                 raise
             raise StorageError("database unavailable; the server log has the details") from exc
+
+    def connections_in_use(self) -> int:
+        """Connections checked out of the pool right now: the transactions running (and, on
+        PostgreSQL, the connection :mod:`scheduler_svc.replicas` listens on). The test
+        fixtures assert 0 after each test: no connection is left out of the pool."""
+        engine = self._sqlite if self._sqlite is not None else self._async
+        assert engine is not None
+        pool = engine.pool if isinstance(engine, sa.Engine) else engine.sync_engine.pool
+        return int(getattr(pool, "checkedout", lambda: 0)())
+
+    @asynccontextmanager
+    async def autocommit_connection(self) -> AsyncIterator[AsyncConnection]:
+        """A PostgreSQL connection held for as long as the block runs, in autocommit (each
+        statement its own transaction), for LISTEN/NOTIFY (:mod:`scheduler_svc.replicas`);
+        closed, not pooled again, on exit.
+
+        Raises:
+            RuntimeError: the database is SQLite.
+            sa.exc.DBAPIError, OSError: no connection could be had.
+        """
+        if self._async is None:
+            raise RuntimeError("autocommit_connection: PostgreSQL only")
+        async with self._async.connect() as conn:
+            await conn.execution_options(isolation_level="AUTOCOMMIT")
+            try:
+                yield conn
+            finally:
+                await conn.invalidate()
 
     async def dispose(self) -> None:
         """Finish the running transactions and close every pooled connection."""

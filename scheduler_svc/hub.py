@@ -2,7 +2,8 @@
 abort requests reach the stream of the worker that runs the job.
 
 These are hints for latency only. Every waiter re-reads the database and also wakes on a
-timeout, so a change made by another replica is seen within that timeout.
+timeout, so a change made by another replica is seen within that timeout; on PostgreSQL,
+:mod:`scheduler_svc.replicas` brings the other replicas' queue and schedule changes at once.
 """
 
 from __future__ import annotations

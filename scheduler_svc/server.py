@@ -28,6 +28,7 @@ from scheduler_svc.auth import AuthInterceptor, new_token
 from scheduler_svc.db import Database
 from scheduler_svc.hub import Hub
 from scheduler_svc.metrics import REFRESH_S, Metrics, MetricsServer
+from scheduler_svc.replicas import ReplicaWakeups
 from scheduler_svc.scheduler import Scheduler, grpc_queue_client
 from scheduler_svc.servicers._decoding import add_servicer
 from scheduler_svc.servicers.jobs import JobServicer
@@ -118,6 +119,12 @@ class Service:
         self._supervise(asyncio.create_task(self._reap(), name="lease-reaper"))
         if self.metrics_server is not None:
             self._supervise(asyncio.create_task(self._refresh_metrics(), name="metrics"))
+        if self.db.dialect.name == "postgresql":
+            replicas = ReplicaWakeups(
+                self.db, self.app.hub.queue.fire, self.app.wake_scheduler_loop
+            )
+            self.app.replicas = replicas
+            self._supervise(asyncio.create_task(replicas.run(), name="replica-wakeups"))
         if self.settings.scheduler_is_enabled:
             self._channel = grpc.aio.insecure_channel(self.internal_address)
             self.scheduler = Scheduler(

@@ -26,11 +26,13 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
 
 @pytest.fixture
 async def database(database_url: str) -> AsyncIterator[Database]:
-    """The test's database (:func:`database_url`), migrated, as the service opens it."""
+    """The test's database (:func:`database_url`), migrated, as the service opens it;
+    after the test, no connection may be left checked out of its pool."""
     db = Database(database_url)
     await migrate.upgrade(db)
     try:
         yield db
+        assert db.connections_in_use() == 0, "a connection was left checked out"
     finally:
         await db.dispose()
 

@@ -28,20 +28,23 @@ import re
 import signal
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from scheduler_svc.db import Database
 from scheduler_svc.hub import Hub
+from scheduler_svc.replicas import ReplicaWakeups
 from scheduler_svc.scheduler import Scheduler
 from scheduler_svc.store import LEASE_LOST
 from tests.databases import BACKENDS, create_database, drop_database, run_sql, run_sql_async
 from tests.harness import Server, WorkerProc, wait_for
 from tests.inprocess import inprocess
-from tickwork import Client, FireOutcome, SkipReason
+from tickwork import Client, FireOutcome, JobStatus, SkipReason
 from tickwork.v1 import queue_pb2
 
 UTC = dt.UTC
@@ -631,6 +634,88 @@ def test_the_process_of_a_killed_workers_job_ends_with_its_lease(
         replicas.stop()
 
 
+# -- wake-ups across replicas (PostgreSQL LISTEN/NOTIFY) ----------------------------------
+
+SLOW_POLLS = {
+    "WORKER_POLL_INTERVAL_SECONDS": "60",
+    "SCHEDULER_POLL_INTERVAL_SECONDS": "600",
+    "TICKWORK_SCHEDULER_LEASE_TTL_SECONDS": "120",  # the ticking loop wakes every 40 s
+}
+"""Polls so slow that only a wake-up from the other replica explains a prompt start."""
+PROMPT_S = 10.0
+"""How soon "at once" must be on a loaded machine: far below either poll interval."""
+
+
+def _listening(server: Server) -> bool:
+    return "listening for other replicas' wake-ups" in server.output()
+
+
+@contextmanager
+def two_replicas(tmp_path: Path, pg_url: str) -> Iterator[tuple[Server, Server]]:
+    """Replica A (scheduler loop and embedded worker) and replica B (API only), both
+    listening for each other's wake-ups."""
+    a = Server(tmp_path, env=SLOW_POLLS, database_url=pg_url, name="replicaA")
+    b = Server(
+        tmp_path,
+        env={**SLOW_POLLS, "SCHEDULER_IS_ENABLED": "false", "WORKER_IS_ENABLED": "false"},
+        database_url=pg_url,
+        name="replicaB",
+    )
+    try:
+        for server, name in ((a, "A"), (b, "B")):
+            server.wait_healthy()
+            wait_for(functools.partial(_listening, server), what=f"replica {name} to listen")
+        yield a, b
+    finally:
+        for server in (a, b):
+            server.stop()
+
+
+def test_a_job_run_through_another_replica_starts_at_once(tmp_path: Path, pg_url: str) -> None:
+    """RunTasks on replica B, while the active worker waits for a job on replica A with a
+    60 s poll: A is told through PostgreSQL and the job runs at once, not a poll later."""
+    with (
+        two_replicas(tmp_path, pg_url) as (a, b),
+        Client(a.address) as client_a,
+        Client(b.address) as client_b,
+    ):
+        client_a.create_task("warm-up", "shell", {"argv": ["true"]})
+        (warm,) = client_a.run("warm-up")  # the worker is connected and polls again after
+        assert client_a.wait(warm.job_id, timeout=30).status == JobStatus.JOB_STATUS_SUCCEEDED
+        client_b.create_task("elsewhere", "shell", {"argv": ["true"]})
+        began = time.monotonic()
+        (run,) = client_b.run("elsewhere")
+        job = client_b.wait(run.job_id, timeout=PROMPT_S)
+        assert job.status == JobStatus.JOB_STATUS_SUCCEEDED
+        assert time.monotonic() - began < PROMPT_S
+
+
+def test_a_schedule_created_through_another_replica_fires_on_time(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """A schedule created on replica B, while replica A ticks and sleeps up to its 600 s
+    poll (and its lease renewal 40 s away): A is told, and the first fire is recorded on
+    time, not up to a poll late."""
+    with (
+        two_replicas(tmp_path, pg_url) as (a, b),
+        Client(b.address) as client_b,
+    ):
+        wait_for(lambda: "scheduler lease acquired" in a.output(), what="A to tick")
+        client_b.create_task("every-second", "shell", {"argv": ["true"]})
+        created = dt.datetime.now(UTC)
+        client_b.create_schedule("every-second", ["every-second"], cron="* * * * * *")
+        fires = wait_for(
+            lambda: client_b.list_fires("every-second"),
+            timeout_s=PROMPT_S,
+            what="the schedule's first fire",
+        )
+        first = min(fires, key=lambda fire: fire.fire_time.ToDatetime())
+        fire_time = first.fire_time.ToDatetime(tzinfo=UTC)
+        assert created < fire_time <= created + 2 * SECOND
+        assert first.record_time.ToDatetime(tzinfo=UTC) - fire_time < PROMPT_S * SECOND
+        assert fired_lines(a) >= 1 and fired_lines(b) == 0
+
+
 # -- the scheduler lease in one process (both backends) ---------------------------------
 
 T0 = dt.datetime(2026, 6, 1, 10, 0, 0, tzinfo=UTC)
@@ -711,3 +796,65 @@ async def test_a_tick_that_outlives_its_lease_stops_firing(
         assert queue.calls == 1  # the other four were left to the new leader
         holder, _, _ = await lease_row(database_url)
         assert holder == "b"
+
+
+async def test_wake_ups_go_on_after_the_listening_connection_is_dropped(pg_url: str) -> None:
+    """Two replicas' ends of the channel, in one process: each hears the other, never
+    itself; schedule changes carry the earliest next run; when the server drops every
+    connection, each end reconnects, wakes its own waiters once for what it missed, and
+    hears the other again."""
+    heard: dict[str, list[str]] = {"a": [], "b": []}
+    databases = [Database(pg_url), Database(pg_url)]
+
+    def listener(name: str) -> tuple[Callable[[], None], Callable[[dt.datetime | None], None]]:
+        def on_queue() -> None:
+            heard[name].append("queue")
+
+        def on_schedules(at: dt.datetime | None) -> None:
+            heard[name].append(f"schedules {at}")
+
+        return on_queue, on_schedules
+
+    ends = {
+        name: ReplicaWakeups(database, *listener(name))
+        for name, database in zip("ab", databases, strict=True)
+    }
+    runs = [asyncio.create_task(end.run()) for end in ends.values()]
+
+    async def until(check: Callable[[], bool], what: str) -> None:
+        deadline = time.monotonic() + 15
+        while not check():
+            assert time.monotonic() < deadline, f"not within 15 s: {what}"
+            await asyncio.sleep(0.01)
+
+    caught_up = ["queue", "schedules None"]  # what an end tells its waiters on (re)connecting
+    try:
+        await until(lambda: heard["a"] == caught_up and heard["b"] == caught_up, "connected")
+        for calls in heard.values():
+            calls.clear()
+        later, sooner = T0 + dt.timedelta(hours=1), T0
+        ends["b"].schedules_changed(later)
+        ends["b"].schedules_changed(sooner)
+        ends["b"].queue_changed()
+        await until(lambda: len(heard["a"]) == 2, "a to hear b")
+        assert sorted(heard["a"]) == ["queue", f"schedules {sooner}"]
+        assert heard["b"] == []
+
+        heard["a"].clear()
+        await run_sql_async(
+            pg_url,
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()",
+        )
+        await until(lambda: heard["a"] == caught_up and heard["b"] == caught_up, "reconnected")
+        for calls in heard.values():
+            calls.clear()
+        ends["a"].queue_changed()
+        await until(lambda: heard["b"] == ["queue"], "b to hear a again")
+        assert heard["a"] == []
+    finally:
+        for run in runs:
+            run.cancel()
+        await asyncio.gather(*runs, return_exceptions=True)
+        for database in databases:
+            await database.dispose()

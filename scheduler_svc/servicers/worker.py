@@ -285,7 +285,7 @@ class WorkerSession:
         self._gauge_state = None
         if self.active:
             await self.app.store.release_lease("worker", self.worker_id, self.app.clock())
-            self.app.hub.queue.fire()
+            self.app.queue_changed()  # a standby, here or on another replica, takes over
         log.info("worker disconnected", extra={"worker_id": self.worker_id})
 
 
