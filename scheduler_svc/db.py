@@ -12,7 +12,7 @@ import datetime as dt
 import sqlite3
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -391,20 +391,8 @@ READ_THREADS = 2
 R = TypeVar("R")
 
 
-#: Seconds :meth:`Database.dispose` waits for PostgreSQL transactions still running.
+#: Seconds :meth:`Database.dispose` waits for the PostgreSQL transactions still running.
 DISPOSE_WAIT_S = 10.0
-
-
-def _forget_in_flight(tasks: set[asyncio.Task[Any]]) -> Callable[[asyncio.Task[Any]], None]:
-    """A done callback that drops the task from ``tasks`` and retrieves its exception (a
-    transaction whose caller was cancelled has no one else to take it)."""
-
-    def forget(task: asyncio.Task[Any]) -> None:
-        tasks.discard(task)
-        if not task.cancelled():
-            task.exception()
-
-    return forget
 
 
 class Database:
@@ -419,10 +407,12 @@ class Database:
     (``AsyncConnection.run_sync`` over asyncpg), each statement one round trip.
 
     The function's exceptions propagate (the transaction is rolled back). A caller that is
-    cancelled (its RPC ended, its worker stream closed) does not cut its transaction short,
-    on either backend: it commits or rolls back as if the caller were still waiting (on
-    SQLite's thread; on PostgreSQL in a task of its own that :meth:`dispose` waits for), so
-    no connection is left mid-statement for the garbage collector.
+    cancelled (its RPC ended, its worker stream closed) while its transaction runs: on
+    SQLite the transaction goes on on its thread as if the caller were still waiting; on
+    PostgreSQL asyncpg's statement is cancelled, the transaction rolled back and the
+    connection given back to the pool. Either way the database holds all of it or none of
+    it, and :meth:`dispose` waits for the transactions still running, so none is cut off
+    by shutdown and its connection left for the garbage collector.
     """
 
     def __init__(self, url: str) -> None:
@@ -440,7 +430,8 @@ class Database:
             # undone: a database restart then failed one live transaction per pooled
             # connection, and a failed outcome turns a succeeded job into "lease lost".
             self._async = create_async_engine(url, pool_size=10, max_overflow=10)
-            self._in_flight: set[asyncio.Task[Any]] = set()
+            self._running = 0  # PostgreSQL transactions under way (see dispose)
+            self._none_running = asyncio.Event()
             event.listen(self._async.sync_engine.pool, "connect", _mark_unused)
             event.listen(self._async.sync_engine.pool, "checkout", _ping_on_checkout)
 
@@ -471,19 +462,20 @@ class Database:
 
     async def _postgresql(self, fn: Callable[[Connection], R], *, write: bool) -> R:
         """Run ``fn(conn)`` on a pooled PostgreSQL connection (see ``_ping_on_checkout``),
-        in a transaction committed when ``write`` (else rolled back), in a task of its own:
-        cancelling the caller does not cancel it (asyncpg cancelled mid-statement leaves its
-        connection unusable and out of the pool; SQLAlchemy issue 6652). :meth:`dispose`
-        waits for it.
+        in a transaction committed when ``write`` (else rolled back), counted as running
+        until it ends (:meth:`dispose` waits for it).
 
         Raises:
-            asyncio.CancelledError: the caller was cancelled; the transaction goes on.
             StorageError, sa.exc.DBAPIError: see :meth:`_transaction`.
         """
-        task = asyncio.ensure_future(self._transaction(fn, write))
-        self._in_flight.add(task)
-        task.add_done_callback(_forget_in_flight(self._in_flight))
-        return await asyncio.shield(task)
+        self._running += 1
+        self._none_running.clear()
+        try:
+            return await self._transaction(fn, write)
+        finally:
+            self._running -= 1
+            if not self._running:
+                self._none_running.set()
 
     async def _transaction(self, fn: Callable[[Connection], R], write: bool) -> R:
         """The body of :meth:`_postgresql`.
@@ -551,8 +543,7 @@ class Database:
                 await loop.run_in_executor(None, pool.shutdown)
             self._sqlite.dispose()
         if self._async is not None:
-            if self._in_flight:  # transactions whose callers were cancelled
-                _, late = await asyncio.wait(self._in_flight, timeout=DISPOSE_WAIT_S)
-                for task in late:
-                    task.cancel()
+            if self._running:  # e.g. a worker stream's, closed by the shutdown meanwhile
+                with suppress(TimeoutError):
+                    await asyncio.wait_for(self._none_running.wait(), DISPOSE_WAIT_S)
             await self._async.dispose()

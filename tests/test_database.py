@@ -227,49 +227,86 @@ async def test_a_reused_connection_is_pinged_with_one_query_and_a_new_one_not_at
             await proxied.dispose()
 
 
-async def test_a_cancelled_caller_does_not_cut_its_transaction_short(
+class _BlockedWrite:
+    """A write transaction that waits, inside its transaction, until released: on a table
+    lock another session holds (PostgreSQL), or on an event in the writer thread (SQLite)."""
+
+    def __init__(self, database: Database, database_url: str) -> None:
+        self.database, self.url = database, database_url
+        self.began, self.released = threading.Event(), threading.Event()
+        self.admin: asyncpg.Connection | None = None
+
+    async def start(self) -> asyncio.Task[None]:
+        if self.database.dialect.name == "postgresql":
+            self.admin = await asyncpg.connect(self.url.replace("+asyncpg", ""))
+            await self.admin.execute("BEGIN; LOCK TABLE leases IN ACCESS EXCLUSIVE MODE")
+        write = asyncio.create_task(self.database.write(self._insert))
+        deadline = asyncio.get_running_loop().time() + 10
+        while not await self._waiting():
+            assert asyncio.get_running_loop().time() < deadline, "the INSERT never waited"
+            await asyncio.sleep(0.01)
+        return write
+
+    def _insert(self, conn: sa.Connection) -> None:
+        self.began.set()
+        if self.admin is None:
+            assert self.released.wait(10)
+        conn.execute(leases.insert().values(name="blocked", expires_at=dt.datetime.now(dt.UTC)))
+
+    async def _waiting(self) -> bool:
+        if not self.began.is_set() or self.admin is None:
+            return self.began.is_set()
+        waiting = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+        return bool(await self.admin.fetchval(waiting))
+
+    async def release(self) -> None:
+        self.released.set()
+        if self.admin is not None:
+            await self.admin.execute("COMMIT")
+            await self.admin.close()
+
+    async def committed(self) -> bool:
+        rows = await run_sql_async(self.url, "SELECT name FROM leases")
+        return ("blocked",) in rows
+
+
+async def test_a_cancelled_caller_leaves_all_of_its_transaction_or_none(
     database_url: str, database: Database
 ) -> None:
-    """A worker stream that closes while its claim is being written cancels the caller, not
-    the transaction: on both backends it runs to its end (here: commits), and its connection
-    goes back to the pool. On PostgreSQL, asyncpg cancelled mid-statement used to roll back
-    and leave its connection out of the pool for the garbage collector (an SAWarning)."""
-    began, release = threading.Event(), threading.Event()
-    admin: asyncpg.Connection | None = None
-    if database.dialect.name == "postgresql":
-        # Another session holds a lock the transaction's INSERT waits for.
-        admin = await asyncpg.connect(database_url.replace("+asyncpg", ""))
-        await admin.execute("BEGIN; LOCK TABLE leases IN ACCESS EXCLUSIVE MODE")
-
-    def insert(conn: sa.Connection) -> None:
-        began.set()
-        if admin is None:  # SQLite: the writer thread waits inside the transaction
-            assert release.wait(10)
-        conn.execute(
-            leases.insert().values(name="cancelled-caller", expires_at=dt.datetime.now(dt.UTC))
-        )
-
-    async def insert_is_waiting() -> bool:
-        if not began.is_set():
-            return False
-        if admin is None:
-            return True
-        waiting = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
-        return bool(await admin.fetchval(waiting))
-
-    caller = asyncio.create_task(database.write(insert))
-    deadline = asyncio.get_running_loop().time() + 10
-    while not await insert_is_waiting():
-        assert asyncio.get_running_loop().time() < deadline, "the INSERT never waited"
-        await asyncio.sleep(0.01)
-    caller.cancel()
+    """A worker stream that closes while its claim is being written cancels the caller. On
+    SQLite the writer thread goes on and commits; on PostgreSQL asyncpg's statement is
+    cancelled and the transaction rolled back (a claim undone leaves its job queued for the
+    next worker; an outcome undone is reported again by the worker, which was never told
+    it was recorded). Either way the connection goes back to the pool: none is left
+    checked out mid-statement for the garbage collector."""
+    blocked = _BlockedWrite(database, database_url)
+    write = await blocked.start()
+    write.cancel()
     with pytest.raises(asyncio.CancelledError):
-        await caller
-    release.set()
-    if admin is not None:
-        await admin.execute("COMMIT")
-        await admin.close()
-    await database.dispose()  # waits for the transaction
+        await write
+    on_postgresql = database.dialect.name == "postgresql"
+    if on_postgresql:
+        assert database.connections_in_use() == 0
+    await blocked.release()
+    await database.dispose()
     gc.collect()  # a connection left out of the pool would warn now (an error in tests)
-    rows = await run_sql_async(database_url, "SELECT name FROM leases")
-    assert ("cancelled-caller",) in rows
+    assert database.connections_in_use() == 0
+    assert await blocked.committed() is not on_postgresql
+
+
+async def test_dispose_waits_for_the_transactions_still_running(
+    database_url: str, database: Database
+) -> None:
+    """Shutdown disposes of the database while a closing worker stream may still be
+    recording: dispose returns only when that transaction has ended (here: committed)."""
+    blocked = _BlockedWrite(database, database_url)
+    write = await blocked.start()
+    dispose = asyncio.create_task(database.dispose())
+    for _ in range(20):  # loop turns enough for dispose to reach its wait, not a condition
+        await asyncio.sleep(0)
+    assert not dispose.done()
+    await blocked.release()
+    await dispose
+    assert write.done()
+    await write
+    assert await blocked.committed()
