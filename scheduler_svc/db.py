@@ -238,11 +238,14 @@ class Dialect:
     ``skip_locked``: SELECT ... FOR UPDATE SKIP LOCKED is available (PostgreSQL).
     ``advisory_locks``: transaction-scoped advisory locks exist (PostgreSQL); without them
     a write transaction already excludes every other writer (SQLite's BEGIN IMMEDIATE).
+    ``notifications``: LISTEN/NOTIFY carries messages between connections, hence between
+    replicas (PostgreSQL; :mod:`scheduler_svc.replicas`).
     """
 
     name: str
     skip_locked: bool
     advisory_locks: bool
+    notifications: bool
 
 
 def dialect_of(url: str) -> Dialect:
@@ -252,6 +255,7 @@ def dialect_of(url: str) -> Dialect:
         name=name,
         skip_locked=name == "postgresql",
         advisory_locks=name == "postgresql",
+        notifications=name == "postgresql",
     )
 
 
@@ -526,7 +530,7 @@ class Database:
             RuntimeError: the database is SQLite.
             sa.exc.DBAPIError, OSError: no connection could be had.
         """
-        if self._async is None:
+        if self._async is None or not self.dialect.notifications:
             raise RuntimeError("autocommit_connection: PostgreSQL only")
         async with self._async.connect() as conn:
             await conn.execution_options(isolation_level="AUTOCOMMIT")

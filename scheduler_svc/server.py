@@ -119,7 +119,7 @@ class Service:
         self._supervise(asyncio.create_task(self._reap(), name="lease-reaper"))
         if self.metrics_server is not None:
             self._supervise(asyncio.create_task(self._refresh_metrics(), name="metrics"))
-        if self.db.dialect.name == "postgresql":
+        if self.db.dialect.notifications:
             replicas = ReplicaWakeups(
                 self.db, self.app.hub.queue.fire, self.app.wake_scheduler_loop
             )
