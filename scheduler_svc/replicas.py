@@ -16,9 +16,12 @@ Payloads start with the sender's id, so a replica ignores its own. Notifications
 for latency only, as the hub's signals are: every waiter re-reads the database and wakes on
 its poll interval anyway, so a notification lost (a dropped connection, pgbouncer in
 transaction mode, which does not carry LISTEN) costs latency, never a job or a fire. Sending
-runs in the background, batched and deduplicated: a request never waits for it, and a bulk
-import of 100,000 schedules sends a handful of notifications, not 100,000. After the
-listening connection is (re)opened, local waiters are woken once, for whatever was missed.
+runs in the background on the listening connection, off the request path: changes that come
+while a NOTIFY is under way are merged into the next (at most one ``queue`` and one
+``schedules`` each time), so a BatchCreateSchedules of 500 costs one NOTIFY, and a stream of
+single CreateSchedule calls up to one each. After the listening connection is (re)opened,
+local waiters are woken once, for whatever was missed. The connection shows in
+``pg_stat_activity`` as application_name ``tickwork wake-ups``.
 """
 
 from __future__ import annotations
@@ -38,9 +41,12 @@ log = logging.getLogger(__name__)
 
 #: The LISTEN/NOTIFY channel of tickwork replicas (one per database).
 CHANNEL = "tickwork_wakeups"
-#: Seconds between keepalive queries on an idle listening connection: a connection dropped
-#: without a FIN (a network partition) is noticed and replaced within this time.
+#: Seconds between keepalive queries on an idle listening connection, and the longest wait
+#: for any statement's answer on it: a connection dropped without a FIN (a network
+#: partition) is noticed and replaced within twice this time.
 KEEPALIVE_S = 5.0
+#: How the listening connection shows in pg_stat_activity.
+APPLICATION_NAME = "tickwork wake-ups"
 #: Seconds between reconnection attempts, doubling up to :data:`RECONNECT_MAX_S`.
 RECONNECT_MIN_S = 0.5
 RECONNECT_MAX_S = 30.0
@@ -71,6 +77,8 @@ class ReplicaWakeups:
         self._schedules_pending = False
         self._schedules_at: dt.datetime | None = None  # None with pending: any change
         self._wake = asyncio.Event()
+        self._all_sent = asyncio.Event()  # nothing pending and no NOTIFY under way
+        self._all_sent.set()
         self.connected = asyncio.Event()
         """Set while the listening connection is open (tests wait for it)."""
 
@@ -79,6 +87,7 @@ class ReplicaWakeups:
     def queue_changed(self) -> None:
         """Tell the other replicas that the queue changed (sent in the background)."""
         self._queue_pending = True
+        self._all_sent.clear()
         self._wake.set()
 
     def schedules_changed(self, next_run_at: dt.datetime | None = None) -> None:
@@ -91,7 +100,19 @@ class ReplicaWakeups:
         ):
             self._schedules_at = next_run_at
         self._schedules_pending = True
+        self._all_sent.clear()
         self._wake.set()
+
+    async def flush(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` seconds until what is pending has been sent (a stopping
+        replica's last word: its worker lease let go); True when it was."""
+        if not self.connected.is_set():
+            return self._all_sent.is_set()
+        try:
+            await asyncio.wait_for(self._all_sent.wait(), timeout_s)
+        except TimeoutError:
+            return False
+        return True
 
     def _take_payloads(self) -> list[str]:
         payloads = []
@@ -132,8 +153,9 @@ class ReplicaWakeups:
     # -- the connection ---------------------------------------------------------------
 
     async def run(self) -> None:
-        """Listen and send until cancelled, reconnecting (with backoff) when the connection
-        fails; failures are logged, never raised."""
+        """Listen and send until cancelled, reconnecting when the connection fails: at once
+        after a connection that had been open, then with a backoff doubling up to
+        :data:`RECONNECT_MAX_S`. Failures are logged, never raised."""
         delay_s = RECONNECT_MIN_S
         while True:
             try:
@@ -141,6 +163,8 @@ class ReplicaWakeups:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
+                if self.connected.is_set():  # it had worked: start the backoff over
+                    delay_s = RECONNECT_MIN_S
                 log.warning(
                     "replica wake-ups: connection failed (%s: %s); retrying in %.1f s",
                     type(exc).__name__,
@@ -153,6 +177,13 @@ class ReplicaWakeups:
             delay_s = min(delay_s * 2, RECONNECT_MAX_S)
 
     async def _serve(self) -> None:
+        """One connection's life: LISTEN, then send what is pending and keep it alive.
+
+        Raises:
+            ConnectionError: the connection closed, or a statement had no answer within
+                :data:`KEEPALIVE_S` (it is then closed).
+            sa.exc.DBAPIError, OSError: no connection, or a statement failed.
+        """
         async with self._database.autocommit_connection() as conn:
             raw: Any = (await conn.get_raw_connection()).driver_connection  # asyncpg's
             lost = asyncio.Event()
@@ -161,8 +192,17 @@ class ReplicaWakeups:
                 lost.set()
                 self._wake.set()
 
+            async def answered(statement: sa.Executable, **params: str) -> None:
+                try:
+                    await asyncio.wait_for(conn.execute(statement, params), KEEPALIVE_S)
+                except TimeoutError:
+                    raw.terminate()  # at once: closing politely would wait on the network
+                    raise ConnectionError(f"no answer within {KEEPALIVE_S} s") from None
+
             raw.add_termination_listener(closed)
-            await raw.add_listener(CHANNEL, self._notified)
+            name = sa.func.set_config("application_name", APPLICATION_NAME, False)
+            await answered(sa.select(name))
+            await asyncio.wait_for(raw.add_listener(CHANNEL, self._notified), KEEPALIVE_S)
             self.connected.set()
             log.info("listening for other replicas' wake-ups on %s", CHANNEL)
             # Whatever the other replicas sent while this one was not listening.
@@ -173,16 +213,18 @@ class ReplicaWakeups:
                 try:
                     await asyncio.wait_for(self._wake.wait(), KEEPALIVE_S)
                 except TimeoutError:
-                    await conn.execute(sa.select(1))  # keepalive: notice a dead connection
+                    await answered(sa.select(1))  # keepalive: notice a dead connection
                     continue
                 self._wake.clear()
                 payloads = self._take_payloads()
                 try:
                     for payload in payloads:
-                        await conn.execute(notify, {"payload": payload})
+                        await answered(notify, payload=payload)
                 except BaseException:
                     self._put_back(payloads)
                     raise
+                if not (self._queue_pending or self._schedules_pending):
+                    self._all_sent.set()
             raise ConnectionError("the listening connection was closed")
 
 

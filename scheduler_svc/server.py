@@ -185,6 +185,9 @@ class Service:
                 with suppress(Exception, asyncio.CancelledError):
                     await asyncio.wait_for(asyncio.shield(task), grace_s)
         await server_stopped
+        if self.app.replicas is not None:
+            # The other replicas hear of what this one let go (the worker lease) at once.
+            await self.app.replicas.flush(timeout_s=1.0)
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:

@@ -12,10 +12,7 @@ import datetime as dt
 import gc
 import sqlite3
 import threading
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 import grpc
@@ -28,6 +25,7 @@ from scheduler_svc.errors import StorageError
 from scheduler_svc.servicers._errors import translate
 from tests.databases import BACKENDS, PG_ADMIN, run_sql_async
 from tests.harness import free_port
+from tests.pgproxy import PgProxy, at_port
 
 requires_postgresql = pytest.mark.skipif(
     "postgresql" not in BACKENDS, reason="PostgreSQL is not among TICKWORK_TEST_BACKENDS"
@@ -71,13 +69,6 @@ async def test_a_pooled_connection_dropped_by_the_server_is_replaced_before_use(
     assert writes  # the write path too
 
 
-def _at_port(database_url: str, port: int) -> str:
-    """``database_url`` with its host and port replaced by 127.0.0.1:``port``."""
-    parts = urlsplit(database_url)
-    netloc = parts.netloc.rsplit("@", 1)[0] + f"@127.0.0.1:{port}"
-    return urlunsplit(parts._replace(netloc=netloc))
-
-
 def _answer(err: Exception) -> grpc.StatusCode:
     return translate(err, "test")[0]
 
@@ -85,7 +76,7 @@ def _answer(err: Exception) -> grpc.StatusCode:
 @requires_postgresql
 @on_postgresql
 async def test_an_unreachable_postgresql_is_unavailable_not_internal(database_url: str) -> None:
-    unreachable = Database(_at_port(database_url, free_port()))  # nothing listens there
+    unreachable = Database(at_port(database_url, free_port()))  # nothing listens there
     try:
         for run in (unreachable.write, unreachable.read):
             with pytest.raises(StorageError) as caught:
@@ -96,78 +87,13 @@ async def test_an_unreachable_postgresql_is_unavailable_not_internal(database_ur
         await unreachable.dispose()
 
 
-class _Proxy:
-    """A TCP proxy to PostgreSQL. With ``drop`` set, a connection made then is closed at its
-    first simple-protocol query, right after the handshake: a server that accepts
-    connections and loses them at once. ``cut()`` closes every connection open now."""
-
-    def __init__(self, target: tuple[str, int]) -> None:
-        self.target = target
-        self.drop = False
-        self.port = 0
-        self.queries: list[bytes] = []
-        """The simple-protocol queries sent through the proxy (BEGIN, the ping, ...)."""
-        self._links: list[asyncio.StreamWriter] = []
-        self._tasks: set[asyncio.Task[None]] = set()
-
-    async def _pipe(
-        self,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-        cut_at_query: bool,
-        *,
-        record: bool = True,
-    ) -> None:
-        try:
-            while data := await reader.read(65536):
-                if record and data[:1] == b"Q":
-                    if cut_at_query:
-                        return
-                    self.queries.append(data[5:].split(b"\0", 1)[0])
-                writer.write(data)
-                await writer.drain()
-        except OSError:
-            pass
-        finally:
-            writer.transport.abort()
-
-    async def _handle(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
-        server_r, server_w = await asyncio.open_connection(*self.target)
-        self._links += [client_w, server_w]
-        for task in (
-            asyncio.create_task(self._pipe(client_r, server_w, self.drop)),
-            asyncio.create_task(self._pipe(server_r, client_w, False, record=False)),
-        ):
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-
-    def cut(self) -> None:
-        for writer in self._links:
-            writer.transport.abort()
-        self._links.clear()
-
-    @asynccontextmanager
-    async def running(self) -> AsyncIterator[_Proxy]:
-        server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
-        self.port = server.sockets[0].getsockname()[1]
-        try:
-            yield self
-        finally:
-            server.close()
-            self.cut()
-            for task in list(self._tasks):
-                task.cancel()
-            await asyncio.gather(*self._tasks, return_exceptions=True)
-
-
 @requires_postgresql
 @on_postgresql
 async def test_connections_lost_as_soon_as_they_open_are_unavailable_not_internal(
     database_url: str, database: Database
 ) -> None:
-    pg = urlsplit(database_url)
-    async with _Proxy((pg.hostname or "127.0.0.1", pg.port or 5432)).running() as proxy:
-        proxied = Database(_at_port(database_url, proxy.port))
+    async with PgProxy.to(database_url).running() as proxy:
+        proxied = Database(proxy.url(database_url))
         try:
             read = lambda conn: conn.execute(sa.select(leases.c.name)).all()  # noqa: E731
             assert await proxied.write(read)  # a pooled connection, through the proxy
@@ -212,9 +138,8 @@ async def test_a_reused_connection_is_pinged_with_one_query_and_a_new_one_not_at
     """SQLAlchemy's pool_pre_ping costs asyncpg three round trips (BEGIN, ping, ROLLBACK)
     before every transaction; the checkout ping is one, and a connection just opened (its
     handshake is the check) has none."""
-    pg = urlsplit(database_url)
-    async with _Proxy((pg.hostname or "127.0.0.1", pg.port or 5432)).running() as proxy:
-        proxied = Database(_at_port(database_url, proxy.port))
+    async with PgProxy.to(database_url).running() as proxy:
+        proxied = Database(proxy.url(database_url))
         try:
             read = lambda conn: conn.execute(sa.select(leases.c.name)).all()  # noqa: E731
             await proxied.write(read)

@@ -38,12 +38,13 @@ import pytest
 
 from scheduler_svc.db import Database
 from scheduler_svc.hub import Hub
-from scheduler_svc.replicas import ReplicaWakeups
+from scheduler_svc.replicas import APPLICATION_NAME, RECONNECT_MIN_S, ReplicaWakeups
 from scheduler_svc.scheduler import Scheduler
 from scheduler_svc.store import LEASE_LOST
 from tests.databases import BACKENDS, create_database, drop_database, run_sql, run_sql_async
 from tests.harness import Server, WorkerProc, wait_for
 from tests.inprocess import inprocess
+from tests.pgproxy import PgProxy
 from tickwork import Client, FireOutcome, JobStatus, SkipReason
 from tickwork.v1 import queue_pb2
 
@@ -858,3 +859,67 @@ async def test_wake_ups_go_on_after_the_listening_connection_is_dropped(pg_url: 
         await asyncio.gather(*runs, return_exceptions=True)
         for database in databases:
             await database.dispose()
+
+
+class _Listener:
+    """One replica's end of the wake-up channel in this process, recording what it wakes."""
+
+    def __init__(self, url: str) -> None:
+        self.database = Database(url)
+        self.heard: list[str] = []
+        self.end = ReplicaWakeups(
+            self.database, functools.partial(self.heard.append, "queue"), self._schedules
+        )
+        self._run: asyncio.Task[None] | None = None
+
+    def _schedules(self, at: dt.datetime | None) -> None:
+        self.heard.append(f"schedules {at}")
+
+    async def reconnected(self, timeout_s: float) -> None:
+        """Wait until the end has (re)connected: it wakes its waiters once when it does."""
+        deadline = time.monotonic() + timeout_s
+        while self.heard[-2:] != ["queue", "schedules None"]:
+            assert time.monotonic() < deadline, f"no reconnection within {timeout_s} s"
+            await asyncio.sleep(0.01)
+        self.heard.clear()
+
+    async def __aenter__(self) -> _Listener:
+        self._run = asyncio.create_task(self.end.run())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._run is not None
+        self._run.cancel()
+        await asyncio.gather(self._run, return_exceptions=True)
+        await self.database.dispose()
+
+
+async def test_the_listener_reconnects_at_once_however_often_it_was_dropped(
+    pg_url: str,
+) -> None:
+    """Dropped eight times in a row, each time after it had reconnected, the listening
+    connection comes back after the shortest backoff each time (the backoff grows only
+    while reconnecting fails); operators find it in pg_stat_activity by its name."""
+    async with _Listener(pg_url) as listener:
+        await listener.reconnected(15)
+        for _ in range(8):
+            [(dropped,)] = await run_sql_async(
+                pg_url,
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND application_name = :name",
+                name=APPLICATION_NAME,
+            )
+            assert dropped == 1
+            await listener.reconnected(RECONNECT_MIN_S + 3)
+
+
+async def test_a_listening_connection_that_stops_answering_is_replaced(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A network partition drops packets without closing anything: the keepalive, answered
+    by nobody, gives up after KEEPALIVE_S, and the end reconnects."""
+    monkeypatch.setattr("scheduler_svc.replicas.KEEPALIVE_S", 0.3)
+    async with PgProxy.to(pg_url).running() as proxy, _Listener(proxy.url(pg_url)) as listener:
+        await listener.reconnected(15)
+        proxy.hold()  # what the end sends on its connection goes nowhere from now on
+        await listener.reconnected(15)
