@@ -43,11 +43,11 @@ log = logging.getLogger(__name__)
 CHANNEL = "tickwork_wakeups"
 #: Seconds between keepalive queries on an idle listening connection, and the longest wait
 #: for any statement's answer on it: a connection dropped without a FIN (a network
-#: partition) is noticed and replaced within twice this time.
+#: partition) is noticed within twice this time, and replaced after :data:`RECONNECT_MIN_S`.
 KEEPALIVE_S = 5.0
 #: How the listening connection shows in pg_stat_activity.
 APPLICATION_NAME = "tickwork wake-ups"
-#: Seconds between reconnection attempts, doubling up to :data:`RECONNECT_MAX_S`.
+#: Seconds before reconnecting, doubling up to :data:`RECONNECT_MAX_S` while attempts fail.
 RECONNECT_MIN_S = 0.5
 RECONNECT_MAX_S = 30.0
 
