@@ -530,7 +530,7 @@ class Database:
             RuntimeError: the database is SQLite.
             sa.exc.DBAPIError, OSError: no connection could be had.
         """
-        if self._async is None or not self.dialect.notifications:
+        if self._async is None:
             raise RuntimeError("autocommit_connection: PostgreSQL only")
         async with self._async.connect() as conn:
             await conn.execution_options(isolation_level="AUTOCOMMIT")

@@ -109,7 +109,8 @@ class ReplicaWakeups:
         if not self.connected.is_set():
             return self._all_sent.is_set()
         try:
-            await asyncio.wait_for(self._all_sent.wait(), timeout_s)
+            async with asyncio.timeout(timeout_s):
+                await self._all_sent.wait()
         except TimeoutError:
             return False
         return True
@@ -179,6 +180,10 @@ class ReplicaWakeups:
     async def _serve(self) -> None:
         """One connection's life: LISTEN, then send what is pending and keep it alive.
 
+        Waits use ``asyncio.timeout``, not ``asyncio.wait_for``: on Python 3.11 the latter
+        swallows a cancellation that arrives as its awaitable completes, and a stopping
+        service would wait forever for this task.
+
         Raises:
             ConnectionError: the connection closed, or a statement had no answer within
                 :data:`KEEPALIVE_S` (it is then closed).
@@ -194,7 +199,8 @@ class ReplicaWakeups:
 
             async def answered(statement: sa.Executable, **params: str) -> None:
                 try:
-                    await asyncio.wait_for(conn.execute(statement, params), KEEPALIVE_S)
+                    async with asyncio.timeout(KEEPALIVE_S):
+                        await conn.execute(statement, params)
                 except TimeoutError:
                     raw.terminate()  # at once: closing politely would wait on the network
                     raise ConnectionError(f"no answer within {KEEPALIVE_S} s") from None
@@ -202,7 +208,8 @@ class ReplicaWakeups:
             raw.add_termination_listener(closed)
             name = sa.func.set_config("application_name", APPLICATION_NAME, False)
             await answered(sa.select(name))
-            await asyncio.wait_for(raw.add_listener(CHANNEL, self._notified), KEEPALIVE_S)
+            async with asyncio.timeout(KEEPALIVE_S):
+                await raw.add_listener(CHANNEL, self._notified)
             self.connected.set()
             log.info("listening for other replicas' wake-ups on %s", CHANNEL)
             # Whatever the other replicas sent while this one was not listening.
@@ -211,7 +218,8 @@ class ReplicaWakeups:
             notify = sa.select(sa.func.pg_notify(CHANNEL, sa.bindparam("payload")))
             while not lost.is_set():
                 try:
-                    await asyncio.wait_for(self._wake.wait(), KEEPALIVE_S)
+                    async with asyncio.timeout(KEEPALIVE_S):
+                        await self._wake.wait()
                 except TimeoutError:
                     await answered(sa.select(1))  # keepalive: notice a dead connection
                     continue

@@ -923,3 +923,20 @@ async def test_a_listening_connection_that_stops_answering_is_replaced(
         await listener.reconnected(15)
         proxy.hold()  # what the end sends on its connection goes nowhere from now on
         await listener.reconnected(15)
+
+
+async def test_a_stopping_end_flushes_what_it_has_to_say(pg_url: str) -> None:
+    """A replica that stops right after letting the worker lease go still tells the others:
+    flush() returns once the NOTIFY is sent, so cancelling the end afterwards loses nothing
+    (cancelled at once, the notification was never sent)."""
+    async with _Listener(pg_url) as a, _Listener(pg_url) as b:
+        await a.reconnected(15)
+        await b.reconnected(15)
+        b.end.queue_changed()
+        assert await b.end.flush(timeout_s=5)
+        assert b._run is not None
+        b._run.cancel()
+        deadline = time.monotonic() + 15
+        while a.heard != ["queue"]:
+            assert time.monotonic() < deadline, f"a heard {a.heard}"
+            await asyncio.sleep(0.01)
