@@ -452,6 +452,16 @@ class Database:
             return await asyncio.get_running_loop().run_in_executor(self._writer, run)
         return await self._postgresql(fn, write=True)
 
+    async def write_one(self, fn: Callable[[Connection], R]) -> R:
+        """Run ``fn(conn)``, which executes exactly one statement, as that statement's own
+        transaction: on PostgreSQL without BEGIN and COMMIT (autocommit; a statement is
+        atomic on its own), two round trips fewer than :meth:`write`; on SQLite as
+        :meth:`write`. A function that executes more than one statement must use
+        :meth:`write`: here each would commit on its own."""
+        if self._sqlite is not None:
+            return await self.write(fn)
+        return await self._postgresql(fn, write=True, autocommit=True)
+
     async def read(self, fn: Callable[[Connection], R]) -> R:
         """Run ``fn(conn)`` in a transaction that is rolled back (it must only read)."""
         if self._sqlite is not None:
@@ -464,10 +474,13 @@ class Database:
             return await asyncio.get_running_loop().run_in_executor(self._readers, run)
         return await self._postgresql(fn, write=False)
 
-    async def _postgresql(self, fn: Callable[[Connection], R], *, write: bool) -> R:
+    async def _postgresql(
+        self, fn: Callable[[Connection], R], *, write: bool, autocommit: bool = False
+    ) -> R:
         """Run ``fn(conn)`` on a pooled PostgreSQL connection (see ``_ping_on_checkout``),
-        in a transaction committed when ``write`` (else rolled back), counted as running
-        until it ends (:meth:`dispose` waits for it).
+        in a transaction committed when ``write`` (else rolled back), or each statement in
+        its own (``autocommit``), counted as running until it ends (:meth:`dispose` waits
+        for it).
 
         Raises:
             StorageError, sa.exc.DBAPIError: see :meth:`_transaction`.
@@ -475,13 +488,13 @@ class Database:
         self._running += 1
         self._none_running.clear()
         try:
-            return await self._transaction(fn, write)
+            return await self._transaction(fn, write, autocommit)
         finally:
             self._running -= 1
             if not self._running:
                 self._none_running.set()
 
-    async def _transaction(self, fn: Callable[[Connection], R], write: bool) -> R:
+    async def _transaction(self, fn: Callable[[Connection], R], write: bool, autocommit: bool) -> R:
         """The body of :meth:`_postgresql`.
 
         Raises:
@@ -500,7 +513,10 @@ class Database:
 
         try:
             async with self._async.connect() as aconn:
-                if not write:
+                if autocommit:
+                    # The pool sets the connection back to the default level on return.
+                    await aconn.execution_options(isolation_level="AUTOCOMMIT")
+                if not write or autocommit:
                     return await aconn.run_sync(run)
                 async with aconn.begin():
                     return await aconn.run_sync(run)

@@ -97,11 +97,22 @@ async def test_every_prepared_statement_gives_what_connection_execute_gives(
             "b_tail": "",
             "b_now": now + dt.timedelta(seconds=1),
         },
+        "_PREPARED_SUCCEED_AND_START_NEXT": {  # finishes the running job, starts the other
+            **start,
+            "b_job_id": running.id,
+            "b_token": running.lease_token,
+            "b_status": "SUCCEEDED",
+            "b_error": "",
+            "b_tail": "done: ü",
+            "b_now": now + dt.timedelta(seconds=1),
+            "b_next_token": "n" * 32,
+        },
     }
     prepared = _prepared_in_store()
     assert set(prepared) == set(idle) | set(busy), "a new prepared statement needs its case here"
-    if database.dialect.name == "sqlite":  # the locked variants are PostgreSQL's
-        prepared = {k: v for k, v in prepared.items() if not k.endswith("_LOCKED")}
+    if database.dialect.name == "sqlite":  # the locked variants and the CTE are PostgreSQL's
+        postgresql_only = ("_LOCKED", "_SUCCEED_AND_START_NEXT")
+        prepared = {k: v for k, v in prepared.items() if not k.endswith(postgresql_only)}
 
     def compare(conn: sa.Connection) -> None:
         # Back to nothing running for the claim's statements, then the running job again.
