@@ -461,6 +461,17 @@ def _writes(op: _Op[P, R]) -> _AsyncOp[P, R]:
     return run
 
 
+def _takes_jobs(op: _Op[P, R]) -> _AsyncOp[P, R]:
+    """Like :func:`_writes`, on the queue's connections (``Database.write(queue=True)``):
+    for what takes jobs off the queue."""
+
+    @functools.wraps(op)
+    async def run(self: Store, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return await self.db.write(lambda conn: op(self, conn, *args, **kwargs), queue=True)
+
+    return run
+
+
 def _reads(op: _Op[P, R]) -> _AsyncOp[P, R]:
     """Like :func:`_writes`, in a transaction that only reads (:meth:`Database.read`)."""
 
@@ -1159,7 +1170,7 @@ class Store:
         )
         return FireResult(request, _fire(existing).runs, duplicate_fire=True)
 
-    @_writes
+    @_takes_jobs
     def claim_next_job(
         self,
         conn: Connection,
@@ -1287,7 +1298,8 @@ class Store:
             done = await self.db.write_one(
                 lambda conn: self._succeed_and_start_next(
                     conn, job_id, token, output_tail, now, claim_next_for, lease_ttl_s
-                )
+                ),
+                queue=True,
             )
             if done is not None:
                 return done
@@ -1303,7 +1315,8 @@ class Store:
                 auto_disable_count=auto_disable_count,
                 claim_next_for=claim_next_for,
                 lease_ttl_s=lease_ttl_s,
-            )
+            ),
+            queue=claim_next_for is not None,
         )
 
     def _succeed_and_start_next(

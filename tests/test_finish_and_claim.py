@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import functools
 
 import pytest
 import sqlalchemy as sa
 
+from scheduler_svc import store
 from scheduler_svc.db import Database, jobs, tasks
+from scheduler_svc.prepared import Prepared
 from scheduler_svc.records import FinishResult, JobRecord
 from scheduler_svc.store import Store
 
@@ -284,3 +287,60 @@ async def test_write_one_commits_each_statement_and_leaves_the_pool_transactiona
         with pytest.raises(RuntimeError):
             await database.write(two_then_fail)
     assert (await s.get_task_by_name("a")).description == "one statement"
+
+
+def _plan(conn: sa.Connection, *, statement: Prepared, params: dict[str, object]) -> str:
+    """PostgreSQL's plan for ``statement`` with ``params`` (EXPLAIN; nothing runs)."""
+    plan = statement._plan(conn.dialect)
+    values = [params[name] if name in params else plan.defaults[name] for name in plan.names]
+    values = [v if bind is None else bind(v) for v, bind in zip(values, plan.bind, strict=True)]
+    return "\n".join(row[0] for row in conn.exec_driver_sql("EXPLAIN " + plan.sql, tuple(values)))
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+async def test_taking_a_job_reads_the_queue_index_whatever_the_statistics(
+    database: Database,
+) -> None:
+    """A new jobs table, not yet analyzed, and a burst of 4,000 enqueues: left to its
+    statistics the planner reads every queued job and sorts them, for each job taken; on
+    the queue's connections the next job is the first ready entry of ix_jobs_queue, and
+    nothing is scanned in full."""
+    s = await _store_with_queue(database, "a", "b")
+    job = await _start(s)
+    ids = await database.write(
+        lambda conn: list(
+            conn.scalars(
+                sa.text(
+                    "INSERT INTO tasks (name, description, handler, params, task_priority,"
+                    " enabled, timeout_seconds, consecutive_failure_count, max_attempts,"
+                    " backoff_base_seconds, backoff_cap_seconds, disabled_reason,"
+                    " created_at, updated_at) SELECT 'bulk-' || i, '', 'shell', '{}', 100,"
+                    " true, 0, 0, 1, 10, 600, '', now(), now()"
+                    " FROM generate_series(1, 4000) AS i RETURNING id"
+                )
+            )
+        )
+    )
+    for start in range(0, len(ids), 500):
+        await s.enqueue(ids[start : start + 500], "API", T0)
+    params: dict[str, object] = {
+        "now": T1,
+        "b_started_at": T1,
+        "b_worker_id": "w",
+        "b_token": job.lease_token,
+        "b_next_token": "n" * 32,
+        "b_expires": T1 + dt.timedelta(seconds=TTL),
+        "b_job_id": job.id,
+        "b_status": "SUCCEEDED",
+        "b_error": "",
+        "b_tail": "",
+        "b_now": T1,
+    }
+    statements = [store._PREPARED_START_NEXT_READY_LOCKED, store._PREPARED_SUCCEED_AND_START_NEXT]
+    for statement in statements:
+        explain = functools.partial(_plan, statement=statement, params=params)
+        plain = await database.write(explain)
+        assert "Sort" in plain  # the case this guards against; else it tests nothing
+        queue = await database.write(explain, queue=True)
+        assert "Sort" not in queue and "Seq Scan" not in queue, queue
+        assert "Index Scan using ix_jobs_queue on jobs" in queue, queue
