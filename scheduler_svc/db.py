@@ -425,6 +425,15 @@ def _check_on_checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
 #: table (it scans the whole table for the running job).
 QUEUE_SESSION_SETTINGS = (("enable_sort", "off"), ("enable_seqscan", "off"))
 
+
+def _set_queue_session(dbapi_connection: Any, _record: Any) -> None:
+    """Pool ``connect`` hook of the queue's pool (PostgreSQL): apply
+    :data:`QUEUE_SESSION_SETTINGS` to the new session, one round trip. With SET, not as
+    startup parameters, which pgbouncer refuses ("unsupported startup parameter")."""
+    sql = "; ".join(f"SET {name} = {value}" for name, value in QUEUE_SESSION_SETTINGS)
+    dbapi_connection.run_async(lambda driver: driver.execute(sql))
+
+
 #: Threads that run SQLite read transactions (WAL lets them read while one thread writes).
 READ_THREADS = 2
 
@@ -473,12 +482,8 @@ class Database:
             # lost".
             self._async = create_async_engine(url, pool_size=10, max_overflow=10)
             # The queue's own pool: see QUEUE_SESSION_SETTINGS.
-            self._queue = create_async_engine(
-                url,
-                pool_size=2,
-                max_overflow=10,
-                connect_args={"server_settings": dict(QUEUE_SESSION_SETTINGS)},
-            )
+            self._queue = create_async_engine(url, pool_size=2, max_overflow=10)
+            event.listen(self._queue.sync_engine.pool, "connect", _set_queue_session)
             self._running = 0  # PostgreSQL transactions under way (see dispose)
             self._none_running = asyncio.Event()
             for engine in (self._async, self._queue):
