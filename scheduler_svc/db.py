@@ -535,7 +535,7 @@ class Database:
         autocommit: bool = False,
         queue: bool = False,
     ) -> R:
-        """Run ``fn(conn)`` on a pooled PostgreSQL connection (see ``_ping_on_checkout``),
+        """Run ``fn(conn)`` on a pooled PostgreSQL connection (see ``_check_on_checkout``),
         in a transaction committed when ``write`` (else rolled back), or each statement in
         its own (``autocommit``), counted as running until it ends (:meth:`dispose` waits
         for it).

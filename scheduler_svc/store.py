@@ -1292,12 +1292,15 @@ class Store:
         that statement finding something else to do) is the transaction below.
 
         Raises:
-            sqlalchemy.exc.DBAPIError: the database failed; nothing was recorded.
+            sqlalchemy.exc.DBAPIError, StorageError: the database failed or could not be
+                reached. Nothing was recorded, unless the connection was lost while the
+                commit was under way (as with any database): a report of the same outcome
+                again is then a repeat.
         """
         if claim_next_for is not None and status == db.SUCCEEDED and self.db.dialect.skip_locked:
             done = await self.db.write_one(
                 lambda conn: self._succeed_and_start_next(
-                    conn, job_id, token, output_tail, now, claim_next_for, lease_ttl_s
+                    conn, job_id, token, error, output_tail, now, claim_next_for, lease_ttl_s
                 ),
                 queue=True,
             )
@@ -1324,6 +1327,7 @@ class Store:
         conn: Connection,
         job_id: int,
         token: str,
+        error: str,
         output_tail: str,
         now: dt.datetime,
         worker_id: str,
@@ -1337,7 +1341,7 @@ class Store:
                 "b_job_id": job_id,
                 "b_token": token,
                 "b_status": db.SUCCEEDED,
-                "b_error": "",
+                "b_error": error,
                 "b_tail": _tail(output_tail),
                 "b_now": now,
                 "now": now,

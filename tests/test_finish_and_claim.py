@@ -13,6 +13,7 @@ import asyncio
 import datetime as dt
 import functools
 
+import asyncpg
 import pytest
 import sqlalchemy as sa
 
@@ -54,12 +55,14 @@ async def _start(s: Store) -> JobRecord:
     return claimed[0]
 
 
-async def _succeed(s: Store, job: JobRecord, *, tail: str = "", token: str = "") -> FinishResult:
+async def _succeed(
+    s: Store, job: JobRecord, *, tail: str = "", token: str = "", error: str = ""
+) -> FinishResult:
     return await s.finish_job(
         job.id,
         token or job.lease_token or "",
         "SUCCEEDED",
-        "",
+        error,
         tail,
         T1,
         auto_disable_count=3,
@@ -72,7 +75,7 @@ async def _one_statement(s: Store, job: JobRecord) -> FinishResult | None:
     """The one-statement path alone (PostgreSQL): what it did, or None if it declined."""
     return await s.db.write_one(
         lambda conn: s._succeed_and_start_next(
-            conn, job.id, job.lease_token or "", "", T1, "w", TTL
+            conn, job.id, job.lease_token or "", "", "", T1, "w", TTL
         )
     )
 
@@ -231,6 +234,62 @@ async def test_a_stale_token_is_a_late_outcome_and_a_repeat_changes_nothing(
     repeat = await _succeed(s, job)
     assert repeat.accepted and repeat.repeat and repeat.next_job is None
     assert await _rows(database) == [("a", "SUCCEEDED"), ("b", "RUNNING")]
+
+
+async def test_a_success_keeps_the_error_text_it_was_sent_and_its_repeat_is_a_repeat(
+    database: Database,
+) -> None:
+    """Outcome.error is free text on any outcome; a worker that reports it again after a
+    broken stream is recognized by (token, status, error), on both backends alike."""
+    s = await _store_with_queue(database, "a", "b")
+    job = await _start(s)
+    first = await _succeed(s, job, error="finished with warnings")
+    assert first.accepted and not first.repeat and first.next_job is not None
+    assert first.job is not None and first.job.error == "finished with warnings"
+    repeat = await _succeed(s, job, error="finished with warnings")
+    assert repeat.accepted and repeat.repeat and repeat.job is not None
+    assert repeat.job.late_outcome == ""
+
+
+async def _wait_for_a_lock_wait(admin: asyncpg.Connection, database_name: str) -> None:
+    deadline = asyncio.get_running_loop().time() + 10
+    while not await admin.fetchval(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND wait_event_type = 'Lock'",
+        database_name,
+    ):
+        assert asyncio.get_running_loop().time() < deadline, "nothing ever waited on a lock"
+        await asyncio.sleep(0.01)
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+async def test_a_worker_deposed_while_its_outcome_waits_starts_nothing(
+    database_url: str, database: Database
+) -> None:
+    """The outcome's statement waits on the finishing job's row (another session holds
+    it); meanwhile the worker lease passes to another worker and commits. Once the row is
+    free the outcome is recorded, and no job is started for the deposed worker: the lease
+    row is read as it is once locked, not as the statement's snapshot saw it."""
+    s = await _store_with_queue(database, "a", "b")
+    job = await _start(s)
+    dsn = database_url.replace("+asyncpg", "")
+    holder, other = await asyncpg.connect(dsn), await asyncpg.connect(dsn)
+    try:
+        row_lock = holder.transaction()
+        await row_lock.start()
+        await holder.execute("SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE", job.id)
+        outcome = asyncio.create_task(_succeed(s, job))
+        await _wait_for_a_lock_wait(other, database_url.rsplit("/", 1)[1])
+        await other.execute(
+            "UPDATE leases SET holder = 'w2', token = token + 1 WHERE name = 'worker'"
+        )
+        await row_lock.commit()
+        result = await outcome
+    finally:
+        await holder.close()
+        await other.close()
+    assert result.accepted and result.job is not None and result.job.status == "SUCCEEDED"
+    assert result.next_job is None
+    assert await _rows(database) == [("a", "SUCCEEDED"), ("b", "QUEUED")]
 
 
 @pytest.mark.parametrize("rounds", [40])
