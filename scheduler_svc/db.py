@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import sqlite3
-import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager, suppress
@@ -361,13 +360,6 @@ def make_sqlite_engine(url: str) -> sa.Engine:
 
 _UNUSED = "tickwork_unused"
 """Key in a pooled connection's ``info``: opened and not yet checked out."""
-_CHECKED_IN = "tickwork_checked_in"
-"""Key in a pooled connection's ``info``: when it was last given back (``time.monotonic``)."""
-
-#: Seconds a pooled PostgreSQL connection may sit unused and still be checked out without a
-#: ping (see :func:`_check_on_checkout`). HikariCP's ``aliveBypassWindowMs`` (500 ms) is
-#: the same rule.
-PING_AFTER_IDLE_S = 1.0
 
 
 def _mark_unused(_dbapi_connection: Any, record: Any) -> None:
@@ -375,38 +367,27 @@ def _mark_unused(_dbapi_connection: Any, record: Any) -> None:
     record.info[_UNUSED] = True
 
 
-def _mark_checked_in(_dbapi_connection: Any, record: Any) -> None:
-    """Pool ``checkin`` hook (PostgreSQL): when the connection was last used."""
-    record.info[_CHECKED_IN] = time.monotonic()
+def _ping_on_checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+    """Pool ``checkout`` hook (PostgreSQL): one ``SELECT 1`` round trip on a pooled
+    connection about to be used again; one the server dropped is replaced before anything
+    runs on it. A connection just opened (its handshake is the check) is not pinged.
 
+    Every reuse is pinged, however recent: skipping the ping for a connection given back
+    under a second ago (asyncpg's ``is_closed()`` checked instead) was tried and undone. A
+    backend killed moments before is not yet seen closed by the client, and a reviewer's
+    loop of outcomes with every backend killed 30 times failed 27 outcomes without the
+    ping, 2 with it.
 
-def _check_on_checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
-    """Pool ``checkout`` hook (PostgreSQL): a pooled connection about to be used again is
-    replaced before anything runs on it when the server has dropped it.
-
-    A connection the server closed (a restart, ``pg_terminate_backend``) is marked closed
-    by asyncpg as soon as the event loop reads the close, also while it sits in the pool:
-    that check costs nothing. A connection unused for :data:`PING_AFTER_IDLE_S` or longer
-    is also pinged (one ``SELECT 1`` round trip, a simple-protocol query that pgbouncer
-    passes as it is), for what the client cannot see without sending (a firewall that
-    dropped an idle connection answers only then). A connection just opened (its handshake
-    is the check) is neither. The worker stream's connection, back in the pool between
-    jobs for a fraction of a millisecond, is not pinged: a ping was a sixth of a job's
-    time on PostgreSQL.
-
-    SQLAlchemy's ``pool_pre_ping`` pings every checkout, in three round trips on asyncpg
-    (BEGIN, the ping, ROLLBACK).
+    SQLAlchemy's ``pool_pre_ping`` does the same in three round trips on asyncpg (BEGIN,
+    the ping, ROLLBACK: for pgbouncer's transaction mode, where asyncpg's ping is a
+    prepared statement); this one is a simple-protocol query, which pgbouncer passes as
+    it is.
 
     Raises:
-        sqlalchemy.exc.DisconnectionError: the connection is closed or the ping failed;
-            the pool discards it and opens a new one in its place.
+        sqlalchemy.exc.DisconnectionError: the ping failed; the pool discards the
+            connection and opens a new one in its place.
     """
     if record.info.pop(_UNUSED, False):
-        return
-    if dbapi_connection.driver_connection.is_closed():
-        raise sa.exc.DisconnectionError("pooled connection closed by the server")
-    checked_in = record.info.get(_CHECKED_IN)
-    if checked_in is not None and time.monotonic() - checked_in < PING_AFTER_IDLE_S:
         return
     try:
         dbapi_connection.run_async(lambda driver: driver.execute("SELECT 1"))
@@ -475,11 +456,10 @@ class Database:
             self._writer = ThreadPoolExecutor(1, thread_name_prefix="tickwork-db-write")
             self._readers = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="tickwork-db-read")
         else:
-            # Every checkout is checked (see _check_on_checkout). Pinging only connections
-            # idle a while, without asking asyncpg whether the server closed them, was
-            # tried and undone: a database restart then failed one live transaction per
-            # pooled connection, and a failed outcome turns a succeeded job into "lease
-            # lost".
+            # Every checkout is pinged (see _ping_on_checkout), however recently the
+            # connection was used: pinging only connections idle a while was tried twice
+            # and undone: a database restart, or a backend killed, then failed live
+            # transactions, and a failed outcome breaks the worker's stream.
             self._async = create_async_engine(url, pool_size=10, max_overflow=10)
             # The queue's own pool: see QUEUE_SESSION_SETTINGS.
             self._queue = create_async_engine(url, pool_size=2, max_overflow=10)
@@ -488,8 +468,7 @@ class Database:
             self._none_running = asyncio.Event()
             for engine in (self._async, self._queue):
                 event.listen(engine.sync_engine.pool, "connect", _mark_unused)
-                event.listen(engine.sync_engine.pool, "checkin", _mark_checked_in)
-                event.listen(engine.sync_engine.pool, "checkout", _check_on_checkout)
+                event.listen(engine.sync_engine.pool, "checkout", _ping_on_checkout)
 
     async def write(self, fn: Callable[[Connection], R], *, queue: bool = False) -> R:
         """Run ``fn(conn)`` in a read-write transaction; committed when it returns, rolled
@@ -535,7 +514,7 @@ class Database:
         autocommit: bool = False,
         queue: bool = False,
     ) -> R:
-        """Run ``fn(conn)`` on a pooled PostgreSQL connection (see ``_check_on_checkout``),
+        """Run ``fn(conn)`` on a pooled PostgreSQL connection (see ``_ping_on_checkout``),
         in a transaction committed when ``write`` (else rolled back), or each statement in
         its own (``autocommit``), counted as running until it ends (:meth:`dispose` waits
         for it).

@@ -92,7 +92,7 @@ class Prepared:
             # As Connection.execute would: the driver's error becomes SQLAlchemy's DBAPIError
             # subclass (callers answer UNAVAILABLE); a connection that was lost, or whose
             # statement was cancelled midway (its state unknown), is not reused. The
-            # pool's checkout check (db.py) checks the other pooled connections.
+            # pool's checkout ping (db.py) checks the other pooled connections.
             cursor.close()
             dbapi_error = conn.dialect.loaded_dbapi.Error
             if not isinstance(exc, Exception):

@@ -132,13 +132,12 @@ async def test_sqlite_write_lock_held_past_the_busy_timeout_is_an_operational_er
 
 @requires_postgresql
 @on_postgresql
-async def test_a_connection_idle_a_while_is_pinged_with_one_query_a_recent_one_not_at_all(
-    database_url: str, database: Database, monkeypatch: pytest.MonkeyPatch
+async def test_a_reused_connection_is_pinged_with_one_query_and_a_new_one_not_at_all(
+    database_url: str, database: Database
 ) -> None:
     """SQLAlchemy's pool_pre_ping costs asyncpg three round trips (BEGIN, ping, ROLLBACK)
-    before every transaction; the checkout ping is one, only for a connection unused for
-    PING_AFTER_IDLE_S or longer; a connection just opened (its handshake is the check) or
-    given back a moment ago (the worker stream's, between jobs) has none."""
+    before every transaction; the checkout ping is one, and a connection just opened (its
+    handshake is the check) has none."""
     async with PgProxy.to(database_url).running() as proxy:
         proxied = Database(proxy.url(database_url))
         try:
@@ -147,11 +146,7 @@ async def test_a_connection_idle_a_while_is_pinged_with_one_query_a_recent_one_n
             assert [q for q in proxy.queries if b"SELECT 1" in q] == []  # a new connection
             proxy.queries.clear()
             await proxied.write(read)
-            assert proxy.queries == [b"BEGIN;", b"COMMIT;"]  # reused at once: no ping
-            proxy.queries.clear()
-            monkeypatch.setattr(db, "PING_AFTER_IDLE_S", 0.0)  # as if idle long enough
-            await proxied.write(read)
-            assert proxy.queries[0] == b"SELECT 1"  # pinged first, once
+            assert proxy.queries[0] == b"SELECT 1"  # reused: pinged first, once
             assert proxy.queries[1:] == [b"BEGIN;", b"COMMIT;"]
         finally:
             await proxied.dispose()
@@ -162,9 +157,9 @@ async def test_a_connection_idle_a_while_is_pinged_with_one_query_a_recent_one_n
 async def test_every_pooled_connection_dropped_at_once_is_replaced_before_use(
     database_url: str, database: Database
 ) -> None:
-    """A restart's case: each pooled connection was used a moment ago (no ping is due)
-    and the server drops them all; the next transactions, as many at once as there were
-    connections, all succeed, through write, write_one and read."""
+    """A restart's case: each pooled connection was used a moment ago and the server drops
+    them all; the next transactions, as many at once as there were connections, all
+    succeed, through write, write_one and read."""
 
     def pid_slowly(conn: sa.Connection) -> int:
         return int(conn.scalar(sa.text("SELECT pg_backend_pid() FROM pg_sleep(0.05)")))
