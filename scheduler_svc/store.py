@@ -375,17 +375,26 @@ def _has_no_follow_ups() -> sa.ColumnElement[bool]:
     """True for a running job whose success has nothing to follow it (see
     :meth:`Store._after_finish`, whose rules this must match): its task's
     consecutive_failure_count is already 0 and it was not started by an enabled interval
-    schedule (whose next run is anchored to the finish)."""
-    interval_schedule = sa.select(schedules.c.id).where(
-        schedules.c.id == jobs.c.schedule_id,
-        schedules.c.enabled.is_(True),
-        schedules.c.cron_expression == "",
-        schedules.c.interval_seconds > 0,
+    schedule (whose next run is anchored to the finish). Scalar subqueries on the primary
+    keys, not EXISTS: PostgreSQL may turn an EXISTS into a join that reads every enabled
+    schedule for the one job."""
+    failures = (
+        sa.select(tasks.c.consecutive_failure_count)
+        .where(tasks.c.id == jobs.c.task_id)
+        .scalar_subquery()
     )
-    failing_task = sa.select(tasks.c.id).where(
-        tasks.c.id == jobs.c.task_id, tasks.c.consecutive_failure_count != 0
+    interval = (
+        sa.select(
+            sa.and_(
+                schedules.c.enabled.is_(True),
+                schedules.c.cron_expression == "",
+                schedules.c.interval_seconds > 0,
+            )
+        )
+        .where(schedules.c.id == jobs.c.schedule_id)
+        .scalar_subquery()
     )
-    return sa.and_(~sa.exists(failing_task), ~sa.exists(interval_schedule))
+    return sa.and_(sa.func.coalesce(failures, 0) == 0, sa.func.coalesce(interval, False).is_(False))
 
 
 def _succeed_and_start_next() -> sa.Select[Any]:
