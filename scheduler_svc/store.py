@@ -497,31 +497,6 @@ def _reads(op: _Op[P, R]) -> _AsyncOp[P, R]:
     return run
 
 
-def _retried_once_on_a_lost_connection(
-    what: str,
-) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Coroutine[Any, Any, R]]]:
-    """Make a coroutine method of the queue's (``what``: "claim", "outcome") run once more
-    when it failed because its connection was lost (SQLAlchemy's
-    ``connection_invalidated``: the connection is not reused, the retry takes another).
-    Not for a failed statement. Only for operations whose retry after a lost commit is
-    safe (see :meth:`Store.finish_job`)."""
-
-    def wrap(op: Callable[P, Awaitable[R]]) -> Callable[P, Coroutine[Any, Any, R]]:
-        @functools.wraps(op)
-        async def run(*args: P.args, **kwargs: P.kwargs) -> R:
-            try:
-                return await op(*args, **kwargs)
-            except sa.exc.DBAPIError as exc:
-                if not exc.connection_invalidated:
-                    raise
-                log.warning("database connection lost; retrying the %s once", what)
-            return await op(*args, **kwargs)
-
-        return run
-
-    return wrap
-
-
 class Store:
     """tickwork's tables behind one async interface. Safe to share in one event loop.
 
@@ -1210,7 +1185,6 @@ class Store:
         )
         return FireResult(request, _fire(existing).runs, duplicate_fire=True)
 
-    @_retried_once_on_a_lost_connection("claim")
     async def claim_next_job(
         self,
         worker_id: str,
@@ -1233,9 +1207,12 @@ class Store:
                 connection is retried once first (a claim whose commit's answer was lost
                 leaves its job RUNNING for this worker, recovered when its lease expires).
         """
-        return await self.db.write(
-            lambda conn: self._claim(conn, worker_id, now, lease_ttl_s, worker_lease_holder),
-            queue=True,
+        return await self._retrying(
+            "claim",
+            lambda: self.db.write(
+                lambda conn: self._claim(conn, worker_id, now, lease_ttl_s, worker_lease_holder),
+                queue=True,
+            ),
         )
 
     def _claim(
@@ -1323,7 +1300,6 @@ class Store:
         )
         return True
 
-    @_retried_once_on_a_lost_connection("outcome")
     async def finish_job(
         self,
         job_id: int,
@@ -1367,6 +1343,47 @@ class Store:
                 the commit was under way (as with any database): a report of the same
                 outcome again is then a repeat.
         """
+        return await self._retrying(
+            "outcome",
+            lambda: self._finish_job_once(
+                job_id,
+                token,
+                status,
+                error,
+                output_tail,
+                now,
+                auto_disable_count=auto_disable_count,
+                claim_next_for=claim_next_for,
+                lease_ttl_s=lease_ttl_s,
+            ),
+        )
+
+    async def _retrying(self, what: str, attempt: Callable[[], Awaitable[R]]) -> R:
+        """``attempt()`` (one of the queue's operations), and once more if it failed
+        because its connection was lost (SQLAlchemy's ``connection_invalidated``: the
+        connection is not reused, the retry takes another). Not for a failed statement."""
+        try:
+            return await attempt()
+        except sa.exc.DBAPIError as exc:
+            if not exc.connection_invalidated:
+                raise
+            log.warning("database connection lost; retrying the %s once", what)
+        return await attempt()
+
+    async def _finish_job_once(
+        self,
+        job_id: int,
+        token: str,
+        status: str,
+        error: str,
+        output_tail: str,
+        now: dt.datetime,
+        *,
+        auto_disable_count: int,
+        claim_next_for: str | None,
+        lease_ttl_s: float,
+    ) -> FinishResult:
+        """:meth:`finish_job`, one attempt."""
         if claim_next_for is not None and status == db.SUCCEEDED and self.db.dialect.skip_locked:
             done = await self.db.write_one(
                 lambda conn: self._succeed_and_start_next(
