@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import sqlite3
-import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager, suppress
@@ -373,10 +372,11 @@ def _ping_on_checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
     connection about to be used again; one the server dropped is replaced before anything
     runs on it. A connection just opened (its handshake is the check) is not pinged.
 
-    Every reuse is pinged, however recent (the queue's pool excepted, see
-    :func:`_check_queue_checkout`): a backend killed moments before is not yet seen closed
-    by the client, and a reviewer's loop of outcomes with every backend killed 30 times
-    failed 27 outcomes without the ping, 2 with it; an API call has no retry.
+    Every reuse is pinged, however recent: skipping the ping for a connection given back
+    under a second ago (asyncpg's ``is_closed()`` checked instead) was tried and undone. A
+    backend killed moments before is not yet seen closed by the client, and a reviewer's
+    loop of outcomes with every backend killed 30 times failed 27 outcomes without the
+    ping, 2 with it.
 
     SQLAlchemy's ``pool_pre_ping`` does the same in three round trips on asyncpg (BEGIN,
     the ping, ROLLBACK: for pgbouncer's transaction mode, where asyncpg's ping is a
@@ -393,41 +393,6 @@ def _ping_on_checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
         dbapi_connection.run_async(lambda driver: driver.execute("SELECT 1"))
     except Exception as exc:
         raise sa.exc.DisconnectionError(f"pooled connection unusable: {exc}") from exc
-
-
-_CHECKED_IN = "tickwork_checked_in"
-"""Key in a pooled connection's ``info``: when it was last given back (``time.monotonic``)."""
-
-#: Seconds a connection of the queue's pool may sit unused and still be checked out
-#: without a ping (see :func:`_check_queue_checkout`). HikariCP's ``aliveBypassWindowMs``
-#: (500 ms) is the same rule.
-QUEUE_PING_AFTER_IDLE_S = 1.0
-
-
-def _mark_checked_in(_dbapi_connection: Any, record: Any) -> None:
-    """Pool ``checkin`` hook (the queue's pool): when the connection was last used."""
-    record.info[_CHECKED_IN] = time.monotonic()
-
-
-def _check_queue_checkout(dbapi_connection: Any, record: Any, proxy: Any) -> None:
-    """Pool ``checkout`` hook of the queue's pool (PostgreSQL): as
-    :func:`_ping_on_checkout`, without the round trip for a connection given back less
-    than :data:`QUEUE_PING_AFTER_IDLE_S` ago (the worker stream's, between jobs): one the
-    server closed and asyncpg has seen closed is replaced. One killed moments before is
-    not yet seen closed; its statement fails with the connection, and the store retries
-    the queue's operations once on a lost connection (``Store._retrying``), which is safe
-    for them alone: an outcome recorded already is recognized as a repeat and the job its
-    lost commit started is handed back.
-
-    Raises:
-        sqlalchemy.exc.DisconnectionError: the connection is closed or the ping failed.
-    """
-    if dbapi_connection.driver_connection.is_closed():
-        raise sa.exc.DisconnectionError("pooled connection closed by the server")
-    checked_in = record.info.get(_CHECKED_IN)
-    if checked_in is not None and time.monotonic() - checked_in < QUEUE_PING_AFTER_IDLE_S:
-        return
-    _ping_on_checkout(dbapi_connection, record, proxy)
 
 
 #: PostgreSQL session settings of the connections that take jobs off the queue
@@ -491,20 +456,19 @@ class Database:
             self._writer = ThreadPoolExecutor(1, thread_name_prefix="tickwork-db-write")
             self._readers = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="tickwork-db-read")
         else:
-            # Every checkout of the main pool is pinged (see _ping_on_checkout), however
-            # recently the connection was used; the queue's pool only after a second
-            # unused, its operations being retried on a lost connection.
+            # Every checkout is pinged (see _ping_on_checkout), however recently the
+            # connection was used: pinging only connections idle a while was tried twice
+            # and undone: a database restart, or a backend killed, then failed live
+            # transactions, and a failed outcome breaks the worker's stream.
             self._async = create_async_engine(url, pool_size=10, max_overflow=10)
             # The queue's own pool: see QUEUE_SESSION_SETTINGS.
             self._queue = create_async_engine(url, pool_size=2, max_overflow=10)
             event.listen(self._queue.sync_engine.pool, "connect", _set_queue_session)
             self._running = 0  # PostgreSQL transactions under way (see dispose)
             self._none_running = asyncio.Event()
-            event.listen(self._async.sync_engine.pool, "checkout", _ping_on_checkout)
-            event.listen(self._queue.sync_engine.pool, "checkin", _mark_checked_in)
-            event.listen(self._queue.sync_engine.pool, "checkout", _check_queue_checkout)
             for engine in (self._async, self._queue):
                 event.listen(engine.sync_engine.pool, "connect", _mark_unused)
+                event.listen(engine.sync_engine.pool, "checkout", _ping_on_checkout)
 
     async def write(self, fn: Callable[[Connection], R], *, queue: bool = False) -> R:
         """Run ``fn(conn)`` in a read-write transaction; committed when it returns, rolled
