@@ -14,7 +14,7 @@ import functools
 import logging
 import random
 import uuid
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import fields, replace
 from typing import Any, Concatenate, NamedTuple, ParamSpec, TypeVar
 
@@ -303,6 +303,11 @@ def _start_next(
     of the server time of one subquery per column) or as scalar subqueries (SQLite's
     RETURNING sees only the updated table)."""
     started_at = sa.bindparam("b_started_at", type_=jobs.c.started_at.type)
+    task_columns = (
+        [column.label(f"task__{column.name}") for column in tasks.c]
+        if join_task
+        else [_of_the_jobs_task(column.name) for column in tasks.c]
+    )
     return (
         jobs.update()
         .where(jobs.c.id == next_ready.scalar_subquery(), jobs.c.status == QUEUED)
@@ -318,27 +323,7 @@ def _start_next(
             lease_token=sa.bindparam(token),
             lease_expires_at=sa.bindparam("b_expires"),
         )
-        .returning(*jobs.c, *_task_columns(join_task=join_task))
-    )
-
-
-def _task_columns(*, join_task: bool) -> list[sa.ColumnElement[Any]]:
-    """The job's task as columns ``task__<name>`` of a RETURNING on ``jobs``: from the
-    joined ``tasks`` (``join_task``, PostgreSQL) or as scalar subqueries (SQLite)."""
-    if join_task:
-        return [column.label(f"task__{column.name}") for column in tasks.c]
-    return [_of_the_jobs_task(column.name) for column in tasks.c]
-
-
-def _hand_back(*, join_task: bool) -> ReturningUpdate[Any]:
-    """The statement that renews the lease (to ``b_expires``) of the job RUNNING under
-    worker ``b_worker_id`` and returns it with its task, as :func:`_start_next` does."""
-    return (
-        jobs.update()
-        .where(jobs.c.status == RUNNING, jobs.c.worker_id == sa.bindparam("b_worker_id"))
-        .where(*([tasks.c.id == jobs.c.task_id] if join_task else []))
-        .values(lease_expires_at=sa.bindparam("b_expires"))
-        .returning(*jobs.c, *_task_columns(join_task=join_task))
+        .returning(*jobs.c, *task_columns)
     )
 
 
@@ -347,8 +332,6 @@ def _hand_back(*, join_task: bool) -> ReturningUpdate[Any]:
 # _LOCKED variants are PostgreSQL's.
 _START_NEXT_READY = _start_next(_NEXT_READY, join_task=False)
 _START_NEXT_READY_LOCKED = _start_next(_NEXT_READY_LOCKED, join_task=True)
-_HAND_BACK = _hand_back(join_task=False)
-_HAND_BACK_JOINED = _hand_back(join_task=True)
 _TASK_NAMES = sa.select(tasks.c.id, tasks.c.name).where(
     tasks.c.id.in_(sa.bindparam("b_task_ids", expanding=True))
 )
@@ -483,6 +466,17 @@ def _writes(op: _Op[P, R]) -> _AsyncOp[P, R]:
     @functools.wraps(op)
     async def run(self: Store, /, *args: P.args, **kwargs: P.kwargs) -> R:
         return await self.db.write(lambda conn: op(self, conn, *args, **kwargs))
+
+    return run
+
+
+def _takes_jobs(op: _Op[P, R]) -> _AsyncOp[P, R]:
+    """Like :func:`_writes`, on the queue's connections (``Database.write(queue=True)``):
+    for what takes jobs off the queue."""
+
+    @functools.wraps(op)
+    async def run(self: Store, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return await self.db.write(lambda conn: op(self, conn, *args, **kwargs), queue=True)
 
     return run
 
@@ -1185,8 +1179,10 @@ class Store:
         )
         return FireResult(request, _fire(existing).runs, duplicate_fire=True)
 
-    async def claim_next_job(
+    @_takes_jobs
+    def claim_next_job(
         self,
+        conn: Connection,
         worker_id: str,
         now: dt.datetime,
         lease_ttl_s: float,
@@ -1201,19 +1197,8 @@ class Store:
         job while another job is RUNNING (one job at a time): claims are serialized on the
         ``worker`` lease row. With ``worker_lease_holder``, also None unless that holder
         holds the ``worker`` lease (fencing a session that believes it is still active).
-
-        Raises:
-            sqlalchemy.exc.DBAPIError, StorageError: the database failed; a lost
-                connection is retried once first (a claim whose commit's answer was lost
-                leaves its job RUNNING for this worker, recovered when its lease expires).
         """
-        return await self._retrying(
-            "claim",
-            lambda: self.db.write(
-                lambda conn: self._claim(conn, worker_id, now, lease_ttl_s, worker_lease_holder),
-                queue=True,
-            ),
-        )
+        return self._claim(conn, worker_id, now, lease_ttl_s, worker_lease_holder)
 
     def _claim(
         self,
@@ -1222,16 +1207,7 @@ class Store:
         now: dt.datetime,
         lease_ttl_s: float,
         worker_lease_holder: str | None,
-        *,
-        hand_back: bool = False,
     ) -> tuple[JobRecord, TaskRecord] | None:
-        """:meth:`claim_next_job`'s body. ``hand_back`` (with ``worker_lease_holder``): a
-        job RUNNING under ``worker_id`` is returned instead, its lease renewed, if there is
-        one. Only for an outcome recorded already and reported again within the same call
-        (:meth:`finish_job` retrying after a lost connection): that worker ran nothing
-        since, so such a job was started for it by the commit whose answer was lost. A
-        worker asking for work is never handed back a job this way: one whose stream
-        broke while it ran is recovered by its lease expiring (DESIGN.md, leases)."""
         locking = self.db.dialect.skip_locked
         lease = (_PREPARED_LEASE_HOLDER_LOCKED if locking else _PREPARED_LEASE_HOLDER).first(
             conn, {}
@@ -1239,15 +1215,6 @@ class Store:
         holder = None if lease is None else lease["holder"]
         if worker_lease_holder is not None and holder != worker_lease_holder:
             return None
-        if hand_back and worker_lease_holder is not None:
-            expires = now + dt.timedelta(seconds=lease_ttl_s)
-            handed = conn.execute(
-                _HAND_BACK_JOINED if locking else _HAND_BACK,
-                {"b_worker_id": worker_id, "b_expires": expires},
-            ).first()
-            if handed is not None:
-                task = {name: handed._mapping[f"task__{name}"] for name in _TASK_FIELDS}
-                return _job(handed), _task(task)
         row = (_PREPARED_START_NEXT_READY_LOCKED if locking else _PREPARED_START_NEXT_READY).first(
             conn,
             {
@@ -1333,57 +1300,12 @@ class Store:
         :func:`_succeed_and_start_next`): a sixth of the round trips. Anything else (or
         that statement finding something else to do) is the transaction below.
 
-        A lost connection (a backend killed, a database restart) is retried once: if the
-        lost attempt's commit had gone through, the retry finds its outcome recorded (a
-        repeat) and, with ``claim_next_for``, is handed back the job that commit started.
-
         Raises:
             sqlalchemy.exc.DBAPIError, StorageError: the database failed or could not be
-                reached. Nothing was recorded, unless the connection was lost again while
-                the commit was under way (as with any database): a report of the same
-                outcome again is then a repeat.
+                reached. Nothing was recorded, unless the connection was lost while the
+                commit was under way (as with any database): a report of the same outcome
+                again is then a repeat.
         """
-        return await self._retrying(
-            "outcome",
-            lambda: self._finish_job_once(
-                job_id,
-                token,
-                status,
-                error,
-                output_tail,
-                now,
-                auto_disable_count=auto_disable_count,
-                claim_next_for=claim_next_for,
-                lease_ttl_s=lease_ttl_s,
-            ),
-        )
-
-    async def _retrying(self, what: str, attempt: Callable[[], Awaitable[R]]) -> R:
-        """``attempt()`` (one of the queue's operations), and once more if it failed
-        because its connection was lost (SQLAlchemy's ``connection_invalidated``: the
-        connection is not reused, the retry takes another). Not for a failed statement."""
-        try:
-            return await attempt()
-        except sa.exc.DBAPIError as exc:
-            if not exc.connection_invalidated:
-                raise
-            log.warning("database connection lost; retrying the %s once", what)
-        return await attempt()
-
-    async def _finish_job_once(
-        self,
-        job_id: int,
-        token: str,
-        status: str,
-        error: str,
-        output_tail: str,
-        now: dt.datetime,
-        *,
-        auto_disable_count: int,
-        claim_next_for: str | None,
-        lease_ttl_s: float,
-    ) -> FinishResult:
-        """:meth:`finish_job`, one attempt."""
         if claim_next_for is not None and status == db.SUCCEEDED and self.db.dialect.skip_locked:
             done = await self.db.write_one(
                 lambda conn: self._succeed_and_start_next(
@@ -1480,14 +1402,8 @@ class Store:
             and (stored.status, stored.error) == (status, error)
         ):
             # This outcome was recorded already: the worker's stream broke before the
-            # OutcomeAck and it reports again. Nothing changes; a worker that asks for its
-            # next job is handed the one that lost answer carried, if any, or a new one.
-            handed = None
-            if claim_next_for is not None:
-                handed = self._claim(
-                    conn, claim_next_for, now, lease_ttl_s, claim_next_for, hand_back=True
-                )
-            return FinishResult(accepted=True, job=_job(stored), repeat=True, next_job=handed)
+            # OutcomeAck and it reports again. Nothing changes.
+            return FinishResult(accepted=True, job=_job(stored), repeat=True)
         # The lease was lost (or the reaper recovered the job meanwhile): keep the
         # outcome for people to see, change nothing else.
         late = (f"{status} at {now.isoformat()}" + (f": {error}" if error else ""))[:2000]
