@@ -328,14 +328,18 @@ async def test_a_claim_racing_an_outcome_never_starts_a_second_job(database: Dat
         job = winner[0]
 
 
+@pytest.mark.parametrize("queue", [False, True], ids=["main-pool", "queue-pool"])
 async def test_write_one_commits_each_statement_and_leaves_the_pool_transactional(
-    database: Database,
+    database: Database, queue: bool
 ) -> None:
     """After a ``write_one`` the same pooled connection runs :meth:`Database.write` as one
-    transaction again: a failure rolls back the statements before it."""
+    transaction again: a failure rolls back the statements before it. The queue's pool
+    is the worker stream's case: the one-statement success, then a failure's
+    transaction."""
     s = await _store_with_queue(database, "a")
     await database.write_one(
-        lambda conn: conn.execute(tasks.update().values(description="one statement"))
+        lambda conn: conn.execute(tasks.update().values(description="one statement")),
+        queue=queue,
     )
 
     def two_then_fail(conn: sa.Connection) -> None:
@@ -344,7 +348,7 @@ async def test_write_one_commits_each_statement_and_leaves_the_pool_transactiona
 
     for _ in range(3):  # whichever pooled connection comes back
         with pytest.raises(RuntimeError):
-            await database.write(two_then_fail)
+            await database.write(two_then_fail, queue=queue)
     assert (await s.get_task_by_name("a")).description == "one statement"
 
 
