@@ -50,9 +50,22 @@ def handler_params(handler: str, params: dict[str, Any]) -> None:
 MAX_SECONDS = 10 * 366 * 86400
 
 
-#: The longest description of a task or schedule, in characters: a page of listings
-#: must fit in a gRPC message (4 MiB by default).
+#: The longest description of a task or schedule, in characters.
 MAX_DESCRIPTION_CHARS = 4000
+
+#: The largest ``task.params``, in bytes of its protobuf encoding (1 MiB). A task, and the
+#: job a worker receives with its params, must fit in one gRPC message (4 MiB by default in
+#: every client: grpcurl, the SDK, the worker); listings are paged by size to stay under it
+#: (``servicers._convert.fit_page``).
+MAX_PARAMS_BYTES = 1024 * 1024
+
+
+def params_size(size: int) -> None:
+    """``task.params`` is at most :data:`MAX_PARAMS_BYTES` bytes encoded (``size``)."""
+    if size > MAX_PARAMS_BYTES:
+        raise InvalidArgument(
+            f"is {size:,} bytes encoded; at most {MAX_PARAMS_BYTES:,}", field="task.params"
+        )
 
 
 def free_text(value: str, field: str) -> str:

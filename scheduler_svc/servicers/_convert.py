@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import datetime as dt
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, TypeVar
 
-from google.protobuf import struct_pb2, timestamp_pb2
+from google.protobuf import message, struct_pb2, timestamp_pb2
 
 from scheduler_svc.errors import InvalidArgument
 from scheduler_svc.records import FireRecord, JobRecord, ScheduleRecord, TaskRecord, TaskRunResult
@@ -187,12 +189,49 @@ def fire(r: FireRecord) -> schedule_pb2.Fire:
 
 
 def page_size(value: int) -> int:
-    """A requested page size: 0 means 100; at most 1000."""
+    """A requested page size: 0 means 100; at most 1000 (see :func:`fit_page`)."""
     if value < 0:
         from scheduler_svc.errors import InvalidArgument
 
         raise InvalidArgument("must be >= 0", field="page_size")
     return 100 if value == 0 else min(value, 1000)
+
+
+#: The most a listing's items may add up to, in bytes encoded (3 MiB): under the 4 MiB a
+#: gRPC client accepts by default (grpcurl, the SDK), with room for the rest of the reply.
+MAX_PAGE_BYTES = 3 * 1024 * 1024
+
+_R = TypeVar("_R")
+_M = TypeVar("_M", bound=message.Message)
+
+
+@dataclasses.dataclass(frozen=True)
+class Page(Generic[_R, _M]):
+    """One page of a listing (see :func:`fit_page`)."""
+
+    items: list[_M]
+    """The rows as messages."""
+    last: _R | None
+    """The row the next page starts after; None on the last page."""
+
+
+def fit_page(rows: Sequence[_R], size: int, convert: Callable[[_R], _M]) -> Page[_R, _M]:
+    """One page of a listing: the first ``size`` of ``rows`` as messages, fewer when their
+    encoded sizes would pass :data:`MAX_PAGE_BYTES`, never none while rows are left (one
+    item always fits: its fields are capped, e.g. :data:`validation.MAX_PARAMS_BYTES`).
+
+    ``rows`` is what the store returned for ``size + 1``. As AIP-158 allows, a page may be
+    shorter than asked without being the last one.
+    """
+    items: list[_M] = []
+    total = 0
+    for row in rows[:size]:
+        item = convert(row)
+        total += item.ByteSize() + 6  # the field's tag and length prefix, at most
+        if items and total > MAX_PAGE_BYTES:
+            break
+        items.append(item)
+    return Page(items, rows[len(items) - 1] if len(rows) > len(items) else None)
 
 
 _AFTER = "after:"

@@ -50,10 +50,9 @@ class JobServicer(job_pb2_grpc.JobServiceServicer):
             statuses=[cv.job_status_name(s) for s in request.statuses],
             schedule_id=request.schedule_id or None,
         )
-        token = str(rows[size - 1].id) if len(rows) > size else ""
-        return job_pb2.ListJobsResponse(
-            jobs=[cv.job(r) for r in rows[:size]], next_page_token=token
-        )
+        page = cv.fit_page(rows, size, cv.job)
+        token = str(page.last.id) if page.last else ""
+        return job_pb2.ListJobsResponse(jobs=page.items, next_page_token=token)
 
     @stream_errors
     async def WatchJob(

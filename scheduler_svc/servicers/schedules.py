@@ -220,10 +220,9 @@ class ScheduleServicer(schedule_pb2_grpc.ScheduleServiceServicer):
     ) -> schedule_pb2.ListSchedulesResponse:
         size = cv.page_size(request.page_size)
         rows = await self.app.store.list_schedules(size + 1, cv.after_name(request.page_token))
-        token = cv.name_page_token(rows[size - 1].name) if len(rows) > size else ""
-        return schedule_pb2.ListSchedulesResponse(
-            schedules=[self._out(r) for r in rows[:size]], next_page_token=token
-        )
+        page = cv.fit_page(rows, size, self._out)
+        token = cv.name_page_token(page.last.name) if page.last else ""
+        return schedule_pb2.ListSchedulesResponse(schedules=page.items, next_page_token=token)
 
     @rpc_errors
     async def UpdateSchedule(
@@ -288,12 +287,9 @@ class ScheduleServicer(schedule_pb2_grpc.ScheduleServiceServicer):
             except ValueError:
                 raise InvalidArgument("malformed", field="page_token") from None
         rows = await self.app.store.list_fires(request.schedule_id, size + 1, before)
-        token = ""
-        if len(rows) > size:
-            token = str(int(rows[size - 1].fire_time.timestamp() * 1_000_000))
-        return schedule_pb2.ListFiresResponse(
-            fires=[cv.fire(r) for r in rows[:size]], next_page_token=token
-        )
+        page = cv.fit_page(rows, size, cv.fire)
+        token = str(int(page.last.fire_time.timestamp() * 1_000_000)) if page.last else ""
+        return schedule_pb2.ListFiresResponse(fires=page.items, next_page_token=token)
 
 
 def _token_ts(token: str) -> Any:

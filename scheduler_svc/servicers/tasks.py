@@ -41,6 +41,7 @@ def task_values(task: task_pb2.Task, paths: tuple[str, ...]) -> dict[str, Any]:
         elif path == "handler":
             out["handler"] = task.handler.strip()
         elif path == "params":
+            validation.params_size(task.params.ByteSize())
             out["params"] = cv.from_struct(task.params, "task.params")
         elif path == "task_priority":
             value = task.task_priority if task.HasField("task_priority") else 100
@@ -101,10 +102,9 @@ class TaskServicer(task_pb2_grpc.TaskServiceServicer):
     ) -> task_pb2.ListTasksResponse:
         size = cv.page_size(request.page_size)
         rows = await self.app.store.list_tasks(size + 1, cv.after_name(request.page_token))
-        token = cv.name_page_token(rows[size - 1].name) if len(rows) > size else ""
-        return task_pb2.ListTasksResponse(
-            tasks=[cv.task(r) for r in rows[:size]], next_page_token=token
-        )
+        page = cv.fit_page(rows, size, cv.task)
+        token = cv.name_page_token(page.last.name) if page.last else ""
+        return task_pb2.ListTasksResponse(tasks=page.items, next_page_token=token)
 
     @rpc_errors
     async def UpdateTask(
