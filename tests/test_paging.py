@@ -84,7 +84,8 @@ def test_fit_page_keeps_count_paging_when_items_are_small() -> None:
     assert page.last == 9
     last_page = fit_page(rows[:4], 10, task_of)
     assert len(last_page.items) == 4 and last_page.last is None
-    empty = fit_page([], 10, task_of)
+    no_rows: list[int] = []
+    empty = fit_page(no_rows, 10, task_of)
     assert empty.items == [] and empty.last is None
 
 
