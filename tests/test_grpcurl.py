@@ -58,3 +58,29 @@ def test_unknown_task_is_not_found(server: Server) -> None:
     )
     assert out.returncode != 0
     assert "NotFound" in out.stderr and "task_ids" in out.stderr
+
+
+def test_create_then_update_with_a_field_mask(server: Server, client: Client) -> None:
+    # As the README shows it: grpcurl 1.8 takes a FieldMask only as {"paths": [...]}.
+    created = grpcurl(
+        "-d",
+        json.dumps({"task": {"name": "hi", "handler": "shell", "params": {"argv": ["echo"]}}}),
+        server.address,
+        "tickwork.v1.TaskService/CreateTask",
+    )
+    assert created.returncode == 0, created.stderr
+    task_id = int(json.loads(created.stdout)["task"]["id"])
+    updated = grpcurl(
+        "-d",
+        json.dumps(
+            {
+                "task": {"id": task_id, "enabled": False, "description": "not sent"},
+                "update_mask": {"paths": ["enabled"]},
+            }
+        ),
+        server.address,
+        "tickwork.v1.TaskService/UpdateTask",
+    )
+    assert updated.returncode == 0, updated.stderr
+    stored = client.get_task("hi")
+    assert stored.enabled is False and stored.description == ""  # only the masked field
