@@ -56,6 +56,9 @@ from scheduler_svc.records import (
 log = logging.getLogger(__name__)
 
 OUTPUT_TAIL_CHARS = 4096
+"""The output kept on a job: its last 4096 characters."""
+ERROR_CHARS = 8192
+"""The longest job error kept, in characters: its first and last 4096, the middle cut."""
 LEASE_LOST = "lease lost: the worker stopped heartbeating"
 
 _TASK_FIELDS = [f.name for f in fields(TaskRecord)]
@@ -221,8 +224,27 @@ def _driver_row(bulk: Bulk, row: dict[str, Any]) -> tuple[Any, ...]:
     return tuple(out)
 
 
+def _storable(text: str) -> str:
+    """``text`` as both databases can store it: a NUL character, which PostgreSQL's text
+    type rejects (a job's output may hold any byte), becomes U+FFFD, the replacement
+    character."""
+    return text.replace("\x00", "\ufffd") if "\x00" in text else text
+
+
 def _tail(text: str) -> str:
-    return text[-OUTPUT_TAIL_CHARS:]
+    """A job's output tail as stored: the last :data:`OUTPUT_TAIL_CHARS`, storable."""
+    return _storable(text[-OUTPUT_TAIL_CHARS:])
+
+
+def job_error(text: str) -> str:
+    """A job's error as stored: storable, and when longer than :data:`ERROR_CHARS`, its
+    first and last halves around a note of how many characters were cut (an exception's
+    message comes first, a traceback's last line last)."""
+    if len(text) > ERROR_CHARS:
+        half = ERROR_CHARS // 2
+        cut = len(text) - 2 * half
+        text = f"{text[:half]}\n[... {cut} characters cut ...]\n{text[-half:]}"
+    return _storable(text)
 
 
 def backoff_delay_s(attempt: int, base_s: float, cap_s: float, rng: random.Random) -> float:
@@ -1254,7 +1276,8 @@ class Store:
 
     @_writes
     def append_output(self, conn: Connection, job_id: int, token: str, text: str) -> bool:
-        """Append ``text`` to a running job's output tail (kept to the last 4096 chars)."""
+        """Append ``text`` to a running job's output tail (kept to the last 4096 chars,
+        NUL characters replaced: see :func:`_storable`)."""
         current = conn.scalar(
             sa.select(jobs.c.output_tail).where(
                 jobs.c.id == job_id, jobs.c.lease_token == token, jobs.c.status == RUNNING
@@ -1289,7 +1312,9 @@ class Store:
         failure of a scheduler-triggered job increments the task's
         consecutive_failure_count and, when it reaches ``auto_disable_count`` (> 0),
         disables the task. Any success resets the count.
-        An interval schedule's next run is anchored to this finish.
+        An interval schedule's next run is anchored to this finish. ``error`` is stored as
+        :func:`job_error` gives it, ``output_tail`` as its last 4096 characters, a NUL
+        character in either as U+FFFD: no text a job writes can make its outcome fail.
 
         With ``claim_next_for`` (a worker id), an accepted outcome is followed in the same
         transaction by :meth:`claim_next_job` for that worker (fenced by the ``worker``
@@ -1306,6 +1331,7 @@ class Store:
                 commit was under way (as with any database): a report of the same outcome
                 again is then a repeat.
         """
+        error = job_error(error)
         if claim_next_for is not None and status == db.SUCCEEDED and self.db.dialect.skip_locked:
             done = await self.db.write_one(
                 lambda conn: self._succeed_and_start_next(

@@ -116,3 +116,20 @@ def not_a_handler() -> object:
 def thread_ident() -> int:
     """The identifier of the thread that runs this (sync) call."""
     return threading.get_ident()
+
+
+def fail_long(chars: int, char: str = "x") -> None:
+    """Raise ValueError whose message is ``chars`` characters, bracketed by HEAD and TAIL."""
+    raise ValueError("HEAD" + char * chars + "TAIL")
+
+
+def fail_not_utf8() -> None:
+    """Raise ValueError whose message holds a lone surrogate (bytes that were not UTF-8,
+    decoded with surrogateescape): text no protobuf string can carry as it is."""
+    raise ValueError(b"bad \x80 byte".decode("utf-8", "surrogateescape"))
+
+
+def log_long(ctx: JobContext, chars: int) -> None:
+    """Log one line of ``chars`` characters, then a short one."""
+    ctx.log("stdout", "y" * chars)
+    ctx.log("stdout", "after the long line")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import collections
 
-__all__ = ["JobOutput"]
+__all__ = ["JobOutput", "reported_error", "reported_tail", "sendable"]
 
 _MAX_PENDING_LINES = 10_000
 """Lines kept while waiting to be sent; beyond this the oldest are dropped (and counted)."""
@@ -14,6 +14,40 @@ _MAX_BATCH_CHARS = 256 * 1024
 """Most characters in one LogLines message (a single longer line is sent on its own)."""
 _TAIL_CHARS = 4096
 """Characters of output kept for the Outcome when the handler gives none (abort, crash)."""
+_MAX_LINE_CHARS = 64 * 1024
+"""Longest line sent; a longer one is sent in pieces of this size."""
+_MAX_ERROR_CHARS = 64 * 1024
+"""Longest error reported; the server keeps less (``scheduler_svc.store.ERROR_CHARS``)."""
+
+
+def sendable(text: str) -> str:
+    """``text`` as a protobuf string field can carry it (valid UTF-8): a lone surrogate,
+    such as ``bytes.decode(errors="surrogateescape")`` leaves, becomes ``?``. Setting such
+    text on a message raises UnicodeEncodeError, which would keep a job's outcome from
+    ever being reported."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+def reported_error(text: str) -> str:
+    """A job's error as the worker reports it: :func:`sendable`, and at most 64 Ki
+    characters (its first and last halves), so that an Outcome always fits in a gRPC
+    message (4 MiB) whatever the job raised."""
+    if len(text) > _MAX_ERROR_CHARS:
+        half = _MAX_ERROR_CHARS // 2
+        text = f"{text[:half]}\n[... {len(text) - 2 * half} characters cut ...]\n{text[-half:]}"
+    return sendable(text)
+
+
+def reported_tail(text: str) -> str:
+    """A job's output tail as the worker reports it: the last 4096 characters,
+    :func:`sendable` (a handler's own tail may be any length)."""
+    return sendable(text[-_TAIL_CHARS:])
 
 
 class JobOutput:
@@ -31,12 +65,20 @@ class JobOutput:
         self._tail_chars = 0  # sum of len(line) + 1 over self._tail
 
     def add(self, stream: str, line: str) -> None:
-        """Record one line; never blocks.
+        """Record one line; never blocks. A line longer than 64 Ki characters is recorded
+        in pieces of that size, and any text is made :func:`sendable`.
 
         Args:
             stream (str): ``"stdout"`` or ``"stderr"``.
             line (str): the line, without its line ending.
         """
+        line = sendable(line)
+        while len(line) > _MAX_LINE_CHARS:
+            self._add(stream, line[:_MAX_LINE_CHARS])
+            line = line[_MAX_LINE_CHARS:]
+        self._add(stream, line)
+
+    def _add(self, stream: str, line: str) -> None:
         if len(self._pending) >= _MAX_PENDING_LINES:
             self._pending.popleft()
             self._dropped += 1

@@ -40,7 +40,7 @@ from tickwork.structs import struct_to_dict
 from tickwork.v1 import job_pb2, worker_pb2, worker_pb2_grpc
 from worker_svc._connection import Connection, StreamBroken
 from worker_svc._flag import Flag, wait_any
-from worker_svc._job_output import JobOutput
+from worker_svc._job_output import JobOutput, reported_error, reported_tail
 from worker_svc.handlers import JobContext, JobFailed, get_handler, handler_names
 from worker_svc.settings import WorkerSettings
 
@@ -794,8 +794,8 @@ class Worker:
             job_id=job_id,
             lease_token=lease_token,
             status=result.status,
-            error=result.error,
-            output_tail=result.output_tail or output.tail(),
+            error=reported_error(result.error),
+            output_tail=reported_tail(result.output_tail or output.tail()),
             poll_next=poll_next,
         )
         self._unacked = outcome
