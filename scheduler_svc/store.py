@@ -595,9 +595,10 @@ class Store:
 
     @_writes
     def delete_task(self, conn: Connection, task_id: int) -> None:
-        """Delete a task with its jobs and schedule links.
+        """Delete a task with all its jobs (finished ones too) and its schedule links.
 
-        Raises NotFound(field="task_id"); FailedPrecondition when a job of it is running.
+        Raises NotFound(field="task_id"); FailedPrecondition when a job of it is running,
+        or when it is the only task of a schedule (which would be left firing nothing).
         """
         found = conn.scalar(sa.select(tasks.c.id).where(tasks.c.id == task_id))
         if found is None:
@@ -610,9 +611,49 @@ class Store:
                 f"task {task_id} has a running job ({running}); abort it first",
                 field="task_id",
             )
+        self._check_not_a_schedules_last_task(conn, task_id)
         conn.execute(jobs.delete().where(jobs.c.task_id == task_id))
         conn.execute(schedule_tasks.delete().where(schedule_tasks.c.task_id == task_id))
         conn.execute(tasks.delete().where(tasks.c.id == task_id))
+
+    def _check_not_a_schedules_last_task(self, conn: Connection, task_id: int) -> None:
+        """Raise FailedPrecondition naming the schedules ``task_id`` is the only task of.
+
+        The schedules it is in are locked first (FOR UPDATE on PostgreSQL, in id order), so
+        two deletes of a schedule's last two tasks cannot both see the other one remain.
+        """
+        linked = sa.select(schedule_tasks.c.schedule_id).where(schedule_tasks.c.task_id == task_id)
+        ids = list(
+            conn.scalars(
+                sa.select(schedules.c.id)
+                .where(schedules.c.id.in_(linked))
+                .order_by(schedules.c.id)
+                .with_for_update()
+            )
+        )
+        if not ids:
+            return
+        counts = (
+            sa.select(schedule_tasks.c.schedule_id)
+            .where(schedule_tasks.c.schedule_id.in_(ids))
+            .group_by(schedule_tasks.c.schedule_id)
+            .having(sa.func.count() == 1)
+        )
+        alone = list(
+            conn.scalars(
+                sa.select(schedules.c.name)
+                .where(schedules.c.id.in_(counts))
+                .order_by(schedules.c.name)
+            )
+        )
+        if alone:
+            shown = ", ".join(repr(name) for name in alone[:5])
+            more = f" and {len(alone) - 5} more" if len(alone) > 5 else ""
+            raise FailedPrecondition(
+                f"task {task_id} is the only task of schedule {shown}{more}; delete the "
+                "schedule or give it another task first",
+                field="task_id",
+            )
 
     # -------------------------------------------------------------- schedules
 

@@ -53,6 +53,10 @@ MAX_SECONDS = 10 * 366 * 86400
 #: The longest description of a task or schedule, in characters.
 MAX_DESCRIPTION_CHARS = 4000
 
+#: Most tasks one schedule runs. A schedule lists its tasks' ids and names, and a fire one
+#: run per task; both must fit in one gRPC message (4 MiB) with room to spare.
+MAX_SCHEDULE_TASKS = 1000
+
 #: The largest ``task.params``, in bytes of its protobuf encoding (1 MiB). A task, and the
 #: job a worker receives with its params, must fit in one gRPC message (4 MiB by default in
 #: every client: grpcurl, the SDK, the worker); listings are paged by size to stay under it

@@ -188,6 +188,18 @@ CASES: list[tuple[str, Callable[[Client], object], grpc.StatusCode, str]] = [
         "schedule.task_ids",
     ),
     (
+        "schedule with more tasks than a message holds",
+        lambda c: c.create_schedule("s", list(range(1, 1002)), cron="0 * * * *"),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "schedule.task_ids: lists 1001 tasks; at most 1000",
+    ),
+    (
+        "update to more tasks than a message holds",
+        lambda c: c.update_schedule("nightly", tasks=list(range(1, 1002))),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "schedule.task_ids",
+    ),
+    (
         "schedule without timing",
         lambda c: c.create_schedule("s", ["existing"]),
         grpc.StatusCode.INVALID_ARGUMENT,

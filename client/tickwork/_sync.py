@@ -385,11 +385,12 @@ class Client:
         return self._call(self._tasks.UpdateTask, request).task
 
     def delete_task(self, task: int | str) -> None:
-        """Delete a task, its queued jobs and its place in schedules.
+        """Delete a task with all its jobs (their history too) and its place in schedules.
 
         Raises:
             NotFound: no such task.
-            FailedPrecondition: the task has a running job.
+            FailedPrecondition: the task has a running job, or is the only task of a
+                schedule (delete the schedule first, or give it another task).
         """
         request = DeleteTaskRequest(task_id=self._task_id(task))
         self._call(self._tasks.DeleteTask, request)

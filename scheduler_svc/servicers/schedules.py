@@ -134,9 +134,14 @@ def in_request(index: int) -> Iterator[None]:
 
 
 def check_task_ids(task_ids: list[int]) -> list[int]:
-    """At least one task, no duplicates."""
+    """At least one task, at most :data:`validation.MAX_SCHEDULE_TASKS`, no duplicates."""
     if not task_ids:
         raise InvalidArgument("name at least one task", field="schedule.task_ids")
+    if len(task_ids) > validation.MAX_SCHEDULE_TASKS:
+        raise InvalidArgument(
+            f"lists {len(task_ids)} tasks; at most {validation.MAX_SCHEDULE_TASKS}",
+            field="schedule.task_ids",
+        )
     if len(set(task_ids)) != len(task_ids):
         raise InvalidArgument("a task is listed twice", field="schedule.task_ids")
     return task_ids
