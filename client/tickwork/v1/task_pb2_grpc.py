@@ -119,8 +119,9 @@ class TaskServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def DeleteTask(self, request, context):
-        """Deletes a task, its queued jobs and its place in schedules. A task with a running job
-        cannot be deleted. Errors: NOT_FOUND, FAILED_PRECONDITION (running).
+        """Deletes a task with all its jobs (their history too) and its place in schedules. A task
+        with a running job, or that is the only task of a schedule, cannot be deleted.
+        Errors: NOT_FOUND, FAILED_PRECONDITION (running; the only task of a schedule, named).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

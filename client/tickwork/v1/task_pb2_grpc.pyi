@@ -56,8 +56,9 @@ class TaskServiceStub:
     Errors: NOT_FOUND, INVALID_ARGUMENT (unknown path or bad value), ALREADY_EXISTS (name).
     """
     DeleteTask: _grpc.UnaryUnaryMultiCallable[_task_pb2.DeleteTaskRequest, _task_pb2.DeleteTaskResponse]
-    """Deletes a task, its queued jobs and its place in schedules. A task with a running job
-    cannot be deleted. Errors: NOT_FOUND, FAILED_PRECONDITION (running).
+    """Deletes a task with all its jobs (their history too) and its place in schedules. A task
+    with a running job, or that is the only task of a schedule, cannot be deleted.
+    Errors: NOT_FOUND, FAILED_PRECONDITION (running; the only task of a schedule, named).
     """
     RunTasks: _grpc.UnaryUnaryMultiCallable[_task_pb2.RunTasksRequest, _task_pb2.RunTasksResponse]
     """Runs tasks now (manual lane), one result per task in request order. A disabled task
@@ -99,8 +100,9 @@ class TaskServiceAsyncStub(TaskServiceStub):
     Errors: NOT_FOUND, INVALID_ARGUMENT (unknown path or bad value), ALREADY_EXISTS (name).
     """
     DeleteTask: _aio.UnaryUnaryMultiCallable[_task_pb2.DeleteTaskRequest, _task_pb2.DeleteTaskResponse]  # type: ignore[assignment]
-    """Deletes a task, its queued jobs and its place in schedules. A task with a running job
-    cannot be deleted. Errors: NOT_FOUND, FAILED_PRECONDITION (running).
+    """Deletes a task with all its jobs (their history too) and its place in schedules. A task
+    with a running job, or that is the only task of a schedule, cannot be deleted.
+    Errors: NOT_FOUND, FAILED_PRECONDITION (running; the only task of a schedule, named).
     """
     RunTasks: _aio.UnaryUnaryMultiCallable[_task_pb2.RunTasksRequest, _task_pb2.RunTasksResponse]  # type: ignore[assignment]
     """Runs tasks now (manual lane), one result per task in request order. A disabled task
@@ -169,8 +171,9 @@ class TaskServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _task_pb2.DeleteTaskRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_task_pb2.DeleteTaskResponse, _abc.Awaitable[_task_pb2.DeleteTaskResponse]]:
-        """Deletes a task, its queued jobs and its place in schedules. A task with a running job
-        cannot be deleted. Errors: NOT_FOUND, FAILED_PRECONDITION (running).
+        """Deletes a task with all its jobs (their history too) and its place in schedules. A task
+        with a running job, or that is the only task of a schedule, cannot be deleted.
+        Errors: NOT_FOUND, FAILED_PRECONDITION (running; the only task of a schedule, named).
         """
 
     @_abc_1.abstractmethod
