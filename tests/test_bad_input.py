@@ -200,6 +200,14 @@ CASES: list[tuple[str, Callable[[Client], object], grpc.StatusCode, str]] = [
         "schedule.task_ids",
     ),
     (
+        "batch whose reply would not fit in a message",
+        lambda c: c.create_schedules(
+            [{"name": f"b{i}", "tasks": [*range(1, 11)], "cron": "0 * * * *"} for i in range(1000)]
+        ),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "requests: the reply could reach",
+    ),
+    (
         "schedule without timing",
         lambda c: c.create_schedule("s", ["existing"]),
         grpc.StatusCode.INVALID_ARGUMENT,

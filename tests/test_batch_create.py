@@ -166,3 +166,18 @@ def test_an_unknown_task_name_is_named_with_its_item(tw: Client) -> None:
     assert err.value.details.startswith("schedules[2].tasks: ")
     assert "no-such-task" in err.value.details
     assert mine(tw) == []
+
+
+def test_a_batch_whose_reply_would_not_fit_is_refused_before_writing(tw: Client) -> None:
+    # Ten tasks with names of 200 four-byte characters, each in 1,000 schedules: the
+    # reply would list 8 MB of task names, twice what a client reads. Written, the
+    # schedules would exist while the caller saw RESOURCE_EXHAUSTED.
+    ids = [
+        tw.create_task(chr(0x1D4B6 + i) * 200, "shell", {"argv": ["true"]}).id for i in range(10)
+    ]
+    big = [NewSchedule(name=f"wide-{i}", tasks=ids, cron="0 * * * *") for i in range(1000)]
+    with pytest.raises(InvalidArgument) as info:
+        tw.create_schedules(big)
+    assert info.value.details.startswith("requests: the reply could reach ")
+    assert mine(tw) == []
+    assert len(tw.create_schedules(big[:100])) == 100  # a tenth of it is fine

@@ -61,6 +61,29 @@ def describe(record: ScheduleRecord) -> str:
     return ""
 
 
+#: The largest reply a call may build, in bytes: a gRPC client accepts 4 MiB by default
+#: (grpcurl, the SDK), less room for the envelope.
+MAX_REPLY_BYTES = 4 * 1024 * 1024 - 64 * 1024
+
+_LONGEST_NAME_BYTES = 4 * validation.MAX_NAME_CHARS + 3  # UTF-8, and the field's prefix
+
+
+def reply_bytes_bound(values: dict[str, Any], task_ids: list[int], now: dt.datetime) -> int:
+    """At least the encoded size of a schedule, as a reply will hold it once stored, before
+    it is: its validated ``values`` (next_run_at included), cron description, the largest
+    id and times, and for each of ``task_ids`` the longest name a task may have."""
+    draft = ScheduleRecord(
+        id=2**63 - 1,
+        last_run_at=now,
+        created_at=now,
+        updated_at=now,
+        task_ids=tuple(task_ids),
+        **values,
+    )
+    size = cv.schedule(draft, describe(draft)).ByteSize()
+    return size + 6 + len(task_ids) * _LONGEST_NAME_BYTES  # 6: its own tag and length
+
+
 def schedule_values(s: schedule_pb2.Schedule, paths: tuple[str, ...]) -> dict[str, Any]:
     """Column values for the Schedule fields in ``paths`` (task_ids excluded), validated
     field by field. Raises InvalidArgument naming the field."""
@@ -190,9 +213,11 @@ class ScheduleServicer(schedule_pb2_grpc.ScheduleServiceServicer):
         now = self.app.clock()
         items = []
         first_with_name: dict[str, int] = {}
+        reply_bytes = 0
         for i, item in enumerate(request.requests):
             with in_request(i):
                 values, task_ids = self._new_schedule(item.schedule, now)
+                reply_bytes += reply_bytes_bound(values, task_ids, now)
                 earlier = first_with_name.setdefault(values["name"], i)
                 if earlier != i:
                     raise AlreadyExists(
@@ -200,6 +225,14 @@ class ScheduleServicer(schedule_pb2_grpc.ScheduleServiceServicer):
                         field="schedule.name",
                     )
             items.append((values, task_ids))
+        if reply_bytes > MAX_REPLY_BYTES:
+            # Refused before anything is written: the client could not read the reply and
+            # would take created schedules for a failed call.
+            raise InvalidArgument(
+                f"the reply could reach {reply_bytes:,} bytes, over the {MAX_REPLY_BYTES:,} a "
+                "client accepts; send fewer schedules (or fewer tasks each) per call",
+                field="requests",
+            )
         stored = await self.app.store.create_schedules(items, now)
         next_runs = [r.next_run_at for r in stored if r.next_run_at is not None]
         if next_runs:

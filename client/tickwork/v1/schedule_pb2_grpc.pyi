@@ -47,7 +47,8 @@ class ScheduleServiceStub:
     """Creates up to 1,000 schedules in one transaction, all or none (a bulk import), each as
     CreateSchedule would; the response lists them in request order. Errors name the request
     at fault, e.g. field `requests[3].schedule.cron_expression`: INVALID_ARGUMENT (also an
-    empty or oversized batch), ALREADY_EXISTS (a name taken, or given twice in the batch),
+    empty or oversized batch, or field `requests` when the reply could pass 4 MiB, which
+    no client would read), ALREADY_EXISTS (a name taken, or given twice in the batch),
     NOT_FOUND (a task id).
     """
     GetSchedule: _grpc.UnaryUnaryMultiCallable[_schedule_pb2.GetScheduleRequest, _schedule_pb2.GetScheduleResponse]
@@ -92,7 +93,8 @@ class ScheduleServiceAsyncStub(ScheduleServiceStub):
     """Creates up to 1,000 schedules in one transaction, all or none (a bulk import), each as
     CreateSchedule would; the response lists them in request order. Errors name the request
     at fault, e.g. field `requests[3].schedule.cron_expression`: INVALID_ARGUMENT (also an
-    empty or oversized batch), ALREADY_EXISTS (a name taken, or given twice in the batch),
+    empty or oversized batch, or field `requests` when the reply could pass 4 MiB, which
+    no client would read), ALREADY_EXISTS (a name taken, or given twice in the batch),
     NOT_FOUND (a task id).
     """
     GetSchedule: _aio.UnaryUnaryMultiCallable[_schedule_pb2.GetScheduleRequest, _schedule_pb2.GetScheduleResponse]  # type: ignore[assignment]
@@ -146,7 +148,8 @@ class ScheduleServiceServicer(metaclass=_abc_1.ABCMeta):
         """Creates up to 1,000 schedules in one transaction, all or none (a bulk import), each as
         CreateSchedule would; the response lists them in request order. Errors name the request
         at fault, e.g. field `requests[3].schedule.cron_expression`: INVALID_ARGUMENT (also an
-        empty or oversized batch), ALREADY_EXISTS (a name taken, or given twice in the batch),
+        empty or oversized batch, or field `requests` when the reply could pass 4 MiB, which
+        no client would read), ALREADY_EXISTS (a name taken, or given twice in the batch),
         NOT_FOUND (a task id).
         """
 
