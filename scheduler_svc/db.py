@@ -103,6 +103,13 @@ class UTCDateTime(sa.types.TypeDecorator[dt.datetime]):
 metadata = sa.MetaData()
 _id = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
+#: The tables whose ids the API hands out (tasks, schedules, jobs, fires) take them with
+#: SQLite's AUTOINCREMENT: an id is never handed out twice, as PostgreSQL's sequences never
+#: do. Without it SQLite takes max(rowid) + 1, so deleting the newest row gave its id to the
+#: next one, and a client holding the old id (RunTasks, GetJob, WatchJob) reached another
+#: object. The cost: one sqlite_sequence update per insert (per job enqueued).
+_NEVER_REUSE_IDS: dict[str, Any] = {"sqlite_autoincrement": True}
+
 tasks = sa.Table(
     "tasks",
     metadata,
@@ -121,6 +128,7 @@ tasks = sa.Table(
     sa.Column("disabled_reason", sa.Text, nullable=False, default=""),
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.Column("updated_at", UTCDateTime, nullable=False),
+    **_NEVER_REUSE_IDS,
 )
 
 schedules = sa.Table(
@@ -140,6 +148,7 @@ schedules = sa.Table(
     sa.Column("updated_at", UTCDateTime, nullable=False),
     # Due schedules are found through this index: the cost grows with the due ones only.
     sa.Index("ix_schedules_due", "enabled", "next_run_at"),
+    **_NEVER_REUSE_IDS,
 )
 
 schedule_tasks = sa.Table(
@@ -191,6 +200,7 @@ jobs = sa.Table(
     ),
     sa.Index("ix_jobs_task", "task_id", "id"),
     sa.Index("ix_jobs_schedule", "schedule_id", "id"),
+    **_NEVER_REUSE_IDS,
 )
 
 # The queue order (lane, priority descending, enqueue time, insertion order) as an index in
@@ -217,6 +227,7 @@ fires = sa.Table(
     sa.Column("recorded_at", UTCDateTime, nullable=False),
     # Every fire is idempotent: one row per (schedule, fire time).
     sa.UniqueConstraint("schedule_id", "fire_time", name="uq_fires_schedule_fire_time"),
+    **_NEVER_REUSE_IDS,
 )
 
 leases = sa.Table(

@@ -5,16 +5,22 @@ together (PostgreSQL only: SQLite is single-process)."""
 from __future__ import annotations
 
 import asyncio
+import copy
+import datetime as dt
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
+import pytest
 import sqlalchemy as sa
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
 from scheduler_svc import migrate, store
-from scheduler_svc.db import Database, metadata
+from scheduler_svc.db import Database, fires, jobs, metadata, schedule_tasks, schedules, tasks
 from scheduler_svc.migrate import head_revision
 from tests.databases import run_sql
 from tests.harness import REPO, Server, base_env
@@ -153,3 +159,275 @@ def test_taking_the_next_job_reads_the_queue_index_without_sorting(tmp_path: Pat
     details = " / ".join(str(row[-1]) for row in plan)
     assert "ix_jobs_queue" in details
     assert "TEMP B-TREE" not in details, details
+
+
+# -- 0003: ids are never reused (SQLite AUTOINCREMENT) -----------------------------------------
+
+R = TypeVar("R")
+T0 = dt.datetime(2026, 6, 1, 10, 0, tzinfo=dt.UTC)
+ID_TABLES = ("tasks", "schedules", "jobs", "fires")
+OUR_TABLES = ("tasks", "schedules", "schedule_tasks", "jobs", "fires", "leases")
+
+
+def _write(database_url: str, fn: Callable[[sa.Connection], R]) -> R:
+    """``fn(conn)`` in one write transaction of the service's own :class:`Database` (on
+    SQLite: foreign keys on, BEGIN IMMEDIATE)."""
+
+    async def go() -> R:
+        db = Database(database_url)
+        try:
+            return await db.write(fn)
+        finally:
+            await db.dispose()
+
+    return asyncio.run(go())
+
+
+def _migrate(database_url: str, revision: str, *, down: bool = False) -> None:
+    """Migrate up (or ``down``) to ``revision`` as the service migrates: in one transaction
+    on the service's own connection (see :func:`_write`)."""
+
+    def run(conn: sa.Connection) -> None:
+        cfg = migrate.alembic_config()
+        cfg.attributes["connection"] = conn
+        (command.downgrade if down else command.upgrade)(cfg, revision)
+
+    _write(database_url, run)
+
+
+def _sqlite_url(tmp_path: Path, name: str) -> str:
+    return f"sqlite+aiosqlite:///{tmp_path / name}"
+
+
+def _sqlite_schema(database_url: str) -> dict[str, dict[str, Any]]:
+    """Each table as SQLite itself describes it: columns, foreign keys (with ON DELETE),
+    indexes (unique, partial, columns with their order and direction, the SQL with its
+    WHERE) and whether its ids are AUTOINCREMENT."""
+    engine = sa.create_engine(database_url.replace("+aiosqlite", ""))
+    out: dict[str, dict[str, Any]] = {}
+    try:
+        with engine.connect() as conn:
+
+            def rows(sql: str) -> list[tuple[Any, ...]]:
+                return [tuple(r) for r in conn.exec_driver_sql(sql).all()]
+
+            for name, sql in rows(
+                "SELECT name, sql FROM sqlite_master WHERE type = 'table'"
+                " AND name NOT IN ('sqlite_sequence', 'alembic_version')"
+            ):
+                indexes = {}
+                for _, index, unique, origin, partial in rows(f"PRAGMA index_list({name})"):
+                    [(index_sql,)] = rows(
+                        f"SELECT coalesce(sql, '') FROM sqlite_master WHERE name = '{index}'"
+                    )
+                    indexes[index] = (
+                        unique,
+                        origin,
+                        partial,
+                        rows(f"PRAGMA index_xinfo({index})"),
+                        " ".join(index_sql.split()),
+                    )
+                out[name] = {
+                    "columns": rows(f"PRAGMA table_xinfo({name})"),
+                    "foreign_keys": sorted(rows(f"PRAGMA foreign_key_list({name})")),
+                    "indexes": indexes,
+                    "autoincrement": "AUTOINCREMENT" in sql.upper(),
+                }
+    finally:
+        engine.dispose()
+    return out
+
+
+def _with_autoincrement(schema: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``schema`` as 0003 is to leave it: the same but for AUTOINCREMENT on the id tables."""
+    out = copy.deepcopy(schema)
+    for name in ID_TABLES:
+        out[name]["autoincrement"] = True
+    return out
+
+
+def _all_rows(database_url: str) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every table of ours (all columns, ids included)."""
+    return {t: run_sql(database_url, f"SELECT * FROM {t} ORDER BY rowid") for t in OUR_TABLES}
+
+
+def _sequences(database_url: str) -> dict[str, int]:
+    """SQLite's AUTOINCREMENT counters: the largest id handed out, per table."""
+    rows = run_sql(database_url, "SELECT name, seq FROM sqlite_sequence")
+    return {str(name): int(seq) for name, seq in rows}
+
+
+def _new_task(conn: sa.Connection, name: str, **row: Any) -> int:
+    values = {"name": name, "handler": "shell", "params": {}, "created_at": T0, "updated_at": T0}
+    return int(conn.execute(tasks.insert().values(values | row).returning(tasks.c.id)).scalar_one())
+
+
+def _new_schedule(conn: sa.Connection, name: str, **row: Any) -> int:
+    values = {"name": name, "interval_seconds": 60, "created_at": T0, "updated_at": T0}
+    stmt = schedules.insert().values(values | row).returning(schedules.c.id)
+    return int(conn.execute(stmt).scalar_one())
+
+
+def _new_job(conn: sa.Connection, task_id: int, status: str, **row: Any) -> int:
+    values = {"task_id": task_id, "task_name": f"task {task_id}", "status": status}
+    values |= {"trigger": "SCHEDULER", "lane": 1, "task_priority": 100, "enqueued_at": T0}
+    return int(conn.execute(jobs.insert().values(values | row).returning(jobs.c.id)).scalar_one())
+
+
+def _new_fire(conn: sa.Connection, schedule_id: int, runs: list[Any], minute: int = 0) -> int:
+    values = {"schedule_id": schedule_id, "outcome": "FIRED", "runs": runs, "recorded_at": T0}
+    values["fire_time"] = T0 + dt.timedelta(minutes=minute)
+    return int(conn.execute(fires.insert().values(values).returning(fires.c.id)).scalar_one())
+
+
+def _fill(conn: sa.Connection) -> None:
+    """Rows of every kind, as a database in use holds them. The newest task, job, schedule
+    and fire were deleted (cascades, foreign keys on) and some rows still name them: job 3
+    schedule 3, fire 2 task 4 and job 5."""
+    assert [_new_task(conn, n) for n in ("keep", "busy", "other", "newest")] == [1, 2, 3, 4]
+    assert [_new_schedule(conn, n) for n in ("s1", "s2", "s-newest")] == [1, 2, 3]
+    conn.execute(
+        schedule_tasks.insert(),
+        [
+            {"schedule_id": 1, "task_id": 1, "position": 0},
+            {"schedule_id": 1, "task_id": 3, "position": 1},
+            {"schedule_id": 2, "task_id": 2, "position": 0},
+            {"schedule_id": 3, "task_id": 4, "position": 0},
+        ],
+    )
+    assert _new_job(conn, 1, "FAILED", schedule_id=1, fire_time=T0) == 1
+    assert _new_job(conn, 1, "QUEUED", retry_of_job_id=1, not_before=T0) == 2
+    assert _new_job(conn, 2, "RUNNING", schedule_id=3, worker_id="w", lease_token="x") == 3
+    assert _new_job(conn, 3, "SUCCEEDED", output_tail="ok", started_at=T0) == 4
+    assert _new_job(conn, 4, "QUEUED") == 5
+    runs = [{"task_id": 4, "task_name": "newest", "job_id": 5, "skip_reason": None}]
+    assert [_new_fire(conn, 1, []), _new_fire(conn, 2, runs), _new_fire(conn, 3, [])] == [1, 2, 3]
+    conn.execute(schedules.delete().where(schedules.c.id == 3))  # and fire 3, a link
+    conn.execute(tasks.delete().where(tasks.c.id == 4))  # and job 5, a link
+    assert conn.execute(sa.select(jobs.c.id).order_by(jobs.c.id)).scalars().all() == [1, 2, 3, 4]
+    assert conn.execute(sa.select(fires.c.id).order_by(fires.c.id)).scalars().all() == [1, 2]
+    assert conn.execute(sa.select(sa.func.count()).select_from(schedule_tasks)).scalar() == 3
+
+
+def _assert_new_ids_are_past_every_id_still_named(database_url: str) -> None:
+    """New rows get ids above every id that any row still names (0003's seeds)."""
+
+    def insert(conn: sa.Connection) -> list[int]:
+        return [
+            _new_task(conn, "after"),
+            _new_schedule(conn, "s-after"),
+            _new_job(conn, 3, "QUEUED"),
+            _new_fire(conn, 1, [], minute=1),
+        ]
+
+    task, schedule, job, fire = _write(database_url, insert)
+    assert task == 5  # task 4 is deleted, but fire 2 names it
+    assert schedule == 4  # schedule 3 is deleted, but job 3 names it
+    assert job == 6  # job 5 is deleted, but fire 2 names it
+    # Fire 3 went with its schedule and nothing names it: its id cannot be known (0003's
+    # docstring says so); the new one is above every fire left.
+    assert fire == 3
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_a_0002_sqlite_database_upgrades_with_its_rows_indexes_and_foreign_keys(
+    database_url: str,
+) -> None:
+    _migrate(database_url, "0002")
+    at_0002 = _sqlite_schema(database_url)
+    assert not any(t["autoincrement"] for t in at_0002.values())
+    _write(database_url, _fill)
+    rows = _all_rows(database_url)
+
+    assert _migrated_schema_diff(database_url) == []  # as the service upgrades on start
+    assert revisions(database_url) == [HEAD]
+    assert _all_rows(database_url) == rows  # ids and every column kept
+    assert _sqlite_schema(database_url) == _with_autoincrement(at_0002)
+    assert _sequences(database_url) == {"tasks": 4, "schedules": 3, "jobs": 5, "fires": 2}
+
+    _assert_new_ids_are_past_every_id_still_named(database_url)
+
+    # The partial unique index still holds: task 2 has a running job.
+    with pytest.raises(sa.exc.IntegrityError):
+        _write(database_url, lambda conn: _new_job(conn, 2, "QUEUED"))
+    _write(database_url, lambda conn: _new_job(conn, 2, "FAILED"))
+    # The foreign keys still cascade, to the copied rows.
+    _write(database_url, lambda conn: conn.execute(tasks.delete().where(tasks.c.id == 1)))
+    assert run_sql(database_url, "SELECT id FROM jobs WHERE task_id = 1") == []
+    assert run_sql(database_url, "SELECT task_id FROM schedule_tasks ORDER BY task_id") == [
+        (2,),
+        (3,),
+    ]
+    _write(database_url, lambda conn: conn.execute(schedules.delete().where(schedules.c.id == 1)))
+    assert run_sql(database_url, "SELECT schedule_id FROM fires") == [(2,)]
+    assert run_sql(database_url, "SELECT schedule_id FROM schedule_tasks") == [(2,)]
+    assert run_sql(database_url, "PRAGMA foreign_key_check") == []
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_0003_downgrades_to_0002_and_upgrades_again_with_its_rows(database_url: str) -> None:
+    _migrate(database_url, "0002")
+    at_0002 = _sqlite_schema(database_url)
+    _write(database_url, _fill)
+    rows = _all_rows(database_url)
+    _migrate(database_url, "head")
+    assert _sqlite_schema(database_url) == _with_autoincrement(at_0002)
+
+    _migrate(database_url, "0002", down=True)
+    assert revisions(database_url) == ["0002"]
+    assert _sqlite_schema(database_url) == at_0002
+    assert _all_rows(database_url) == rows
+    assert _sequences(database_url) == {}
+
+    _migrate(database_url, "head")
+    assert _sqlite_schema(database_url) == _with_autoincrement(at_0002)
+    assert _all_rows(database_url) == rows
+    _assert_new_ids_are_past_every_id_still_named(database_url)
+
+
+def test_sqlite_tables_never_reuse_ids_as_the_code_declares(tmp_path: Path) -> None:
+    # compare_metadata does not see AUTOINCREMENT: here the migrated schema is compared
+    # with the one db.py's tables create, as SQLite itself describes both.
+    migrated = _sqlite_url(tmp_path, "migrated.db")
+    assert _migrated_schema_diff(migrated) == []
+    declared = _sqlite_url(tmp_path, "declared.db")
+    engine = sa.create_engine(declared.replace("+aiosqlite", ""))
+    try:
+        metadata.create_all(engine)
+    finally:
+        engine.dispose()
+    schema = _sqlite_schema(migrated)
+    assert schema == _sqlite_schema(declared)
+    assert {name for name, t in schema.items() if t["autoincrement"]} == set(ID_TABLES)
+
+
+async def test_an_id_is_not_reused_after_the_newest_row_is_deleted(database: Database) -> None:
+    """On the migrated schema, for each table whose ids the API shows: after the newest
+    row is deleted, the next row gets a new id (PostgreSQL's sequences always did)."""
+
+    def ids(conn: sa.Connection) -> list[tuple[int, int]]:
+        out = []
+        task = _new_task(conn, "a")
+        newest = _new_task(conn, "b")
+        conn.execute(tasks.delete().where(tasks.c.id == newest))
+        out.append((newest, _new_task(conn, "c")))
+
+        _new_schedule(conn, "s1")
+        newest = _new_schedule(conn, "s2")
+        conn.execute(schedules.delete().where(schedules.c.id == newest))
+        schedule = _new_schedule(conn, "s3")
+        out.append((newest, schedule))
+
+        _new_job(conn, task, "SUCCEEDED")
+        newest = _new_job(conn, task, "FAILED")
+        conn.execute(jobs.delete().where(jobs.c.id == newest))
+        out.append((newest, _new_job(conn, task, "QUEUED")))
+
+        _new_fire(conn, schedule, [], minute=0)
+        newest = _new_fire(conn, schedule, [], minute=1)
+        conn.execute(fires.delete().where(fires.c.id == newest))
+        out.append((newest, _new_fire(conn, schedule, [], minute=2)))
+        return out
+
+    for deleted, new in await database.write(ids):
+        assert new > deleted
