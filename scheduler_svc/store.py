@@ -577,7 +577,13 @@ class Store:
 
         Raises NotFound(field="task_id"); FailedPrecondition when a job of it is running.
         """
-        found = conn.scalar(sa.select(tasks.c.id).where(tasks.c.id == task_id))
+        found_query = sa.select(tasks.c.id).where(tasks.c.id == task_id)
+        if self.db.dialect.skip_locked:
+            # Lock the task first, as a run of it does (FOR KEY SHARE in enqueue): the same
+            # lock order in both, so a delete racing a run neither deadlocks nor lets the
+            # run insert a job for a task gone (a foreign-key error).
+            found_query = found_query.with_for_update()
+        found = conn.scalar(found_query)
         if found is None:
             raise NotFound(f"no task with id {task_id}", field="task_id")
         running = conn.scalar(
@@ -590,7 +596,9 @@ class Store:
             )
         conn.execute(jobs.delete().where(jobs.c.task_id == task_id))
         conn.execute(schedule_tasks.delete().where(schedule_tasks.c.task_id == task_id))
-        conn.execute(tasks.delete().where(tasks.c.id == task_id))
+        if conn.execute(tasks.delete().where(tasks.c.id == task_id)).rowcount != 1:
+            # Deleted by a concurrent call since the read above: that call succeeded.
+            raise NotFound(f"no task with id {task_id}", field="task_id")
 
     # -------------------------------------------------------------- schedules
 
@@ -981,7 +989,12 @@ class Store:
             if not result.schedule_found:
                 raise NotFound(f"no schedule with id {schedule_id}", field="schedule_id")
             return EnqueueResult(result.runs, duplicate_fire=result.duplicate_fire)
-        rows = conn.execute(tasks.select().where(tasks.c.id.in_(task_ids))).all()
+        query = tasks.select().where(tasks.c.id.in_(task_ids))
+        if self.db.dialect.skip_locked:
+            # Hold off a concurrent DeleteTask (which locks the task FOR UPDATE first) until
+            # this commits; a task it deleted meanwhile is simply not found.
+            query = query.with_for_update(read=True, key_share=True)
+        rows = conn.execute(query).all()
         by_id = {r._mapping["id"]: _task(r) for r in rows}
         missing = [t for t in task_ids if t not in by_id]
         if missing:
