@@ -970,7 +970,10 @@ class Store:
         """Enqueue ``task_ids`` in one transaction; one result per task.
 
         ``trigger`` is "MANUAL", "API" or "SCHEDULER". Manual and API runs keep the request
-        order, run disabled tasks, and promote a scheduler-queued job to the manual lane.
+        order, run disabled tasks, and promote a scheduler-queued job to the manual lane;
+        they answer one result per entry of ``task_ids``, in order: a task named again is
+        reported skipped (already queued, or already running) with the job of its first
+        entry.
         A scheduler enqueue names ``schedule_id`` and ``fire_time``, skips disabled tasks,
         inserts in ascending task-name order, and records the fire (with each of
         ``missed_fire_times`` as missed); if that (schedule, fire time) is already recorded
@@ -1000,7 +1003,20 @@ class Store:
         if missing:
             raise NotFound(f"no task with id {missing[0]}", field="task_ids")
         ordered = [by_id[t] for t in dict.fromkeys(task_ids)]
-        return EnqueueResult(tuple(self._enqueue_manual(conn, ordered, trigger, now)))
+        first = {r.task_id: r for r in self._enqueue_manual(conn, ordered, trigger, now)}
+        runs: list[TaskRunResult] = []
+        seen: set[int] = set()
+        for task_id in task_ids:
+            run = first[task_id]
+            if task_id in seen:
+                # A repeat of a task asked for earlier in the same request: that entry
+                # enqueued (or found) its job, so this one finds it queued (or running).
+                running = run.skip_reason == "ALREADY_RUNNING"
+                reason = "ALREADY_RUNNING" if running else "ALREADY_QUEUED"
+                run = TaskRunResult(run.task_id, run.task_name, run.job_id, reason)
+            seen.add(task_id)
+            runs.append(run)
+        return EnqueueResult(tuple(runs))
 
     @_writes
     def enqueue_fires(
