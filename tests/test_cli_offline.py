@@ -272,9 +272,12 @@ def test_text_log_lines_escape_control_and_format_characters() -> None:
     assert text.startswith("failed\nTraceback") and text.endswith("ValueError: boom")
 
 
-def test_piped_output_is_written_as_is() -> None:
+def test_piped_output_is_escaped_too() -> None:
+    """Piped output reaches a terminal often enough (less -R, tee, cat of a log)."""
     piped = io.StringIO()
-    assert for_terminal(piped) is piped
+    print("a\tb\x1b[2J\r\nc", file=for_terminal(piped))
+    assert piped.getvalue() == "a\tb\\x1b[2J\\x0d\nc\n"
+    assert for_terminal(for_terminal(piped)).write("\x07") == len("\\x07")
 
 
 def test_escape_controls_agrees_with_its_table_on_every_code_point() -> None:
