@@ -189,6 +189,16 @@ def test_bad_config_file_exits_2_naming_the_key(
     assert capsys.readouterr().err == f"error: {path}: tasks[1].handler: required\n"
 
 
+def test_a_config_file_that_is_not_utf8_exits_2_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "latin1.toml"
+    path.write_bytes('[[tasks]]\nname = "caf\u00e9"\nhandler = "shell"\n'.encode("latin-1"))
+    assert main(["--server", "127.0.0.1:1", "apply", "-f", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {path}: not UTF-8 text (byte 0xe9 at offset 21)\n", err
+
+
 # -- unreachable server -------------------------------------------------------------------
 
 
