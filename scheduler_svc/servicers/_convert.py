@@ -248,6 +248,22 @@ def fit_page(rows: Sequence[_R], size: int, convert: Callable[[_R], _M]) -> Page
 _AFTER = "after:"
 
 
+def int_page_token(page_token: str, field: str = "page_token") -> int:
+    """The number a numeric next_page_token stands for.
+
+    Only ASCII digits are accepted: ``str.isdigit`` and ``int`` also take other scripts'
+    digits (Arabic-Indic U+0661 U+0660 as 10), and ``int`` signs, spaces and underscores,
+    none of which a token of ours contains.
+
+    Raises InvalidArgument(field) for anything else, or a number beyond int64.
+    """
+    if not (page_token.isascii() and page_token.isdigit()) or int(page_token) >= 2**63:
+        raise InvalidArgument(
+            "malformed; pass the next_page_token of the previous page", field=field
+        )
+    return int(page_token)
+
+
 def name_page_token(name: str) -> str:
     """The opaque next_page_token of a listing in name order whose page ended at ``name``."""
     return base64.urlsafe_b64encode((_AFTER + name).encode()).decode()
