@@ -21,11 +21,14 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from scheduler_svc import maintenance, migrate
 from scheduler_svc.app import App, Clock, utc_now
 from scheduler_svc.auth import AuthInterceptor, new_token
 from scheduler_svc.db import Database
+from scheduler_svc.errors import StorageError
 from scheduler_svc.hub import Hub
 from scheduler_svc.metrics import REFRESH_S, Metrics, MetricsServer
 from scheduler_svc.replicas import ReplicaWakeups
@@ -258,11 +261,32 @@ def check_exposure(settings: Settings) -> None:
     )
 
 
+class DatabaseUnreachable(RuntimeError):
+    """The database at DATABASE_URL could not be opened at startup (no server there, a
+    database that does not exist, a refused login, a SQLite file that cannot be created).
+
+    ``str()`` is one line naming the URL (password hidden) and the cause; the exception's
+    ``__cause__`` keeps the whole error.
+    """
+
+    def __init__(self, url: str, err: BaseException) -> None:
+        """Describe the failure to open ``url`` with ``err``."""
+        cause: BaseException = err
+        if isinstance(err, StorageError) and err.__cause__ is not None:
+            cause = err.__cause__
+        if isinstance(cause, DBAPIError) and cause.orig is not None:
+            cause = cause.orig
+        detail = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
+        shown = make_url(url).render_as_string(hide_password=True)
+        super().__init__(f"cannot reach the database at {shown}: {detail}")
+
+
 async def create_server(settings: Settings, *, clock: Clock = utc_now) -> Service:
     """Migrate the database, bind the gRPC server (with reflection and health) and start it.
 
     Loops are not started: call :meth:`Service.start_loops`. Raises FailedPrecondition when
-    the database schema is newer than this code, RuntimeError when the port cannot be bound,
+    the database schema is newer than this code, DatabaseUnreachable when the database
+    cannot be opened, RuntimeError when the port cannot be bound,
     SettingsError when a non-loopback address would be served without tokens or TLS (see
     :func:`check_exposure`) or a certificate file cannot be read.
     """
@@ -271,7 +295,12 @@ async def create_server(settings: Settings, *, clock: Clock = utc_now) -> Servic
     internal_token = new_token()
     interceptors = [AuthInterceptor(settings.tokens, internal_token)] if settings.tokens else []
     db = Database(settings.database_url)
-    await migrate.upgrade(db)
+    try:
+        await migrate.upgrade(db)
+    except (StorageError, SQLAlchemyError, OSError) as err:
+        with suppress(Exception):
+            await db.dispose()
+        raise DatabaseUnreachable(settings.database_url, err) from err
     app = App(settings, Store(db), clock=clock, hub=Hub(), metrics=Metrics())
     await maintenance.ensure_builtins(app)
     server = grpc.aio.server(
@@ -411,6 +440,10 @@ def main(
     try:
         settings = Settings.from_env(listen=listen, insecure=insecure or None)
         asyncio.run(serve(settings, config_path))
+    except DatabaseUnreachable as err:
+        log.debug("startup failed", exc_info=err)  # the whole error at TICKWORK_LOG_LEVEL=DEBUG
+        print(f"error: {err}", flush=True)
+        return 1
     except (SettingsError, TickworkError, RuntimeError) as err:
         print(f"error: {getattr(err, 'message', err)}", flush=True)
         return 2

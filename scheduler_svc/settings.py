@@ -127,8 +127,8 @@ class Settings:
             raise SettingsError(
                 "TICKWORK_HEARTBEAT_INTERVAL_SECONDS: must be > 0 and below the lease TTL"
             )
-        if ":" not in self.listen:
-            raise SettingsError(f"TICKWORK_LISTEN: expected HOST:PORT, got {self.listen!r}")
+        _check_address(self.listen, "TICKWORK_LISTEN (--listen)")
+        _check_database_url(self.database_url)
         if bool(self.tls_cert_file) != bool(self.tls_key_file):
             raise SettingsError(
                 "TICKWORK_TLS_CERT_FILE, TICKWORK_TLS_KEY_FILE: give both or neither"
@@ -138,10 +138,8 @@ class Settings:
                 "TICKWORK_TLS_CLIENT_CA_FILE: mutual TLS needs TICKWORK_TLS_CERT_FILE and "
                 "TICKWORK_TLS_KEY_FILE too"
             )
-        if self.metrics_listen and ":" not in self.metrics_listen:
-            raise SettingsError(
-                f"TICKWORK_METRICS_LISTEN: expected HOST:PORT, got {self.metrics_listen!r}"
-            )
+        if self.metrics_listen:
+            _check_address(self.metrics_listen, "TICKWORK_METRICS_LISTEN")
         if self.retention_days < 0:
             raise SettingsError("TICKWORK_RETENTION_DAYS: must be >= 0 (0: no built-in task)")
 
@@ -190,6 +188,45 @@ class Settings:
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]
+
+
+def _check_address(address: str, variable: str) -> None:
+    """``address`` is HOST:PORT with PORT 0..65535 in ASCII digits (0: any free port).
+
+    Raises SettingsError naming ``variable`` otherwise: gRPC would serve a port such as
+    99999 on another (a free) port without a word.
+    """
+    _, sep, port = address.rpartition(":")
+    if not sep:
+        raise SettingsError(f"{variable}: expected HOST:PORT, got {address!r}")
+    if not (port.isascii() and port.isdigit()) or int(port) > 65535:
+        raise SettingsError(
+            f"{variable}: port must be a number from 1 to 65535 (0: any free port), got {address!r}"
+        )
+
+
+#: The SQLAlchemy drivers DATABASE_URL may name (any ``sqlite`` one is served by sqlite3).
+_POSTGRESQL_DRIVERS = ("postgresql+asyncpg",)
+
+
+def _check_database_url(url: str) -> None:
+    """DATABASE_URL is a SQLite or a ``postgresql+asyncpg`` URL; raises SettingsError."""
+    import sqlalchemy as sa
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        parsed = sa.engine.make_url(url)
+    except ArgumentError:
+        raise SettingsError(
+            "DATABASE_URL: not a database URL (e.g. sqlite+aiosqlite:///./tickwork.db or "
+            "postgresql+asyncpg://USER@HOST/DB)"
+        ) from None
+    if parsed.get_backend_name() == "sqlite" or parsed.drivername in _POSTGRESQL_DRIVERS:
+        return
+    raise SettingsError(
+        f"DATABASE_URL: unsupported driver {parsed.drivername!r}; use sqlite:///PATH, "
+        "sqlite+aiosqlite:///PATH or postgresql+asyncpg://USER@HOST/DB"
+    )
 
 
 def _tokens(env: Mapping[str, str]) -> dict[str, Principal]:

@@ -600,7 +600,13 @@ class Store:
         Raises NotFound(field="task_id"); FailedPrecondition when a job of it is running,
         or when it is the only task of a schedule (which would be left firing nothing).
         """
-        found = conn.scalar(sa.select(tasks.c.id).where(tasks.c.id == task_id))
+        found_query = sa.select(tasks.c.id).where(tasks.c.id == task_id)
+        if self.db.dialect.skip_locked:
+            # Lock the task first, as a run of it does (FOR KEY SHARE in enqueue): the same
+            # lock order in both, so a delete racing a run neither deadlocks nor lets the
+            # run insert a job for a task gone (a foreign-key error).
+            found_query = found_query.with_for_update()
+        found = conn.scalar(found_query)
         if found is None:
             raise NotFound(f"no task with id {task_id}", field="task_id")
         running = conn.scalar(
@@ -614,7 +620,9 @@ class Store:
         self._check_not_a_schedules_last_task(conn, task_id)
         conn.execute(jobs.delete().where(jobs.c.task_id == task_id))
         conn.execute(schedule_tasks.delete().where(schedule_tasks.c.task_id == task_id))
-        conn.execute(tasks.delete().where(tasks.c.id == task_id))
+        if conn.execute(tasks.delete().where(tasks.c.id == task_id)).rowcount != 1:
+            # Deleted by a concurrent call since the read above: that call succeeded.
+            raise NotFound(f"no task with id {task_id}", field="task_id")
 
     def _check_not_a_schedules_last_task(self, conn: Connection, task_id: int) -> None:
         """Raise FailedPrecondition naming the schedules ``task_id`` is the only task of.
@@ -1025,7 +1033,10 @@ class Store:
         """Enqueue ``task_ids`` in one transaction; one result per task.
 
         ``trigger`` is "MANUAL", "API" or "SCHEDULER". Manual and API runs keep the request
-        order, run disabled tasks, and promote a scheduler-queued job to the manual lane.
+        order, run disabled tasks, and promote a scheduler-queued job to the manual lane;
+        they answer one result per entry of ``task_ids``, in order: a task named again is
+        reported skipped (already queued, or already running) with the job of its first
+        entry.
         A scheduler enqueue names ``schedule_id`` and ``fire_time``, skips disabled tasks,
         inserts in ascending task-name order, and records the fire (with each of
         ``missed_fire_times`` as missed); if that (schedule, fire time) is already recorded
@@ -1044,13 +1055,31 @@ class Store:
             if not result.schedule_found:
                 raise NotFound(f"no schedule with id {schedule_id}", field="schedule_id")
             return EnqueueResult(result.runs, duplicate_fire=result.duplicate_fire)
-        rows = conn.execute(tasks.select().where(tasks.c.id.in_(task_ids))).all()
+        query = tasks.select().where(tasks.c.id.in_(task_ids))
+        if self.db.dialect.skip_locked:
+            # Hold off a concurrent DeleteTask (which locks the task FOR UPDATE first) until
+            # this commits; a task it deleted meanwhile is simply not found.
+            query = query.with_for_update(read=True, key_share=True)
+        rows = conn.execute(query).all()
         by_id = {r._mapping["id"]: _task(r) for r in rows}
         missing = [t for t in task_ids if t not in by_id]
         if missing:
             raise NotFound(f"no task with id {missing[0]}", field="task_ids")
         ordered = [by_id[t] for t in dict.fromkeys(task_ids)]
-        return EnqueueResult(tuple(self._enqueue_manual(conn, ordered, trigger, now)))
+        first = {r.task_id: r for r in self._enqueue_manual(conn, ordered, trigger, now)}
+        runs: list[TaskRunResult] = []
+        seen: set[int] = set()
+        for task_id in task_ids:
+            run = first[task_id]
+            if task_id in seen:
+                # A repeat of a task asked for earlier in the same request: that entry
+                # enqueued (or found) its job, so this one finds it queued (or running).
+                running = run.skip_reason == "ALREADY_RUNNING"
+                reason = "ALREADY_RUNNING" if running else "ALREADY_QUEUED"
+                run = TaskRunResult(run.task_id, run.task_name, run.job_id, reason)
+            seen.add(task_id)
+            runs.append(run)
+        return EnqueueResult(tuple(runs))
 
     @_writes
     def enqueue_fires(

@@ -445,3 +445,97 @@ def test_requests_that_do_not_decode_are_invalid_argument(
             list(connect(iter([b"\x0a\xff"]), timeout=10))
         assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert snapshot(server) == before
+
+
+def test_enum_values_the_proto_does_not_define_are_invalid_argument(
+    shared_seeded: tuple[Server, Client],
+) -> None:
+    """Any client can send any number for an enum field: an undefined one is
+    INVALID_ARGUMENT naming the field (never INTERNAL from a failed enum lookup), and
+    nothing is written."""
+    from tickwork.v1 import (
+        job_pb2,
+        job_pb2_grpc,
+        queue_pb2,
+        queue_pb2_grpc,
+        schedule_pb2,
+        schedule_pb2_grpc,
+        task_pb2,
+        task_pb2_grpc,
+    )
+
+    server, client = shared_seeded
+    task_id = client.get_task("existing").id
+    before = snapshot(server)
+    calls: list[tuple[str, Callable[[grpc.Channel], object]]] = [
+        (
+            "trigger",
+            lambda ch: queue_pb2_grpc.QueueServiceStub(ch).Enqueue(
+                queue_pb2.EnqueueRequest(task_ids=[task_id], trigger=99)  # type: ignore[arg-type]
+            ),
+        ),
+        (
+            "trigger",
+            lambda ch: queue_pb2_grpc.QueueServiceStub(ch).Enqueue(
+                queue_pb2.EnqueueRequest(task_ids=[task_id], trigger=-1)  # type: ignore[arg-type]
+            ),
+        ),
+        (
+            "trigger",
+            lambda ch: task_pb2_grpc.TaskServiceStub(ch).RunTasks(
+                task_pb2.RunTasksRequest(task_ids=[task_id], trigger=99)  # type: ignore[arg-type]
+            ),
+        ),
+        (
+            "statuses",
+            lambda ch: job_pb2_grpc.JobServiceStub(ch).ListJobs(
+                job_pb2.ListJobsRequest(statuses=[99])  # type: ignore[list-item]
+            ),
+        ),
+        (
+            "schedule.catch_up_policy",
+            lambda ch: schedule_pb2_grpc.ScheduleServiceStub(ch).CreateSchedule(
+                schedule_pb2.CreateScheduleRequest(
+                    schedule=schedule_pb2.Schedule(
+                        name="odd-policy",
+                        cron_expression="@daily",
+                        task_ids=[task_id],
+                        catch_up_policy=99,  # type: ignore[arg-type]
+                    )
+                )
+            ),
+        ),
+    ]
+    for field, call in calls:
+        err = raw_call(server, call)
+        assert err.code() == grpc.StatusCode.INVALID_ARGUMENT, (field, err)
+        assert (err.details() or "").startswith(field), (field, err.details())
+    assert snapshot(server) == before
+
+
+def test_numeric_page_tokens_take_ascii_digits_only(shared_seeded: tuple[Server, Client]) -> None:
+    """ListJobs and ListFires tokens are decimal numbers of ours: other scripts' digits
+    (which str.isdigit and int accept), signs, spaces and underscores are malformed."""
+    from tickwork.v1 import job_pb2, job_pb2_grpc, schedule_pb2, schedule_pb2_grpc
+
+    server, client = shared_seeded
+    schedule_id = client.get_schedule("nightly").id
+    with grpc.insecure_channel(server.address) as channel:
+        jobs = job_pb2_grpc.JobServiceStub(channel)
+        schedules = schedule_pb2_grpc.ScheduleServiceStub(channel)
+        for token in ("10", "1782000000000000"):  # well-formed: accepted
+            jobs.ListJobs(job_pb2.ListJobsRequest(page_token=token))
+            schedules.ListFires(
+                schedule_pb2.ListFiresRequest(schedule_id=schedule_id, page_token=token)
+            )
+        for bad in ("\u0661\u0660", "\uff11\uff10", "+10", " 10", "1_0", "-5", "\u00b2"):
+            for call in (
+                lambda t: jobs.ListJobs(job_pb2.ListJobsRequest(page_token=t)),
+                lambda t: schedules.ListFires(
+                    schedule_pb2.ListFiresRequest(schedule_id=schedule_id, page_token=t)
+                ),
+            ):
+                with pytest.raises(grpc.RpcError) as err:
+                    call(bad)
+                assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT, repr(bad)
+                assert (err.value.details() or "").startswith("page_token: malformed"), repr(bad)

@@ -189,6 +189,16 @@ def test_bad_config_file_exits_2_naming_the_key(
     assert capsys.readouterr().err == f"error: {path}: tasks[1].handler: required\n"
 
 
+def test_a_config_file_that_is_not_utf8_exits_2_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "latin1.toml"
+    path.write_bytes('[[tasks]]\nname = "caf\u00e9"\nhandler = "shell"\n'.encode("latin-1"))
+    assert main(["--server", "127.0.0.1:1", "apply", "-f", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {path}: not UTF-8 text (byte 0xe9 at offset 21)\n", err
+
+
 # -- unreachable server -------------------------------------------------------------------
 
 
@@ -272,9 +282,12 @@ def test_text_log_lines_escape_control_and_format_characters() -> None:
     assert text.startswith("failed\nTraceback") and text.endswith("ValueError: boom")
 
 
-def test_piped_output_is_written_as_is() -> None:
+def test_piped_output_is_escaped_too() -> None:
+    """Piped output reaches a terminal often enough (less -R, tee, cat of a log)."""
     piped = io.StringIO()
-    assert for_terminal(piped) is piped
+    print("a\tb\x1b[2J\r\nc", file=for_terminal(piped))
+    assert piped.getvalue() == "a\tb\\x1b[2J\\x0d\nc\n"
+    assert for_terminal(for_terminal(piped)).write("\x07") == len("\\x07")
 
 
 def test_escape_controls_agrees_with_its_table_on_every_code_point() -> None:

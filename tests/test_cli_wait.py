@@ -104,3 +104,37 @@ def test_new_output_between_tail_snapshots() -> None:
     assert new_output("a\n", "a\n") == ""
     assert new_output("xyz\n", "q\n") == "q\n"
     assert new_output("a\nb\n", "a\nb") == ""  # the final tail without its last newline
+
+
+def test_server_text_with_control_characters_prints_escaped(embedded: Server) -> None:
+    """A job's output and error and a task's description are anyone's text: piped or not,
+    the CLI shows their control characters as visible escapes (ESC as \\x1b, CR as \\x0d),
+    and a line of theirs cannot pass for a line of the CLI's own."""
+    script = r"printf '\033[2J'; printf '\033[31mRED\033]0;pwned\007\r\nFAKE LINE' >&2; exit 3"
+    with Client(embedded.address) as tw:
+        tw.create_task(
+            "loud", "shell", {"argv": ["sh", "-c", script]}, description="say \x1b[5mhi\x1b[0m"
+        )
+        proc = run_wait(embedded.address, "loud")
+        waited, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 1, waited
+        [job] = tw.list_jobs(task="loud")
+
+    def cli(*args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "tickwork.cli", *args],
+            capture_output=True,
+            text=True,
+            env=base_env(TICKWORK_SERVER=embedded.address),
+            cwd=REPO,
+            timeout=30,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    listed = cli("tasks", "list")
+    assert "say \\x1b[5mhi\\x1b[0m" in listed
+    for text in (waited, listed, cli("jobs", "list"), cli("jobs", "get", str(job.id))):
+        assert not any(c in text for c in "\x1b\x07\r"), repr(text)
+        assert not any(line.startswith("FAKE LINE") for line in text.splitlines()), text
+    assert "\\x1b[2J" in waited  # the job's output, shown escaped

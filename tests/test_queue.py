@@ -503,3 +503,41 @@ def test_dispatch_is_pushed_and_retries_start_when_ready(
             assert not_before <= started < not_before + min(3.0, poll_interval_s)
         finally:
             worker.stop()
+
+
+async def test_a_task_named_twice_in_one_run_is_enqueued_once_and_then_skipped(
+    tmp_path: Path, database_url: str
+) -> None:
+    """RunTasks answers one entry per request entry (ids first, then names): the first
+    entry of a task enqueues, each repeat is skipped as already queued (or running) with
+    that job's id, and the task gets one job."""
+    import grpc
+
+    from tickwork.v1 import task_pb2, task_pb2_grpc
+
+    async with inprocess(tmp_path, database_url, T0) as h:
+        hello = await h.client.create_task("hello", "shell", {"argv": ["true"]})
+        other = await h.client.create_task("other", "shell", {"argv": ["true"]})
+        async with grpc.aio.insecure_channel(h.service.address) as channel:
+            stub = task_pb2_grpc.TaskServiceStub(channel)
+            request = task_pb2.RunTasksRequest(
+                task_ids=[hello.id, other.id], task_names=["hello", "other", "hello"]
+            )
+            runs = (await stub.RunTasks(request)).runs
+            assert [r.task_id for r in runs] == [hello.id, other.id, hello.id, other.id, hello.id]
+            first_hello, first_other = runs[0], runs[1]
+            assert not first_hello.skipped and not first_other.skipped
+            assert first_hello.job_id != first_other.job_id
+            for repeat in runs[2:]:
+                first = first_hello if repeat.task_id == hello.id else first_other
+                assert repeat.skipped and repeat.job_id == first.job_id, repeat
+                assert repeat.skip_reason == SkipReason.SKIP_REASON_ALREADY_QUEUED
+                assert not repeat.promoted
+            assert len(await h.client.list_jobs(task="hello")) == 1
+
+            running = await claim(h)
+            assert running.task_id == hello.id
+            runs = (await stub.RunTasks(task_pb2.RunTasksRequest(task_ids=[hello.id] * 2))).runs
+            assert [(r.job_id, r.skipped, r.skip_reason) for r in runs] == [
+                (running.id, True, SkipReason.SKIP_REASON_ALREADY_RUNNING)
+            ] * 2

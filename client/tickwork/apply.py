@@ -186,8 +186,8 @@ def load_config(path: str | os.PathLike[str]) -> Config:
         Config: the tasks and schedules, with defaults filled in.
 
     Raises:
-        ConfigError: the file cannot be read, is not TOML, or a key is missing, unknown or
-            of the wrong type (every problem is listed, each naming its key).
+        ConfigError: the file cannot be read, is not UTF-8 or not TOML, or a key is missing,
+            unknown or of the wrong type (every problem is listed, each naming its key).
     """
     source = os.fspath(path)
     try:
@@ -197,6 +197,11 @@ def load_config(path: str | os.PathLike[str]) -> Config:
         raise ConfigError([("", f"cannot read: {err.strerror or err}")], source) from None
     except tomllib.TOMLDecodeError as err:
         raise ConfigError([("", f"invalid TOML: {err}")], source) from None
+    except UnicodeDecodeError as err:  # TOML is UTF-8; tomllib decodes the bytes first
+        raise ConfigError(
+            [("", f"not UTF-8 text (byte 0x{err.object[err.start]:02x} at offset {err.start})")],
+            source,
+        ) from None
     return parse_config(data, source)
 
 

@@ -7,10 +7,12 @@ job that did not succeed under ``jobs watch``), 2 on a usage or validation error
 stderr as ``error: <STATUS>: <details>``; an unreachable server reads ``error: cannot reach
 tickwork at HOST:PORT``. No traceback is shown for either.
 
-On a terminal, control and format characters in what is printed (names, descriptions,
-errors, job output) are shown as ``\\xNN`` / ``\\uNNNN`` escapes, so stored text cannot
-move the cursor, clear the screen, retitle the window or reorder text with bidirectional
-overrides; piped output is written as is.
+Control and format characters in what is printed (names, descriptions, errors, job output)
+are shown as ``\\xNN`` / ``\\uNNNN`` escapes, so stored text cannot move the cursor, clear
+the screen, retitle the window or reorder text with bidirectional overrides. This holds for
+piped output too, which still reaches a terminal through ``less -R``, ``tee`` or a log file
+read with ``cat``. Tab and newline are kept; text from the server that spans lines is shown
+with its continuation lines indented, so it cannot pass for a line of the CLI's own.
 """
 
 from __future__ import annotations
@@ -405,8 +407,9 @@ class _TerminalSafe:
 
 
 def for_terminal(stream: TextIO) -> TextIO:
-    """``stream`` itself when it is not a terminal; else a stream that writes control
-    characters (ANSI escape sequences, carriage returns, ...) as ``\\xNN`` text.
+    """A stream that writes to ``stream`` with control characters (ANSI escape sequences,
+    carriage returns, ...) as ``\\xNN`` text, whether or not ``stream`` is a terminal: piped
+    output ends up on one often enough (``less -R``, ``tee``, a log file read with ``cat``).
 
     Args:
         stream (TextIO): e.g. ``sys.stdout``.
@@ -414,8 +417,7 @@ def for_terminal(stream: TextIO) -> TextIO:
     Returns:
         TextIO: the stream to print to.
     """
-    isatty = getattr(stream, "isatty", None)
-    if isatty is None or not isatty():
+    if isinstance(stream, _TerminalSafe):
         return stream
     return cast(TextIO, _TerminalSafe(stream))
 
@@ -673,7 +675,10 @@ def _follow(client: Client, job_id: int, timeout: float | None, out: TextIO) -> 
         if last is None or not rq.is_terminal(last):
             return EXIT_FAILED
         if last.error:
-            print(f"error: {last.error.rstrip()}", file=out, flush=True)
+            first, *more = last.error.rstrip().splitlines() or [""]
+            print(f"error: {first}", file=out, flush=True)
+            for line in more:  # indented: the job's text cannot pass for a line of ours
+                print(f"       {line}", file=out, flush=True)
         retry = _retry_of(client, last)
         if retry is None:
             return WAIT_EXIT_CODES.get(last.status, EXIT_FAILED)

@@ -122,8 +122,13 @@ def job_status(name: str) -> int:
     return int(job_pb2.JobStatus.Value(f"JOB_STATUS_{name}"))
 
 
-def job_status_name(value: int) -> str:
-    """A JobStatus enum value as the stored status ("QUEUED", ...)."""
+def job_status_name(value: int, field: str = "statuses") -> str:
+    """A JobStatus enum value as the stored status ("QUEUED", ...).
+
+    Raises InvalidArgument naming ``field`` for a value the enum does not define.
+    """
+    if value == job_pb2.JOB_STATUS_UNSPECIFIED or value not in job_pb2.JobStatus.values():
+        raise InvalidArgument(f"unknown job status {value}", field=field)
     return job_pb2.JobStatus.Name(value).removeprefix("JOB_STATUS_")
 
 
@@ -132,8 +137,14 @@ def trigger(name: str) -> int:
     return int(common_pb2.Trigger.Value(f"TRIGGER_{name}"))
 
 
-def trigger_name(value: int) -> str:
-    """A Trigger enum value as the stored trigger."""
+def trigger_name(value: int, field: str = "trigger") -> str:
+    """A Trigger enum value as the stored trigger.
+
+    Raises InvalidArgument naming ``field`` for a value the enum does not define (a client
+    may send any number).
+    """
+    if value == common_pb2.TRIGGER_UNSPECIFIED or value not in common_pb2.Trigger.values():
+        raise InvalidArgument(f"unknown trigger {value}", field=field)
     return common_pb2.Trigger.Name(value).removeprefix("TRIGGER_")
 
 
@@ -235,6 +246,22 @@ def fit_page(rows: Sequence[_R], size: int, convert: Callable[[_R], _M]) -> Page
 
 
 _AFTER = "after:"
+
+
+def int_page_token(page_token: str, field: str = "page_token") -> int:
+    """The number a numeric next_page_token stands for.
+
+    Only ASCII digits are accepted: ``str.isdigit`` and ``int`` also take other scripts'
+    digits (Arabic-Indic U+0661 U+0660 as 10), and ``int`` signs, spaces and underscores,
+    none of which a token of ours contains.
+
+    Raises InvalidArgument(field) for anything else, or a number beyond int64.
+    """
+    if not (page_token.isascii() and page_token.isdigit()) or int(page_token) >= 2**63:
+        raise InvalidArgument(
+            "malformed; pass the next_page_token of the previous page", field=field
+        )
+    return int(page_token)
 
 
 def name_page_token(name: str) -> str:

@@ -37,9 +37,7 @@ class JobServicer(job_pb2_grpc.JobServiceServicer):
         size = cv.page_size(request.page_size)
         before = None
         if request.page_token:
-            if not request.page_token.isdigit() or int(request.page_token) >= 2**63:
-                raise InvalidArgument("malformed", field="page_token")
-            before = int(request.page_token)
+            before = cv.int_page_token(request.page_token)
         for s in request.statuses:
             if s == job_pb2.JOB_STATUS_UNSPECIFIED or s not in job_pb2.JobStatus.values():
                 raise InvalidArgument(f"unknown job status {s}", field="statuses")

@@ -28,6 +28,7 @@ class QueueServicer(queue_pb2_grpc.QueueServiceServicer):
     ) -> queue_pb2.EnqueueResponse:
         if request.trigger == common_pb2.TRIGGER_UNSPECIFIED:
             raise InvalidArgument("required", field="trigger")
+        trigger = cv.trigger_name(request.trigger)  # an undefined value is INVALID_ARGUMENT
         scheduled = request.trigger == common_pb2.TRIGGER_SCHEDULER
         if scheduled and (not request.schedule_id or not request.HasField("fire_time")):
             raise InvalidArgument(
@@ -37,7 +38,7 @@ class QueueServicer(queue_pb2_grpc.QueueServiceServicer):
             raise InvalidArgument("name at least one task", field="task_ids")
         result = await self.app.enqueue(
             list(request.task_ids),
-            cv.trigger_name(request.trigger),
+            trigger,
             schedule_id=request.schedule_id if scheduled else None,
             fire_time=cv.from_ts(request.fire_time) if scheduled else None,
             missed=scheduled and request.missed,

@@ -334,5 +334,5 @@ def _token_ts(token: str) -> Any:
     from google.protobuf import timestamp_pb2
 
     out = timestamp_pb2.Timestamp()
-    out.FromMicroseconds(int(token))
+    out.FromMicroseconds(cv.int_page_token(token))
     return out

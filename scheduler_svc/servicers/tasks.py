@@ -144,8 +144,8 @@ class TaskServicer(task_pb2_grpc.TaskServiceServicer):
         if trigger not in (common_pb2.TRIGGER_MANUAL, common_pb2.TRIGGER_API):
             raise InvalidArgument("must be TRIGGER_MANUAL or TRIGGER_API", field="trigger")
         result = await self.app.enqueue(ids, cv.trigger_name(trigger))
-        by_task = {r.task_id: r for r in result.runs}
-        return task_pb2.RunTasksResponse(runs=[cv.task_run(by_task[t]) for t in ids])
+        # One entry per request entry, in order (ids, then names); repeats come back skipped.
+        return task_pb2.RunTasksResponse(runs=[cv.task_run(r) for r in result.runs])
 
     @rpc_errors
     async def AbortTasks(

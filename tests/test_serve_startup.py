@@ -1,0 +1,67 @@
+"""`tickwork serve` refuses settings it cannot honour with one line and a non-zero exit:
+a port outside 0..65535, a database driver it does not support, a database it cannot open.
+No traceback, unless TICKWORK_LOG_LEVEL=DEBUG asks for it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.databases import PG_ADMIN
+from tests.harness import REPO, base_env
+
+
+def serve(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    full = base_env(DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path / 'tickwork.db'}")
+    full.update(env)
+    return subprocess.run(
+        [sys.executable, "-m", "tickwork.cli", "serve", *args],
+        capture_output=True,
+        text=True,
+        env=full,
+        cwd=REPO,
+        timeout=60,
+    )
+
+
+def one_line(result: subprocess.CompletedProcess[str]) -> str:
+    output = (result.stdout + result.stderr).strip()
+    assert "Traceback" not in output, output
+    assert len(output.splitlines()) == 1, output
+    return output
+
+
+@pytest.mark.parametrize("port", ["99999", "65536", "-1", "\u0665\u0660\u0660\u0665\u0661", "x"])
+def test_a_port_outside_the_range_is_refused(tmp_path: Path, port: str) -> None:
+    for result in (
+        serve(tmp_path, "--listen", f"127.0.0.1:{port}"),
+        serve(tmp_path, TICKWORK_LISTEN=f"127.0.0.1:{port}"),
+        serve(tmp_path, "--listen", "127.0.0.1:0", TICKWORK_METRICS_LISTEN=f"127.0.0.1:{port}"),
+    ):
+        assert result.returncode == 2, result
+        line = one_line(result)
+        assert line.startswith("error: TICKWORK_") and "LISTEN" in line, line
+        assert "port must be a number from 1 to 65535" in line, line
+
+
+@pytest.mark.parametrize("url", ["mysql://u@127.0.0.1/db", "postgresql://u@127.0.0.1/db", "x"])
+def test_an_unsupported_database_url_is_refused(tmp_path: Path, url: str) -> None:
+    result = serve(tmp_path, "--listen", "127.0.0.1:0", DATABASE_URL=url)
+    assert result.returncode == 2, result
+    assert one_line(result).startswith("error: DATABASE_URL: "), result
+
+
+def test_a_database_that_does_not_exist_is_one_line(tmp_path: Path) -> None:
+    url = PG_ADMIN.replace("postgresql://", "postgresql+asyncpg://").rsplit("/", 1)[0]
+    url += "/tickwork_no_such_database"
+    result = serve(tmp_path, "--listen", "127.0.0.1:0", DATABASE_URL=url)
+    assert result.returncode == 1, result
+    line = one_line(result)
+    assert line.startswith("error: cannot reach the database at postgresql+asyncpg://"), line
+    assert 'database "tickwork_no_such_database" does not exist' in line, line
+    debug = serve(tmp_path, "--listen", "127.0.0.1:0", DATABASE_URL=url, TICKWORK_LOG_LEVEL="DEBUG")
+    assert debug.returncode == 1
+    assert "Traceback" in debug.stdout + debug.stderr
