@@ -57,6 +57,21 @@ MAX_DESCRIPTION_CHARS = 4000
 #: run per task; both must fit in one gRPC message (4 MiB) with room to spare.
 MAX_SCHEDULE_TASKS = 1000
 
+#: Most tasks one call runs, stops or enqueues (RunTasks, AbortTasks, Enqueue): its reply
+#: holds one result per task, and must fit in one gRPC message (4 MiB).
+MAX_TASKS_PER_CALL = 10_000
+
+
+def tasks_per_call(count: int, field: str) -> None:
+    """A call names 1 to :data:`MAX_TASKS_PER_CALL` tasks (``count``) in ``field``."""
+    if count == 0:
+        raise InvalidArgument("name at least one task", field=field)
+    if count > MAX_TASKS_PER_CALL:
+        raise InvalidArgument(
+            f"names {count} tasks; at most {MAX_TASKS_PER_CALL:,} a call", field=field
+        )
+
+
 #: The largest ``task.params``, in bytes of its protobuf encoding (1 MiB). A task, and the
 #: job a worker receives with its params, must fit in one gRPC message (4 MiB by default in
 #: every client: grpcurl, the SDK, the worker); listings are paged by size to stay under it

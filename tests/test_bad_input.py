@@ -208,6 +208,18 @@ CASES: list[tuple[str, Callable[[Client], object], grpc.StatusCode, str]] = [
         "requests: the reply could reach",
     ),
     (
+        "a run of more tasks than a reply holds",
+        lambda c: c.run(*range(1, 10_002)),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "task_ids: names 10001 tasks; at most 10,000 a call",
+    ),
+    (
+        "an abort of more tasks than a reply holds",
+        lambda c: c.abort(*range(1, 10_002)),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "task_ids: names 10001 tasks",
+    ),
+    (
         "schedule without timing",
         lambda c: c.create_schedule("s", ["existing"]),
         grpc.StatusCode.INVALID_ARGUMENT,

@@ -6,6 +6,7 @@ from typing import Any
 
 import grpc
 
+from scheduler_svc import validation
 from scheduler_svc.app import App
 from scheduler_svc.errors import InvalidArgument
 from scheduler_svc.records import FireRequest
@@ -34,8 +35,8 @@ class QueueServicer(queue_pb2_grpc.QueueServiceServicer):
             raise InvalidArgument(
                 "a scheduler enqueue needs schedule_id and fire_time", field="schedule_id"
             )
-        if not request.task_ids and not (scheduled and request.missed):
-            raise InvalidArgument("name at least one task", field="task_ids")
+        if request.task_ids or not (scheduled and request.missed):
+            validation.tasks_per_call(len(request.task_ids), "task_ids")
         result = await self.app.enqueue(
             list(request.task_ids),
             trigger,

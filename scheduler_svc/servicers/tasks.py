@@ -134,12 +134,11 @@ class TaskServicer(task_pb2_grpc.TaskServiceServicer):
     async def RunTasks(
         self, request: task_pb2.RunTasksRequest, context: Ctx
     ) -> task_pb2.RunTasksResponse:
+        validation.tasks_per_call(len(request.task_ids) + len(request.task_names), "task_ids")
         ids = list(request.task_ids)
         for name in request.task_names:
             validation.free_text(name, "task_names")
             ids.append((await self.app.store.get_task_by_name(name)).id)
-        if not ids:
-            raise InvalidArgument("name at least one task", field="task_ids")
         trigger = request.trigger or common_pb2.TRIGGER_API
         if trigger not in (common_pb2.TRIGGER_MANUAL, common_pb2.TRIGGER_API):
             raise InvalidArgument("must be TRIGGER_MANUAL or TRIGGER_API", field="trigger")
@@ -151,8 +150,7 @@ class TaskServicer(task_pb2_grpc.TaskServiceServicer):
     async def AbortTasks(
         self, request: task_pb2.AbortTasksRequest, context: Ctx
     ) -> task_pb2.AbortTasksResponse:
-        if not request.task_ids:
-            raise InvalidArgument("name at least one task", field="task_ids")
+        validation.tasks_per_call(len(request.task_ids), "task_ids")
         done = await self.app.store.abort_tasks(list(request.task_ids), self.app.clock())
         aborts = []
         for task_id, job_id, action in done:
