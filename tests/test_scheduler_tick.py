@@ -9,6 +9,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from scheduler_svc.records import ScheduleRecord
+from scheduler_svc.scheduler import fire_batches
 from tests.databases import run_sql_async
 from tests.inprocess import Harness, inprocess
 from tests.queue_helpers import Request, raw_worker
@@ -361,3 +363,50 @@ async def test_dispatch_waits_while_a_tick_records_fires(
             answer = await w.receive(5)
             assert answer is not None and answer.WhichOneof("message") == "assign_job"
             assert answer.assign_job.job.id == run.job_id  # manual lane first
+
+
+def _schedule(schedule_id: int, tasks: int) -> ScheduleRecord:
+    return ScheduleRecord(
+        id=schedule_id,
+        name=f"s{schedule_id}",
+        description="",
+        cron_expression="* * * * *",
+        interval_seconds=0,
+        timezone="UTC",
+        catch_up_policy="SKIP",
+        enabled=True,
+        next_run_at=T0,
+        last_run_at=None,
+        created_at=T0,
+        updated_at=T0,
+        task_ids=tuple(range(1, tasks + 1)),
+    )
+
+
+def test_fire_batches_are_cut_by_fires_and_by_task_runs() -> None:
+    due = [_schedule(i, n) for i, n in enumerate([1, 1, 1, 3, 5, 1, 9, 1], start=1)]
+    sizes = [[s.id for s in b] for b in fire_batches(due, 3, 6)]
+    # at most 3 fires and 6 runs a batch; a schedule of 9 tasks makes a batch alone
+    assert sizes == [[1, 2, 3], [4], [5, 6], [7], [8]]
+    assert [[s.id for s in b] for b in fire_batches(due, 500, 4000)] == [list(range(1, 9))]
+    assert list(fire_batches([], 3, 6)) == []
+
+
+async def test_a_tick_of_wide_schedules_records_them_all(tmp_path: Path, database_url: str) -> None:
+    # Six schedules of the same 1,000 tasks, with names of 196 four-byte characters: in one
+    # EnqueueFires call the reply would be 4.9 MB, more than the scheduler reads; the fires
+    # were recorded, the tick failed, and every later tick asked again for ever.
+    async with inprocess(tmp_path, database_url, T0) as h:
+        ids = [
+            (await h.client.create_task(f"{i:04d}" + "😀" * 196, "shell", {"argv": ["true"]})).id
+            for i in range(1000)
+        ]
+        for n in range(6):
+            await h.client.create_schedule(f"wide{n}", ids, cron="* * * * *")
+        await h.tick(at("2026-06-01T10:01:00.100+00:00"))
+        for n in range(6):
+            fires = await h.client.list_fires(f"wide{n}")
+            assert len(fires) == 1 and len(fires[0].runs) == 1000
+            schedule = await h.client.get_schedule(f"wide{n}")
+            assert schedule.next_run_time.ToDatetime(tzinfo=UTC) == at("2026-06-01T10:02:00+00:00")
+        assert len(await h.client.list_jobs(limit=2000)) == 1000  # one job per task
