@@ -57,9 +57,10 @@ MAX_DESCRIPTION_CHARS = 4000
 #: run per task; both must fit in one gRPC message (4 MiB) with room to spare.
 MAX_SCHEDULE_TASKS = 1000
 
-#: Most tasks one call runs, stops or enqueues (RunTasks, AbortTasks, Enqueue): its reply
-#: holds one result per task, and must fit in one gRPC message (4 MiB).
-MAX_TASKS_PER_CALL = 10_000
+#: Most tasks one call runs, stops or enqueues (RunTasks, AbortTasks, Enqueue), repeats
+#: included: its reply holds one result per task, a TaskRun of up to ~840 bytes (with a
+#: 200-character name), and must fit in one gRPC message (4 MiB).
+MAX_TASKS_PER_CALL = 1000
 
 
 def tasks_per_call(count: int, field: str) -> None:

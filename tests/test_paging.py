@@ -101,3 +101,15 @@ def test_fit_page_stops_at_the_byte_budget_but_never_returns_an_empty_page() -> 
 
     last_small = fit_page([third, 10], 1000, task_of)
     assert len(last_small.items) == 2 and last_small.last is None
+
+
+def test_a_run_naming_one_long_named_task_a_thousand_times_gets_its_reply(
+    api_client: Client,
+) -> None:
+    # Each result names the task: 1,000 of them with a 200-character name of four-byte
+    # characters is 0.8 MB; 10,000 were 8 MB, over what a client reads, with the job
+    # already queued.
+    task = api_client.create_task("😀" * 200, "shell", {"argv": ["true"]})
+    runs = api_client.run(*[task.id] * 1000)
+    assert len(runs) == 1000 and len({r.job_id for r in runs}) == 1
+    assert [r.skipped for r in runs] == [False] + [True] * 999

@@ -41,8 +41,8 @@ class QueueServiceStub:
     (trigger SCHEDULER) names its schedule and fire time and is recorded as a fire, once per
     (schedule, fire time): repeating it returns the recorded result and enqueues nothing.
     The scheduler never enqueues a disabled task.
-    Errors: INVALID_ARGUMENT (no tasks or more than 10,000, no trigger, a scheduler enqueue without schedule and
-    fire time), NOT_FOUND (unknown task or schedule).
+    Errors: INVALID_ARGUMENT (no tasks or more than 1,000, no trigger, a scheduler enqueue
+    without schedule and fire time), NOT_FOUND (unknown task or schedule).
     """
     EnqueueFires: _grpc.UnaryUnaryMultiCallable[_queue_pb2.EnqueueFiresRequest, _queue_pb2.EnqueueFiresResponse]
     """Records many schedules' fires in one transaction: what the scheduler loop calls once
@@ -66,8 +66,8 @@ class QueueServiceAsyncStub(QueueServiceStub):
     (trigger SCHEDULER) names its schedule and fire time and is recorded as a fire, once per
     (schedule, fire time): repeating it returns the recorded result and enqueues nothing.
     The scheduler never enqueues a disabled task.
-    Errors: INVALID_ARGUMENT (no tasks or more than 10,000, no trigger, a scheduler enqueue without schedule and
-    fire time), NOT_FOUND (unknown task or schedule).
+    Errors: INVALID_ARGUMENT (no tasks or more than 1,000, no trigger, a scheduler enqueue
+    without schedule and fire time), NOT_FOUND (unknown task or schedule).
     """
     EnqueueFires: _aio.UnaryUnaryMultiCallable[_queue_pb2.EnqueueFiresRequest, _queue_pb2.EnqueueFiresResponse]  # type: ignore[assignment]
     """Records many schedules' fires in one transaction: what the scheduler loop calls once
@@ -94,8 +94,8 @@ class QueueServiceServicer(metaclass=_abc_1.ABCMeta):
         (trigger SCHEDULER) names its schedule and fire time and is recorded as a fire, once per
         (schedule, fire time): repeating it returns the recorded result and enqueues nothing.
         The scheduler never enqueues a disabled task.
-        Errors: INVALID_ARGUMENT (no tasks or more than 10,000, no trigger, a scheduler enqueue without schedule and
-        fire time), NOT_FOUND (unknown task or schedule).
+        Errors: INVALID_ARGUMENT (no tasks or more than 1,000, no trigger, a scheduler enqueue
+        without schedule and fire time), NOT_FOUND (unknown task or schedule).
         """
 
     @_abc_1.abstractmethod

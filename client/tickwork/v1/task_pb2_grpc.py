@@ -132,7 +132,7 @@ class TaskServiceServicer:
         still runs (an operator testing a fix). A task already queued by the scheduler is
         promoted to the manual lane; one already queued manually or running is skipped with
         that job's id. Errors: NOT_FOUND (any unknown id or name; nothing is enqueued),
-        INVALID_ARGUMENT (no tasks named, or more than 10,000).
+        INVALID_ARGUMENT (no tasks named, or more than 1,000).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -141,7 +141,7 @@ class TaskServiceServicer:
     def AbortTasks(self, request, context):
         """Stops tasks: a queued job is cancelled (CANCELLED), a running job is aborted (the worker
         stops the handler; the job ends ABORTED). Errors: NOT_FOUND, INVALID_ARGUMENT (no
-        tasks named, or more than 10,000).
+        tasks named, or more than 1,000).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -65,12 +65,12 @@ class TaskServiceStub:
     still runs (an operator testing a fix). A task already queued by the scheduler is
     promoted to the manual lane; one already queued manually or running is skipped with
     that job's id. Errors: NOT_FOUND (any unknown id or name; nothing is enqueued),
-    INVALID_ARGUMENT (no tasks named, or more than 10,000).
+    INVALID_ARGUMENT (no tasks named, or more than 1,000).
     """
     AbortTasks: _grpc.UnaryUnaryMultiCallable[_task_pb2.AbortTasksRequest, _task_pb2.AbortTasksResponse]
     """Stops tasks: a queued job is cancelled (CANCELLED), a running job is aborted (the worker
     stops the handler; the job ends ABORTED). Errors: NOT_FOUND, INVALID_ARGUMENT (no
-    tasks named, or more than 10,000).
+    tasks named, or more than 1,000).
     """
 
 @_typing.type_check_only
@@ -110,12 +110,12 @@ class TaskServiceAsyncStub(TaskServiceStub):
     still runs (an operator testing a fix). A task already queued by the scheduler is
     promoted to the manual lane; one already queued manually or running is skipped with
     that job's id. Errors: NOT_FOUND (any unknown id or name; nothing is enqueued),
-    INVALID_ARGUMENT (no tasks named, or more than 10,000).
+    INVALID_ARGUMENT (no tasks named, or more than 1,000).
     """
     AbortTasks: _aio.UnaryUnaryMultiCallable[_task_pb2.AbortTasksRequest, _task_pb2.AbortTasksResponse]  # type: ignore[assignment]
     """Stops tasks: a queued job is cancelled (CANCELLED), a running job is aborted (the worker
     stops the handler; the job ends ABORTED). Errors: NOT_FOUND, INVALID_ARGUMENT (no
-    tasks named, or more than 10,000).
+    tasks named, or more than 1,000).
     """
 
 class TaskServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -188,7 +188,7 @@ class TaskServiceServicer(metaclass=_abc_1.ABCMeta):
         still runs (an operator testing a fix). A task already queued by the scheduler is
         promoted to the manual lane; one already queued manually or running is skipped with
         that job's id. Errors: NOT_FOUND (any unknown id or name; nothing is enqueued),
-        INVALID_ARGUMENT (no tasks named, or more than 10,000).
+        INVALID_ARGUMENT (no tasks named, or more than 1,000).
         """
 
     @_abc_1.abstractmethod
@@ -199,7 +199,7 @@ class TaskServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_task_pb2.AbortTasksResponse, _abc.Awaitable[_task_pb2.AbortTasksResponse]]:
         """Stops tasks: a queued job is cancelled (CANCELLED), a running job is aborted (the worker
         stops the handler; the job ends ABORTED). Errors: NOT_FOUND, INVALID_ARGUMENT (no
-        tasks named, or more than 10,000).
+        tasks named, or more than 1,000).
         """
 
 def add_TaskServiceServicer_to_server(servicer: TaskServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
