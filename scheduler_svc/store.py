@@ -109,9 +109,22 @@ class _FiringTask(NamedTuple):
     task_priority: int
 
 
-_FIRING_TASKS = sa.select(*(tasks.c[name] for name in _FiringTask._fields)).where(
-    tasks.c.id.in_(sa.bindparam("b_task_ids", expanding=True))
+# Read before the fires are written: tasks locked before schedules (see LOCK_ORDER).
+_FIRING_TASKS = (
+    sa.select(*(tasks.c[name] for name in _FiringTask._fields))
+    .where(tasks.c.id.in_(sa.bindparam("b_task_ids", expanding=True)))
+    .order_by(tasks.c.id)
+    .with_for_update(read=True, key_share=True)
 )
+
+LOCK_ORDER = "tasks (in id order), then schedules"
+"""The order in which every write transaction on PostgreSQL locks rows of these tables,
+so two never wait for each other (a deadlock, which PostgreSQL breaks after a second by
+failing one). DeleteTask locks its task FOR UPDATE, then the schedules it is in; whatever
+inserts rows that name a task (a schedule's task list, a fire's jobs, a run's job) first
+reads the task FOR KEY SHARE, which also makes a task deleted meanwhile NOT_FOUND instead
+of a foreign-key error. (SQLite runs one write transaction at a time; the locking
+clauses are left out there.)"""
 
 
 class _FinishingTask(NamedTuple):
@@ -354,8 +367,12 @@ def _start_next(
 # _LOCKED variants are PostgreSQL's.
 _START_NEXT_READY = _start_next(_NEXT_READY, join_task=False)
 _START_NEXT_READY_LOCKED = _start_next(_NEXT_READY_LOCKED, join_task=True)
-_TASK_NAMES = sa.select(tasks.c.id, tasks.c.name).where(
-    tasks.c.id.in_(sa.bindparam("b_task_ids", expanding=True))
+# Read before a schedule is written: tasks locked before schedules (see LOCK_ORDER).
+_TASK_NAMES = (
+    sa.select(tasks.c.id, tasks.c.name)
+    .where(tasks.c.id.in_(sa.bindparam("b_task_ids", expanding=True)))
+    .order_by(tasks.c.id)
+    .with_for_update(read=True, key_share=True)
 )
 _INSERT_SCHEDULE = schedules.insert().returning(*schedules.c)
 # Executed many at once, RETURNING rows in the order of the parameter sets.
@@ -602,9 +619,9 @@ class Store:
         """
         found_query = sa.select(tasks.c.id).where(tasks.c.id == task_id)
         if self.db.dialect.skip_locked:
-            # Lock the task first, as a run of it does (FOR KEY SHARE in enqueue): the same
-            # lock order in both, so a delete racing a run neither deadlocks nor lets the
-            # run insert a job for a task gone (a foreign-key error).
+            # Lock the task first, then its schedules (LOCK_ORDER, kept by every writer):
+            # a delete racing a run, a fire or a schedule update neither deadlocks nor
+            # lets the other insert a row naming a task gone (a foreign-key error).
             found_query = found_query.with_for_update()
         found = conn.scalar(found_query)
         if found is None:
@@ -696,16 +713,28 @@ class Store:
             )
         return out
 
-    def _link_tasks(
-        self, conn: Connection, schedule_id: int, task_ids: Sequence[int], *, replace: bool
-    ) -> tuple[str, ...]:
-        """Make ``task_ids`` (in order) the schedule's tasks, replacing its current ones when
-        ``replace``; return their names. Raises NotFound(field="schedule.task_ids")."""
-        rows = conn.execute(_TASK_NAMES, {"b_task_ids": list(task_ids)}).all()
+    def _lock_tasks(self, conn: Connection, task_ids: Sequence[int]) -> dict[int, str]:
+        """The names of ``task_ids``, their rows locked FOR KEY SHARE (see
+        :data:`LOCK_ORDER`: before the schedule's row is written). Raises
+        NotFound(field="schedule.task_ids")."""
+        rows = conn.execute(_TASK_NAMES, {"b_task_ids": sorted(set(task_ids))}).all()
         names: dict[int, str] = {row.id: row.name for row in rows}
         missing = [t for t in task_ids if t not in names]
         if missing:
             raise NotFound(f"no task with id {missing[0]}", field="schedule.task_ids")
+        return names
+
+    def _link_tasks(
+        self,
+        conn: Connection,
+        schedule_id: int,
+        task_ids: Sequence[int],
+        names: dict[int, str],
+        *,
+        replace: bool,
+    ) -> tuple[str, ...]:
+        """Make ``task_ids`` (in order; ``names`` from :meth:`_lock_tasks`) the schedule's
+        tasks, replacing its current ones when ``replace``; return their names."""
         if replace:
             conn.execute(schedule_tasks.delete().where(schedule_tasks.c.schedule_id == schedule_id))
         conn.execute(
@@ -726,10 +755,11 @@ class Store:
         Raises AlreadyExists(field="schedule.name"), NotFound(field="schedule.task_ids").
         Nothing is written when it raises.
         """
+        task_names = self._lock_tasks(conn, task_ids)
         try:
             row = {**values, "created_at": now, "updated_at": now}
             created = conn.execute(_INSERT_SCHEDULE, row).one()._mapping
-            names = self._link_tasks(conn, created["id"], task_ids, replace=False)
+            names = self._link_tasks(conn, created["id"], task_ids, task_names, replace=False)
             return ScheduleRecord(
                 **{k: created[k] for k in _SCHEDULE_COLUMNS},
                 task_ids=tuple(task_ids),
@@ -836,6 +866,7 @@ class Store:
 
         Raises NotFound(field="schedule.id" or "schedule.task_ids"), AlreadyExists.
         """
+        task_names = None if task_ids is None else self._lock_tasks(conn, task_ids)
         try:
             result = conn.execute(
                 schedules.update()
@@ -846,8 +877,8 @@ class Store:
             row = result.first()
             if row is None:
                 raise NotFound(f"no schedule with id {schedule_id}", field="schedule.id")
-            if task_ids is not None:
-                self._link_tasks(conn, schedule_id, task_ids, replace=True)
+            if task_ids is not None and task_names is not None:
+                self._link_tasks(conn, schedule_id, task_ids, task_names, replace=True)
             return self._schedules(conn, [row])[0]
         except IntegrityError:
             raise AlreadyExists(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import threading
+from collections.abc import Callable
 
 import grpc
 import pytest
@@ -85,3 +87,36 @@ def _delete(client: Client, task_id: int, start: threading.Barrier, outcomes: li
         outcomes.append("deleted")
     except TickworkError as err:
         outcomes.append(err.code.name)
+
+
+def test_deletes_racing_schedule_updates_and_runs_never_deadlock(api_client: Client) -> None:
+    # PostgreSQL: DeleteTask locked the task then the schedule, UpdateSchedule the schedule
+    # then (inserting its links) the task: a deadlock, broken by failing one of them with
+    # a database error. Every writer now locks tasks first.
+    answers: list[str] = []
+    x = api_client.create_task("x", "shell", {"argv": ["true"]})
+    for round_ in range(25):
+        a = api_client.create_task(f"a{round_}", "shell", {"argv": ["true"]})
+        b = api_client.create_task(f"b{round_}", "shell", {"argv": ["true"]})
+        s = api_client.create_schedule(f"s{round_}", [a.id, b.id], cron="0 2 * * *")
+        calls: list[Callable[[], object]] = [
+            functools.partial(api_client.delete_task, a.id),
+            functools.partial(api_client.update_schedule, s.id, tasks=[a.id, b.id, x.id]),
+            functools.partial(api_client.run, a.id, b.id),
+        ]
+        start = threading.Barrier(len(calls))
+        threads = [threading.Thread(target=_call, args=(c, start, answers)) for c in calls]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert set(answers) <= {"ok", "NOT_FOUND", "FAILED_PRECONDITION"}, answers
+
+
+def _call(call: Callable[[], object], start: threading.Barrier, answers: list[str]) -> None:
+    start.wait()
+    try:
+        call()
+        answers.append("ok")
+    except TickworkError as err:
+        answers.append(err.code.name)

@@ -3,6 +3,7 @@ downtime, jitter, intervals anchored to the finish, fire records, DST days. No s
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -410,3 +411,30 @@ async def test_a_tick_of_wide_schedules_records_them_all(tmp_path: Path, databas
             schedule = await h.client.get_schedule(f"wide{n}")
             assert schedule.next_run_time.ToDatetime(tzinfo=UTC) == at("2026-06-01T10:02:00+00:00")
         assert len(await h.client.list_jobs(limit=2000)) == 1000  # one job per task
+
+
+async def test_a_tick_racing_task_deletes_neither_fails_nor_deadlocks(
+    tmp_path: Path, database_url: str
+) -> None:
+    # PostgreSQL: the fire path read its tasks unlocked, then inserted fires (locking the
+    # schedule) and jobs (locking the task), while DeleteTask locks the task then the
+    # schedule: foreign-key failures of the whole tick, and deadlocks. Tasks are now
+    # locked first everywhere.
+    async with inprocess(tmp_path, database_url, T0) as h:
+        doomed = []
+        for i in range(40):
+            a = await h.client.create_task(f"a{i:02d}", "shell", {"argv": ["true"]})
+            b = await h.client.create_task(f"b{i:02d}", "shell", {"argv": ["true"]})
+            await h.client.create_schedule(f"s{i:02d}", [a.id, b.id], cron="* * * * *")
+            doomed.append(a.id)
+        h.clock.set(at("2026-06-01T10:01:00.100+00:00"))
+        results = await asyncio.gather(
+            h.scheduler.tick(h.clock()),
+            *(h.client.delete_task(t) for t in doomed),
+            return_exceptions=True,
+        )
+        assert [r for r in results if isinstance(r, BaseException)] == []
+        assert {t.name[0] for t in await h.client.list_tasks()} <= {"b", "t"}  # t: built-ins
+        for i in range(40):
+            (fire,) = await h.client.list_fires(f"s{i:02d}")
+            assert {r.task_name for r in fire.runs} <= {f"a{i:02d}", f"b{i:02d}"}
