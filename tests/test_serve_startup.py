@@ -1,6 +1,7 @@
 """`tickwork serve` refuses settings it cannot honour with one line and a non-zero exit:
 a port outside 0..65535, a database driver it does not support, a DATABASE_URL whose port
 is not a number from 1 to 65535 or that names no SQLite file, a database it cannot open.
+The line is on stderr.
 No traceback, unless TICKWORK_LOG_LEVEL=DEBUG asks for it."""
 
 from __future__ import annotations
@@ -43,7 +44,9 @@ def serve_module(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]
 
 
 def one_line(result: subprocess.CompletedProcess[str]) -> str:
-    output = (result.stdout + result.stderr).strip()
+    """The one line of an error on stderr (nothing on stdout, no traceback)."""
+    output = result.stderr.strip()
+    assert result.stdout == "", result
     assert "Traceback" not in output, output
     assert len(output.splitlines()) == 1, output
     return output
