@@ -13,6 +13,7 @@ import ipaddress
 import logging
 import shutil
 import signal
+import sys
 import tempfile
 from contextlib import suppress
 from pathlib import Path
@@ -427,14 +428,16 @@ def main(
     """``tickwork serve``: settings from the environment, ``listen`` overriding
     TICKWORK_LISTEN and ``insecure`` (when true) TICKWORK_INSECURE; ``log_format`` ("text"
     or "json", default TICKWORK_LOG_FORMAT or text); the level from TICKWORK_LOG_LEVEL.
-    Returns the process exit code."""
+    A setting that cannot be used, or a database that cannot be reached, is one line on
+    stderr (``error: ...``). Returns the process exit code: 0 after a stop, 2 for a
+    setting, 1 for the database or a crash."""
     from scheduler_svc.errors import TickworkError
     from scheduler_svc.logs import log_format_from_env, log_level_from_env, setup_logging
 
     try:
         level = log_level_from_env()
     except ValueError as err:
-        print(f"error: {err}", flush=True)
+        print(f"error: {err}", file=sys.stderr, flush=True)
         return 2
     setup_logging(level, json_format=(log_format or log_format_from_env()) == "json")
     try:
@@ -442,10 +445,10 @@ def main(
         asyncio.run(serve(settings, config_path))
     except DatabaseUnreachable as err:
         log.debug("startup failed", exc_info=err)  # the whole error at TICKWORK_LOG_LEVEL=DEBUG
-        print(f"error: {err}", flush=True)
+        print(f"error: {err}", file=sys.stderr, flush=True)
         return 1
     except (SettingsError, TickworkError, RuntimeError) as err:
-        print(f"error: {getattr(err, 'message', err)}", flush=True)
+        print(f"error: {getattr(err, 'message', err)}", file=sys.stderr, flush=True)
         return 2
     except KeyboardInterrupt:
         return 0

@@ -16,8 +16,12 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scheduler_svc.auth import Principal, TokenConfigError, parse_tokens
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import url as sa_url
 
 DEFAULT_LISTEN = "127.0.0.1:50051"
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./tickwork.db"
@@ -210,23 +214,59 @@ _POSTGRESQL_DRIVERS = ("postgresql+asyncpg",)
 
 
 def _check_database_url(url: str) -> None:
-    """DATABASE_URL is a SQLite or a ``postgresql+asyncpg`` URL; raises SettingsError."""
+    """DATABASE_URL is a SQLite URL naming a file, or a ``postgresql+asyncpg`` URL whose
+    port, if given, is a number from 1 to 65535.
+
+    Args:
+        url (str): the URL, as SQLAlchemy reads it.
+
+    Raises:
+        SettingsError: it is not a database URL, names another driver, has a port that is
+            not a number from 1 to 65535, or is an in-memory SQLite database (no file:
+            every task and job would be lost when the service stops). The message does not
+            repeat the URL, which may hold a password.
+    """
     import sqlalchemy as sa
     from sqlalchemy.exc import ArgumentError
 
+    # The port is not repeated: an unencoded "@" in a password can make a part of it one.
+    bad_port = "DATABASE_URL: the port (HOST:PORT) must be a number from 1 to 65535"
     try:
         parsed = sa.engine.make_url(url)
+        port = parsed.port
     except ArgumentError:
         raise SettingsError(
             "DATABASE_URL: not a database URL (e.g. sqlite+aiosqlite:///./tickwork.db or "
             "postgresql+asyncpg://USER@HOST/DB)"
         ) from None
-    if parsed.get_backend_name() == "sqlite" or parsed.drivername in _POSTGRESQL_DRIVERS:
+    except ValueError:  # SQLAlchemy reads the port with int()
+        raise SettingsError(bad_port) from None
+    if port is not None and not 1 <= port <= 65535:
+        raise SettingsError(bad_port)
+    if parsed.get_backend_name() == "sqlite":
+        if _sqlite_in_memory(parsed):
+            raise SettingsError(
+                "DATABASE_URL: SQLite needs a database file, e.g. "
+                "sqlite+aiosqlite:///./tickwork.db (in memory, every task and job would be "
+                "lost when the service stops)"
+            )
+        return
+    if parsed.drivername in _POSTGRESQL_DRIVERS:
         return
     raise SettingsError(
         f"DATABASE_URL: unsupported driver {parsed.drivername!r}; use sqlite:///PATH, "
         "sqlite+aiosqlite:///PATH or postgresql+asyncpg://USER@HOST/DB"
     )
+
+
+def _sqlite_in_memory(url: sa_url.URL) -> bool:
+    """Whether the SQLite ``url`` names no file: an empty database, ``:memory:``, or a
+    URI (``?uri=true``) database ``file::memory:`` or ``mode=memory``."""
+    database = url.database or ""
+    modes = url.query.get("mode", ())
+    if database in ("", ":memory:") or "memory" in ((modes,) if isinstance(modes, str) else modes):
+        return True
+    return database.startswith("file::memory:")
 
 
 def _tokens(env: Mapping[str, str]) -> dict[str, Principal]:

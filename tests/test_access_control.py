@@ -246,7 +246,7 @@ def test_a_plain_token_in_the_tokens_setting_is_refused(tmp_path: Path) -> None:
     )
     result = tickwork("serve", env=env)
     assert result.returncode == 2
-    assert "TICKWORK_TOKENS: entry 1: expected the token's SHA-256" in result.stdout
+    assert "TICKWORK_TOKENS: entry 1: expected the token's SHA-256" in result.stderr
     assert "hunter2" not in result.stdout + result.stderr
 
 

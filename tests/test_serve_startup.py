@@ -1,5 +1,7 @@
 """`tickwork serve` refuses settings it cannot honour with one line and a non-zero exit:
-a port outside 0..65535, a database driver it does not support, a database it cannot open.
+a port outside 0..65535, a database driver it does not support, a DATABASE_URL whose port
+is not a number from 1 to 65535 or that names no SQLite file, a database it cannot open.
+The line is on stderr.
 No traceback, unless TICKWORK_LOG_LEVEL=DEBUG asks for it."""
 
 from __future__ import annotations
@@ -27,8 +29,24 @@ def serve(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess
     )
 
 
+def serve_module(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """``python -m scheduler_svc --listen 127.0.0.1:0`` with ``env`` over the test's."""
+    full = base_env(DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path / 'tickwork.db'}")
+    full.update(env)
+    return subprocess.run(
+        [sys.executable, "-m", "scheduler_svc", "--listen", "127.0.0.1:0"],
+        capture_output=True,
+        text=True,
+        env=full,
+        cwd=REPO,
+        timeout=60,
+    )
+
+
 def one_line(result: subprocess.CompletedProcess[str]) -> str:
-    output = (result.stdout + result.stderr).strip()
+    """The one line of an error on stderr (nothing on stdout, no traceback)."""
+    output = result.stderr.strip()
+    assert result.stdout == "", result
     assert "Traceback" not in output, output
     assert len(output.splitlines()) == 1, output
     return output
@@ -65,3 +83,44 @@ def test_a_database_that_does_not_exist_is_one_line(tmp_path: Path) -> None:
     debug = serve(tmp_path, "--listen", "127.0.0.1:0", DATABASE_URL=url, TICKWORK_LOG_LEVEL="DEBUG")
     assert debug.returncode == 1
     assert "Traceback" in debug.stdout + debug.stderr
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql+asyncpg://127.0.0.1:notaport/test",
+        "postgresql+asyncpg://h:99999/test",
+        "postgresql+asyncpg://h:0/test",
+        "postgresql+asyncpg://u:se/cret@[::1]:x/test",
+        "postgresql+asyncpg://u:pass@word:secret@h:5432/test",  # the "@" is not encoded
+    ],
+)
+def test_a_database_url_with_a_bad_port_is_refused(tmp_path: Path, url: str) -> None:
+    for result in (
+        serve(tmp_path, "--listen", "127.0.0.1:0", DATABASE_URL=url),
+        serve_module(tmp_path, DATABASE_URL=url),
+    ):
+        assert result.returncode == 2, result
+        line = one_line(result)
+        assert line == "error: DATABASE_URL: the port (HOST:PORT) must be a number from 1 to 65535"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "sqlite+aiosqlite://",
+        "sqlite+aiosqlite:///",
+        "sqlite:///:memory:",
+        "sqlite+aiosqlite:///file::memory:?uri=true",
+        "sqlite+aiosqlite:///file:x.db?mode=memory&uri=true",
+    ],
+)
+def test_a_sqlite_url_without_a_file_is_refused(tmp_path: Path, url: str) -> None:
+    for result in (
+        serve(tmp_path, "--listen", "127.0.0.1:0", DATABASE_URL=url),
+        serve_module(tmp_path, DATABASE_URL=url),
+    ):
+        assert result.returncode == 2, result
+        line = one_line(result)
+        assert line.startswith("error: DATABASE_URL: SQLite needs a database file"), line
+        assert not list(tmp_path.iterdir()), "nothing is created"

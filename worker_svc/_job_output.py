@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import collections
 
-__all__ = ["JobOutput", "reported_error", "reported_tail", "sendable"]
+__all__ = [
+    "JobOutput",
+    "as_text",
+    "exception_text",
+    "reported_error",
+    "reported_tail",
+    "sendable",
+    "type_name",
+]
 
 _MAX_PENDING_LINES = 10_000
 """Lines kept while waiting to be sent; beyond this the oldest are dropped (and counted)."""
@@ -18,6 +26,64 @@ _MAX_LINE_CHARS = 64 * 1024
 """Longest line sent; a longer one is sent in pieces of this size."""
 _MAX_ERROR_CHARS = 64 * 1024
 """Longest error reported; the server keeps less (``scheduler_svc.store.ERROR_CHARS``)."""
+
+
+def type_name(value: object) -> str:
+    """The name of ``value``'s type, for messages: ``"None"`` for None, else e.g. ``"bytes"``.
+
+    Args:
+        value (object): anything.
+
+    Returns:
+        str: the name; never raises.
+    """
+    if value is None:
+        return "None"
+    name = getattr(type(value), "__name__", None)
+    return name if isinstance(name, str) else "object"
+
+
+def as_text(value: object) -> str:
+    """``value`` as text, whatever a handler gave: never raises.
+
+    Args:
+        value (object): a str (kept; a subclass becomes a plain str), bytes or bytearray
+            (decoded as UTF-8, a byte that is not becomes U+FFFD), None (``""``), or
+            anything else (its ``repr()``).
+
+    Returns:
+        str: the text; ``"<TYPE object>"`` when ``repr()`` itself raised.
+    """
+    if isinstance(value, str):
+        return str.__str__(value)
+    if value is None:
+        return ""
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("utf-8", "replace")
+    try:
+        text = repr(value)
+    except Exception:
+        return f"<{type_name(value)} object>"
+    return str.__str__(text)
+
+
+def exception_text(exc: BaseException) -> str:
+    """``"TYPE: message"`` for ``exc`` (``"TYPE"`` when the message is empty): never
+    raises, even for an exception whose ``__str__`` does.
+
+    Args:
+        exc (BaseException): the exception.
+
+    Returns:
+        str: e.g. ``"ValueError: bad value"``, or ``"Weird (and its str() raised
+        RuntimeError)"``.
+    """
+    name = type_name(exc)
+    try:
+        message = str(exc)
+    except Exception as err:
+        return f"{name} (and its str() raised {type_name(err)})"
+    return f"{name}: {message}" if message else name
 
 
 def sendable(text: str) -> str:
@@ -37,7 +103,9 @@ def sendable(text: str) -> str:
 def reported_error(text: str) -> str:
     """A job's error as the worker reports it: :func:`sendable`, and at most 64 Ki
     characters (its first and last halves), so that an Outcome always fits in a gRPC
-    message (4 MiB) whatever the job raised."""
+    message (4 MiB) whatever the job raised. Anything but a str is made one by
+    :func:`as_text` first: the report must never raise."""
+    text = as_text(text)
     if len(text) > _MAX_ERROR_CHARS:
         half = _MAX_ERROR_CHARS // 2
         text = f"{text[:half]}\n[... {len(text) - 2 * half} characters cut ...]\n{text[-half:]}"
@@ -46,8 +114,9 @@ def reported_error(text: str) -> str:
 
 def reported_tail(text: str) -> str:
     """A job's output tail as the worker reports it: the last 4096 characters,
-    :func:`sendable` (a handler's own tail may be any length)."""
-    return sendable(text[-_TAIL_CHARS:])
+    :func:`sendable` (a handler's own tail may be any length; anything but a str is made
+    one by :func:`as_text` first)."""
+    return sendable(as_text(text)[-_TAIL_CHARS:])
 
 
 class JobOutput:
@@ -66,13 +135,16 @@ class JobOutput:
 
     def add(self, stream: str, line: str) -> None:
         """Record one line; never blocks. A line longer than 64 Ki characters is recorded
-        in pieces of that size, and any text is made :func:`sendable`.
+        in pieces of that size, and any text is made :func:`sendable`. A handler that
+        passes something else than a str (bytes, None) has it made text by
+        :func:`as_text`: odd output must not stop the report of the job's outcome.
 
         Args:
             stream (str): ``"stdout"`` or ``"stderr"``.
             line (str): the line, without its line ending.
         """
-        line = sendable(line)
+        stream = sendable(as_text(stream))
+        line = sendable(as_text(line))
         while len(line) > _MAX_LINE_CHARS:
             self._add(stream, line[:_MAX_LINE_CHARS])
             line = line[_MAX_LINE_CHARS:]

@@ -40,7 +40,14 @@ from tickwork.structs import struct_to_dict
 from tickwork.v1 import job_pb2, worker_pb2, worker_pb2_grpc
 from worker_svc._connection import Connection, StreamBroken
 from worker_svc._flag import Flag, wait_any
-from worker_svc._job_output import JobOutput, reported_error, reported_tail
+from worker_svc._job_output import (
+    JobOutput,
+    as_text,
+    exception_text,
+    reported_error,
+    reported_tail,
+    type_name,
+)
 from worker_svc.handlers import JobContext, JobFailed, get_handler, handler_names
 from worker_svc.settings import WorkerSettings
 
@@ -171,6 +178,70 @@ class _Pump:
         if self.task is not None:
             self.task.cancel()
             await asyncio.wait([self.task])
+
+
+def _attribute(value: object, name: str) -> tuple[bool, object]:
+    """Read ``value.name`` without raising.
+
+    Returns:
+        tuple[bool, object]: (True, the value), or (False, None) when reading it raised.
+    """
+    try:
+        return True, getattr(value, name)
+    except Exception:
+        return False, None
+
+
+def _succeeded(handler_name: str, result: object, output: JobOutput) -> _Result:
+    """The outcome of a handler's ``run`` that returned ``result``: SUCCEEDED with its
+    ``output_tail`` when that is a str (a HandlerResult, or any object that has one);
+    otherwise FAILED, the error naming what the handler returned.
+
+    Args:
+        handler_name (str): the handler, for the error.
+        result (object): what ``run`` returned.
+        output (JobOutput): the job's output, for the tail of a failure.
+
+    Returns:
+        _Result: the outcome.
+    """
+    has_tail, tail = _attribute(result, "output_tail")
+    if not has_tail:
+        error = f"handler {handler_name!r} returned {type_name(result)}, expected HandlerResult"
+        return _Result(job_pb2.JOB_STATUS_FAILED, error, output.tail())
+    if not isinstance(tail, str):
+        error = (
+            f"handler {handler_name!r} returned a {type_name(result)} whose output_tail is "
+            f"{type_name(tail)}, expected str"
+        )
+        return _Result(job_pb2.JOB_STATUS_FAILED, error, as_text(tail))
+    return _Result(job_pb2.JOB_STATUS_SUCCEEDED, "", tail)
+
+
+def _failed(handler_name: str, exc: JobFailed) -> _Result:
+    """The FAILED outcome of a handler's ``run`` that raised ``exc``: its ``error`` and
+    ``output_tail``; where either is not a str, the error says so.
+
+    Args:
+        handler_name (str): the handler, for the error.
+        exc (JobFailed): what ``run`` raised.
+
+    Returns:
+        _Result: the outcome.
+    """
+    raised = f"handler {handler_name!r} raised {type_name(exc)}"
+    has_error, error = _attribute(exc, "error")
+    has_tail, tail = _attribute(exc, "output_tail")
+    if isinstance(error, str):
+        text = error
+    else:
+        what = type_name(error) if has_error else "missing"
+        text = f"{raised} whose error is {what}, expected str"
+        if as_text(error):
+            text += f": {as_text(error)}"
+    if has_tail and not isinstance(tail, str):
+        text += f"\n{raised} whose output_tail is {type_name(tail)}, expected str"
+    return _Result(job_pb2.JOB_STATUS_FAILED, text, as_text(tail))
 
 
 class Worker:
@@ -663,6 +734,12 @@ class Worker:
     ) -> _Result:
         """Run the handler; turn its result or error into a ``_Result``.
 
+        A handler that breaks its contract (see :class:`worker_svc.handlers.Handler`) fails
+        its job, not the worker: when it returned something else than a HandlerResult with
+        a str ``output_tail``, raised JobFailed whose ``error`` or ``output_tail`` is not a
+        str, or raised any other exception, ``SystemExit`` and ``GeneratorExit`` included.
+        Only ``asyncio.CancelledError`` (an abort) and ``KeyboardInterrupt`` go through.
+
         Args:
             handler_name (str): the handler to look up.
             params (struct_pb2.Struct): its parameters.
@@ -671,10 +748,12 @@ class Worker:
 
         Returns:
             _Result: SUCCEEDED, or FAILED with the error (``"UnknownHandler: ..."``,
-            ``JobFailed.error``, or ``"<ExceptionType>: ..."`` for a handler bug).
+            ``JobFailed.error``, ``"<ExceptionType>: ..."`` for a handler bug, or
+            ``"handler 'NAME' ..."`` naming how the handler broke its contract).
 
         Raises:
             asyncio.CancelledError: the job was aborted.
+            KeyboardInterrupt: raised in the handler; it stops the worker as Ctrl-C does.
         """
         allowed = self._settings.handlers
         if allowed and handler_name not in allowed:
@@ -687,20 +766,30 @@ class Worker:
         try:
             handler = get_handler(handler_name)
         except LookupError as exc:
-            return _Result(job_pb2.JOB_STATUS_FAILED, f"{type(exc).__name__}: {exc}", "")
+            return _Result(job_pb2.JOB_STATUS_FAILED, exception_text(exc), "")
         try:
             result = await handler.run(struct_to_dict(params), ctx)
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            raise
         except JobFailed as exc:
-            return _Result(job_pb2.JOB_STATUS_FAILED, exc.error, exc.output_tail)
+            return _failed(handler_name, exc)
         except Exception as exc:
-            logger.exception(
-                "handler %r crashed on job %d",
-                handler_name,
-                ctx.job_id,
-                extra={"job_id": ctx.job_id, "task_id": ctx.task_id},
-            )
-            return _Result(job_pb2.JOB_STATUS_FAILED, f"{type(exc).__name__}: {exc}", output.tail())
-        return _Result(job_pb2.JOB_STATUS_SUCCEEDED, "", result.output_tail)
+            self._log_crash(handler_name, ctx)
+            return _Result(job_pb2.JOB_STATUS_FAILED, exception_text(exc), output.tail())
+        except BaseException as exc:  # SystemExit, GeneratorExit, a library's own
+            self._log_crash(handler_name, ctx)
+            error = f"handler {handler_name!r} raised {exception_text(exc)}"
+            return _Result(job_pb2.JOB_STATUS_FAILED, error, output.tail())
+        return _succeeded(handler_name, result, output)
+
+    def _log_crash(self, handler_name: str, ctx: JobContext) -> None:
+        """Log the exception being handled, with its traceback, as a handler crash."""
+        logger.exception(
+            "handler %r crashed on job %d",
+            handler_name,
+            ctx.job_id,
+            extra={"job_id": ctx.job_id, "task_id": ctx.task_id},
+        )
 
     async def _pump(
         self,

@@ -114,6 +114,15 @@ class InvalidParams(JobFailed):
 class Handler(Protocol):
     """A kind of work a Task can do, looked up by ``name`` in the registry.
 
+    A handler that breaks the contract of ``run`` fails the job, never the worker: the
+    job ends FAILED with an error saying what the handler did (``"handler 'NAME' returned
+    bytes, expected HandlerResult"``) and the worker runs the next one. That is when
+    ``run`` returns anything but a HandlerResult (an object with a str ``output_tail``:
+    a plain str, bytes or None too), raises JobFailed whose ``error`` or ``output_tail``
+    is not a str, or raises any exception, ``SystemExit`` and other BaseExceptions
+    included. Only ``asyncio.CancelledError`` (how an abort ends ``run``) and
+    ``KeyboardInterrupt`` (Ctrl-C stops the worker) go through.
+
     Attributes:
         name (str): the handler name a Task refers to (``"shell"``, ``"python"``, ...).
     """
@@ -143,10 +152,11 @@ class Handler(Protocol):
             ctx (JobContext): the job's identity, timeout and output sink.
 
         Returns:
-            HandlerResult: the tail of the output.
+            HandlerResult: the tail of the output (a str). Anything else fails the job.
 
         Raises:
-            JobFailed: the work failed (``InvalidParams`` if the params do not fit).
+            JobFailed: the work failed (``InvalidParams`` if the params do not fit); its
+                ``error`` and ``output_tail`` are str.
             asyncio.CancelledError: the job was aborted.
         """
         ...
