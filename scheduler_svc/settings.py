@@ -132,7 +132,7 @@ class Settings:
                 "TICKWORK_HEARTBEAT_INTERVAL_SECONDS: must be > 0 and below the lease TTL"
             )
         _check_address(self.listen, "TICKWORK_LISTEN (--listen)")
-        _check_database_url(self.database_url)
+        check_database_url(self.database_url)
         if bool(self.tls_cert_file) != bool(self.tls_key_file):
             raise SettingsError(
                 "TICKWORK_TLS_CERT_FILE, TICKWORK_TLS_KEY_FILE: give both or neither"
@@ -213,7 +213,7 @@ def _check_address(address: str, variable: str) -> None:
 _POSTGRESQL_DRIVERS = ("postgresql+asyncpg",)
 
 
-def _check_database_url(url: str) -> None:
+def check_database_url(url: str) -> None:
     """DATABASE_URL is a SQLite URL naming a file, or a ``postgresql+asyncpg`` URL whose
     port, if given, is a number from 1 to 65535.
 

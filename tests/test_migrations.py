@@ -103,6 +103,30 @@ def test_db_commands_report_an_unreachable_database() -> None:
     assert "secret" not in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("postgresql+asyncpg://tickwork:secret@127.0.0.1:notaport/test", "the port"),
+        ("postgresql+asyncpg://127.0.0.1:99999/test", "the port"),
+        ("sqlite+aiosqlite://", "SQLite needs a database file"),
+        ("sqlite+aiosqlite:///:memory:", "SQLite needs a database file"),
+        ("mysql://127.0.0.1/test", "unsupported driver"),
+        ("not a url", "not a database URL"),
+    ],
+)
+@pytest.mark.parametrize("action", ["current", "upgrade"])
+def test_db_commands_refuse_a_bad_database_url_in_one_line(
+    action: str, url: str, says: str
+) -> None:
+    """As ``tickwork serve`` does: exit 2, one line naming DATABASE_URL, no traceback."""
+    result = tickwork_db(url, action)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: DATABASE_URL: "), result.stderr
+    assert says in lines[0] and "secret" not in result.stderr
+    assert result.stdout == ""
+
+
 def test_replicas_started_together_migrate_an_empty_database_once(
     tmp_path: Path,
     pg_url: str,  # noqa: F811 - the fixture

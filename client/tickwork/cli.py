@@ -520,11 +520,13 @@ def _cmd_db(action: str, out: TextIO) -> int:
     from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
     from scheduler_svc import errors, migrate
+    from scheduler_svc.settings import SettingsError, check_database_url
 
     try:
+        check_database_url(_database_url())  # the one-line refusals of tickwork serve
         url = make_url(_database_url())
-    except ArgumentError as err:
-        print(f"error: DATABASE_URL: {err}", file=sys.stderr)
+    except (ArgumentError, SettingsError) as err:
+        print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE
     shown = url.render_as_string(hide_password=True)
     if action == "current" and url.get_backend_name() == "sqlite":
