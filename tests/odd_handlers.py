@@ -9,6 +9,7 @@ JobFailed with bytes, raises SystemExit, ...); the worker must fail that job and
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -100,6 +101,12 @@ async def _raises_custom_base(ctx: JobContext) -> None:
     raise CustomBaseError("stop everything")
 
 
+async def _awaits_a_cancelled_task(ctx: JobContext) -> None:
+    inner = asyncio.ensure_future(asyncio.sleep(60))
+    inner.cancel()  # by someone else than the worker: no abort was asked
+    await inner
+
+
 async def _logs_bytes(ctx: JobContext) -> HandlerResult:
     log: Callable[[Any, Any], None] = ctx.log
     log("stdout", b"caf\xc3\xa9")
@@ -123,6 +130,7 @@ ENTRY_POINTS: dict[str, str] = {
     "odd-generator-exit": "raises_generator_exit",
     "odd-base-exception": "raises_custom_base",
     "odd-logs-bytes": "logs_bytes",
+    "odd-cancelled": "awaits_a_cancelled_task",
 }
 """Handler name -> the factory in this module that builds it."""
 
@@ -190,3 +198,8 @@ def raises_custom_base() -> OddHandler:
 def logs_bytes() -> OddHandler:
     """``run`` passes bytes and None to ``ctx.log``, then succeeds."""
     return OddHandler("odd-logs-bytes", _logs_bytes)
+
+
+def awaits_a_cancelled_task() -> OddHandler:
+    """``run`` lets out the CancelledError of a task it awaits, which another cancelled."""
+    return OddHandler("odd-cancelled", _awaits_a_cancelled_task)

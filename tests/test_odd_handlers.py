@@ -51,6 +51,7 @@ FAILED_WITH: dict[str, str] = {
     "odd-exit": "handler 'odd-exit' raised SystemExit: 3",
     "odd-generator-exit": "handler 'odd-generator-exit' raised GeneratorExit",
     "odd-base-exception": "handler 'odd-base-exception' raised CustomBaseError: stop everything",
+    "odd-cancelled": "handler 'odd-cancelled' raised CancelledError, but no abort was asked",
 }
 """The error each odd handler's job fails with (all of ENTRY_POINTS but odd-logs-bytes)."""
 

@@ -738,7 +738,9 @@ class Worker:
         its job, not the worker: when it returned something else than a HandlerResult with
         a str ``output_tail``, raised JobFailed whose ``error`` or ``output_tail`` is not a
         str, or raised any other exception, ``SystemExit`` and ``GeneratorExit`` included.
-        Only ``asyncio.CancelledError`` (an abort) and ``KeyboardInterrupt`` go through.
+        Only ``asyncio.CancelledError`` of an abort (this task was cancelled) and
+        ``KeyboardInterrupt`` go through; a CancelledError the handler lets out of something
+        it awaited, with no abort asked, fails the job.
 
         Args:
             handler_name (str): the handler to look up.
@@ -769,7 +771,17 @@ class Worker:
             return _Result(job_pb2.JOB_STATUS_FAILED, exception_text(exc), "")
         try:
             result = await handler.run(struct_to_dict(params), ctx)
-        except (asyncio.CancelledError, KeyboardInterrupt):
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is None or task.cancelling():
+                raise  # an abort: _abort cancelled this task
+            # The handler let out the CancelledError of something it awaited (a task
+            # someone else cancelled): a failure of the job, which may be retried, not an
+            # abort nobody asked for.
+            self._log_crash(handler_name, ctx)
+            error = f"handler {handler_name!r} raised CancelledError, but no abort was asked"
+            return _Result(job_pb2.JOB_STATUS_FAILED, error, output.tail())
+        except KeyboardInterrupt:
             raise
         except JobFailed as exc:
             return _failed(handler_name, exc)
