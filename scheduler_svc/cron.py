@@ -118,12 +118,13 @@ class CronError(ValueError):
 
     Attributes:
         field: Where the fault is: ``"expression"`` (the whole expression, e.g. wrong field
-            count, unknown macro, or an expression that can never fire), ``"second"``,
-            ``"minute"``, ``"hour"``, ``"day_of_month"``, ``"month"``, ``"day_of_week"``, or
-            ``"timezone"``.
+            count or unknown macro), ``"second"``,
+            ``"minute"``, ``"hour"``, ``"day_of_month"`` (also for an expression that can
+            never fire: no day the month and day fields allow exists), ``"month"``,
+            ``"day_of_week"``, or ``"timezone"``.
 
     ``str(err)`` is ``"<field>: <reason>"``, e.g. ``"day_of_month: 32 is out of range 1-31"``
-    or ``"expression: can never fire (day 30 does not exist in February)"``.
+    or ``"day_of_month: can never fire (day 30 does not exist in February)"``.
     """
 
     field: str
@@ -399,7 +400,7 @@ class CronSchedule:
         Raises:
             CronError: naming the field at fault: wrong field count, out-of-range value,
                 zero or oversized step, unknown name or macro, malformed range or extra,
-                an expression that can never fire (``field == "expression"``), or an unknown
+                an expression that can never fire (``field == "day_of_month"``), or an unknown
                 zone (``field == "timezone"``).
         """
         if not isinstance(expression, str):
@@ -446,16 +447,18 @@ class CronSchedule:
         )
         self._day_cache: dict[tuple[int, int], tuple[int, ...]] = {}
         self.is_fixed_time = not minute.startswith("*") and not hour.startswith("*")
+        # A day field that allows every day says nothing: described as "*" (``0-7`` is not
+        # "Sunday through Sunday"). Under the OR rule it makes every day match, so the
+        # other day field says nothing either (``L * 0-6`` fires daily).
+        every_weekday = dow_days == frozenset(range(7))
+        every_monthday = dom_days == frozenset(range(1, 32))
+        dom_says_nothing = dom in ("?", "*") or every_monthday or (every_weekday and not star)
+        dow_says_nothing = dow in ("?", "*") or every_weekday or (every_monthday and not star)
+        dom_text = "*" if dom_says_nothing else dom
+        dow_text = "*" if dow_says_nothing else _descriptor_weekdays(dow)
         self._descriptor_fields = tuple(
             _for_descriptor(field)
-            for field in (
-                second,
-                minute,
-                hour,
-                "*" if dom == "?" else dom,
-                month.upper(),
-                "*" if dow == "?" else _descriptor_weekdays(dow),
-            )
+            for field in (second, minute, hour, dom_text, month.upper(), dow_text)
         )
         self._check_can_fire(dom, dow)
 
@@ -488,10 +491,10 @@ class CronSchedule:
             verb = "does" if len(plain) == 1 else "do"
             noun = "day" if len(plain) == 1 else "days"
             raise CronError(
-                "expression", f"can never fire ({noun} {days} {verb} not exist in {months})"
+                "day_of_month", f"can never fire ({noun} {days} {verb} not exist in {months})"
             )
         raise CronError(
-            "expression",
+            "day_of_month",
             f"can never fire (no day in {months} matches both day_of_month {dom!r} and "
             f"day_of_week {dow!r}; both must match when either starts with '*')",
         )

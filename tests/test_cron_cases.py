@@ -37,8 +37,8 @@ FIELDS = {
 #: a valid field name only).
 ERROR_FIELDS = {
     "hash-out-of-range": "day_of_week",
-    "feb31-every-minute-slow": "expression",
-    "apr31-never": "expression",
+    "feb31-every-minute-slow": "day_of_month",
+    "apr31-never": "day_of_month",
     "invalid-step-zero": "minute",
     "invalid-step-zero-single-range": "minute",
     "invalid-step-double-zero": "minute",

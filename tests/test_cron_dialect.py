@@ -259,6 +259,14 @@ def test_is_fixed_time(expression: str, fixed: bool) -> None:
         ("0 0 * * 5L", "At 12:00 AM, on the last Friday of the month"),
         ("0 0 * 6 4#3", "At 12:00 AM, on the third Thursday of the month, only in June"),
         ("05 04 07 * *", "At 04:05 AM, on day 7 of the month"),
+        # a day field that allows every day says nothing; under the OR rule, nor the other
+        ("0 0 * * 0-7", "At 12:00 AM"),
+        ("0 0 * * 1-7", "At 12:00 AM"),
+        ("0 0 */2 * 0-7", "At 12:00 AM, every 2 days"),
+        ("0 0 1 * 0-7", "At 12:00 AM"),
+        ("0 0 L * 0-6", "At 12:00 AM"),
+        ("0 0 1-31 * 1", "At 12:00 AM"),
+        ("0 0 1-31 * */2", "At 12:00 AM, every 2 days of the week"),  # as 0 0 * * */2
     ],
 )
 def test_describe(expression: str, description: str) -> None:
@@ -406,21 +414,21 @@ def test_error_is_a_value_error_and_pickles() -> None:
         ("0 L * * *", "hour", "'L' is not a number"),
         ("0 0 * L *", "month", "'L' is not a number or a month name"),
         # never fires
-        ("0 0 30 2 *", "expression",
-         "expression: can never fire (day 30 does not exist in February)"),
-        ("0 0 31 4 *", "expression", "can never fire (day 31 does not exist in April)"),
+        ("0 0 30 2 *", "day_of_month",
+         "day_of_month: can never fire (day 30 does not exist in February)"),
+        ("0 0 31 4 *", "day_of_month", "can never fire (day 31 does not exist in April)"),
         (
             "0 0 31 2,4,6,9,11 *",
-            "expression",
+            "day_of_month",
             "can never fire (day 31 does not exist in February, April, June, September or "
             "November)",
         ),
-        ("0 0 30,31 FEB *", "expression",
+        ("0 0 30,31 FEB *", "day_of_month",
          "can never fire (days 30 and 31 do not exist in February)"),
-        ("0 0 31W 4 *", "expression", "can never fire (day 31 does not exist in April)"),
-        ("* * 31 2 ?", "expression", "can never fire (day 31 does not exist in February)"),
-        ("0 0 */30 2 5#5", "expression", "can never fire (no day in February matches both"),
-        ("0 0 LW * */6", "expression", "can never fire (no day in any month matches both"),
+        ("0 0 31W 4 *", "day_of_month", "can never fire (day 31 does not exist in April)"),
+        ("* * 31 2 ?", "day_of_month", "can never fire (day 31 does not exist in February)"),
+        ("0 0 */30 2 5#5", "day_of_month", "can never fire (no day in February matches both"),
+        ("0 0 LW * */6", "day_of_month", "can never fire (no day in any month matches both"),
         # time zone
         ("0 0 * * *", "timezone", None),
     ],
