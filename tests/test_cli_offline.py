@@ -325,3 +325,22 @@ def test_log_time_stamps_match_the_standard_formatter_across_seconds() -> None:
         )
         for formatter in ours:
             assert formatter.formatTime(record) == standard.formatTime(record), created
+
+
+@pytest.mark.parametrize(
+    ("given", "dialed"),
+    [
+        ("127.0.0.9", "127.0.0.9:50051"),
+        ("[::1]", "[::1]:50051"),
+        ("127.0.0.9:7", "127.0.0.9:7"),
+        ("[::1]:7", "[::1]:7"),
+        ("unix:/tmp/tickwork.sock", "unix:/tmp/tickwork.sock"),
+        ("dns:///localhost:7", "dns:///localhost:7"),
+    ],
+)
+def test_a_server_without_a_port_is_dialed_on_50051_not_443(given: str, dialed: str) -> None:
+    """``--server localhost`` means tickwork's port, as the service listens on it by
+    default; gRPC alone would dial 443."""
+    result = cli("--server", given, "tasks", "list")
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"error: cannot reach tickwork at {dialed} "), result.stderr
