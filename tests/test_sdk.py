@@ -14,7 +14,7 @@ from typing import Any
 import grpc
 import pytest
 
-from tests.harness import Server
+from tests.harness import Server, wait_for
 from tickwork import (
     AlreadyExists,
     AsyncClient,
@@ -366,6 +366,43 @@ def test_cli_run_wait_and_listings(
     assert main([*base, "tasks", "list"]) == 0
 
     assert main([*base, "jobs", "get", "999"]) == 1
+    assert capsys.readouterr().err.startswith("error: NOT_FOUND: ")
+
+
+def test_cli_tasks_get_and_abort(
+    server: Server, tw: Client, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``tasks get`` shows every field, params and retry policy as JSON and the whole
+    disabled_reason; ``tasks abort`` cancels a queued job or aborts the running one."""
+    base = ["--server", server.address]
+    tw.create_task(
+        "cli-long",
+        "shell",
+        {"argv": ["sleep", "60"]},
+        max_attempts=3,
+        description="sleeps a minute",
+    )
+    assert main([*base, "tasks", "get", "cli-long"]) == 0
+    fields = {
+        line.split(None, 1)[0]: line.split(None, 1)[1].strip()
+        for line in capsys.readouterr().out.splitlines()
+        if len(line.split(None, 1)) == 2
+    }
+    assert fields["name"] == "cli-long" and fields["handler"] == "shell"
+    assert fields["params"] == '{"argv": ["sleep", "60"]}'
+    assert '"maxAttempts": 3' in fields["retry_policy"]
+    assert fields["description"] == "sleeps a minute"
+
+    assert main([*base, "tasks", "abort", "cli-long"]) == 0
+    assert capsys.readouterr().out == "task cli-long: nothing queued or running\n"
+    (run,) = tw.run("cli-long")
+    wait_for(lambda: tw.get_job(run.job_id).status == JobStatus.JOB_STATUS_RUNNING)
+    assert main([*base, "tasks", "abort", "cli-long"]) == 0
+    assert capsys.readouterr().out.startswith(f"task cli-long: running job {run.job_id} told")
+    job = tw.wait(run.job_id, timeout=WAIT_S)
+    assert job.status == JobStatus.JOB_STATUS_ABORTED and job.attempt == 1
+
+    assert main([*base, "tasks", "get", "no-such-task"]) == 1
     assert capsys.readouterr().err.startswith("error: NOT_FOUND: ")
 
 

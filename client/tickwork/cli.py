@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
 import sys
 import time
@@ -28,6 +29,7 @@ from typing import Any, TextIO, cast
 from zoneinfo import ZoneInfo
 
 import grpc
+from google.protobuf import json_format
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
@@ -40,7 +42,7 @@ from tickwork.errors import InvalidArgument, JobTimeout, TickworkError, Unavaila
 from tickwork.v1.common_pb2 import SkipReason, TaskRun, Trigger
 from tickwork.v1.job_pb2 import Job, JobStatus
 from tickwork.v1.schedule_pb2 import FireOutcome
-from tickwork.v1.task_pb2 import Task
+from tickwork.v1.task_pb2 import Task, TaskAbort
 
 __all__ = ["main"]
 
@@ -265,7 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-f", "--file", metavar="FILE", required=True, help="TOML config file")
     p.set_defaults(func=_cmd_apply)
 
-    tasks = sub.add_parser("tasks", help="list, run, enable and disable tasks")
+    tasks = sub.add_parser("tasks", help="list, inspect, run, abort, enable and disable tasks")
     tsub = tasks.add_subparsers(dest="tasks_command", metavar="ACTION", required=True)
     p = tsub.add_parser("list", parents=[net], help="list tasks")
     p.set_defaults(func=_cmd_tasks_list)
@@ -284,6 +286,25 @@ def build_parser() -> argparse.ArgumentParser:
         "--timeout", type=_seconds, metavar="S", help="with --wait: give up after S seconds"
     )
     p.set_defaults(func=_cmd_tasks_run)
+    p = tsub.add_parser(
+        "get",
+        parents=[net],
+        help="show every field of a task",
+        description="Show every field of a task: params and retry policy as JSON, the "
+        "whole disabled_reason when it was disabled after consecutive failures.",
+    )
+    p.add_argument("name", metavar="NAME", help="task name")
+    p.set_defaults(func=_cmd_tasks_get)
+    p = tsub.add_parser(
+        "abort",
+        parents=[net],
+        help="stop a task's running job, or cancel its queued one",
+        description="Stop the task's job: a queued one is cancelled (CANCELLED), a running "
+        "one is aborted (the worker stops its handler; shell: SIGTERM, then SIGKILL after "
+        "WORKER_ABORT_GRACE_SECONDS) and ends ABORTED. Aborted jobs are not retried.",
+    )
+    p.add_argument("name", metavar="NAME", help="task name")
+    p.set_defaults(func=_cmd_tasks_abort)
     for action, enabled in (("enable", True), ("disable", False)):
         p = tsub.add_parser(action, parents=[net], help=f"{action} a task")
         p.add_argument("name", metavar="NAME", help="task name")
@@ -757,15 +778,18 @@ def _cmd_jobs_list(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
-def _cmd_jobs_get(args: argparse.Namespace, out: TextIO) -> int:
-    with _client(args) as client:
-        job = client.get_job(args.job_id)
-    fields = [f for f in job.DESCRIPTOR.fields if f.name != "output_tail"]
-    width = max(len(f.name) for f in job.DESCRIPTOR.fields)
+def _print_fields(message: Message, out: TextIO, skip: Sequence[str] = ()) -> None:
+    """Print every field of ``message`` but ``skip``, one per line: ``name  value``.
+    Times in UTC ISO 8601, enums by their short name, messages (params, retry policy) as
+    one line of JSON; a value of several lines continues indented under the first."""
+    fields = [f for f in message.DESCRIPTOR.fields if f.name not in skip]
+    width = max(len(f.name) for f in message.DESCRIPTOR.fields)
     for f in fields:
-        value = getattr(job, f.name)
+        value = getattr(message, f.name)
         if isinstance(value, Timestamp):
-            text = _when(job, f.name)
+            text = _when(message, f.name)
+        elif isinstance(value, Message):
+            text = json.dumps(json_format.MessageToDict(value), ensure_ascii=False)
         elif f.enum_type is not None:
             number = f.enum_type.values_by_number.get(value)
             prefix = f.enum_type.values[0].name.removesuffix("UNSPECIFIED")
@@ -776,6 +800,35 @@ def _cmd_jobs_get(args: argparse.Namespace, out: TextIO) -> int:
         print(f"{f.name.ljust(width)}  {lines[0]}", file=out)
         for line in lines[1:]:
             print(f"{'':{width}}  {line}", file=out)
+
+
+def _cmd_tasks_get(args: argparse.Namespace, out: TextIO) -> int:
+    with _client(args) as client:
+        task = client.get_task(args.name)
+    _print_fields(task, out)
+    return EXIT_OK
+
+
+_ABORT_TEXT = {
+    TaskAbort.Action.ACTION_CANCELLED: "queued job {job} cancelled",
+    TaskAbort.Action.ACTION_ABORT_REQUESTED: "running job {job} told to abort "
+    "(it ends ABORTED once the worker has stopped it)",
+    TaskAbort.Action.ACTION_NONE: "nothing queued or running",
+}
+
+
+def _cmd_tasks_abort(args: argparse.Namespace, out: TextIO) -> int:
+    with _client(args) as client:
+        [abort] = client.abort(args.name)
+    text = _ABORT_TEXT.get(abort.action, "{job}").format(job=abort.job_id)
+    print(f"task {args.name}: {text}", file=out)
+    return EXIT_OK
+
+
+def _cmd_jobs_get(args: argparse.Namespace, out: TextIO) -> int:
+    with _client(args) as client:
+        job = client.get_job(args.job_id)
+    _print_fields(job, out, skip=("output_tail",))
     print("output_tail:", file=out)
     for line in job.output_tail.rstrip().splitlines():
         print(f"  {line}", file=out)
