@@ -406,6 +406,31 @@ def test_cli_tasks_get_and_abort(
     assert capsys.readouterr().err.startswith("error: NOT_FOUND: ")
 
 
+def test_cli_apply_names_where_in_the_file_the_server_refused(
+    server: Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "bad.toml"
+    config.write_text(
+        textwrap.dedent(
+            """
+            [[tasks]]
+            name = "fine"
+            handler = "shell"
+            params = { argv = ["true"] }
+
+            [[tasks]]
+            name = "typo"
+            handler = "shel"
+            params = { argv = ["true"] }
+            """
+        )
+    )
+    assert main(["--server", server.address, "apply", "-f", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: INVALID_ARGUMENT: tasks[1] (typo): task.handler: "), err
+    assert "unknown handler 'shel'" in err
+
+
 def test_sdk_argument_shapes_are_checked(tw: Client) -> None:
     tw.create_task("shape-check", "shell", {"argv": ["true"]})
     with pytest.raises(InvalidArgument, match="tasks: expected a list"):

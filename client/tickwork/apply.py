@@ -448,14 +448,19 @@ def apply_config(client: Client, config: Config) -> ApplyReport:
 
     Raises:
         NotFound: a schedule names a task that is neither in the file nor on the server.
-        InvalidArgument: the server rejected a value (e.g. a cron expression; named).
+        InvalidArgument: the server rejected a value (e.g. a cron expression, a handler);
+            the message starts with where it is in the file: ``tasks[i] (NAME): ...`` or
+            ``schedules[i] (NAME): ...``.
         TickworkError: any other server error (what was applied before it stays applied).
     """
     task_ids: dict[str, int] = {}
     _precheck_schedules(client, config, task_ids)
     report = ApplyReport()
-    for spec in config.tasks:
-        task_id, change = _apply_task(client, spec)
+    for i, spec in enumerate(config.tasks):
+        try:
+            task_id, change = _apply_task(client, spec)
+        except InvalidArgument as err:
+            raise InvalidArgument(f"tasks[{i}] ({spec.name}): {err.details}") from None
         task_ids[spec.name] = task_id
         report.changes.append(change)
     for i, sched in enumerate(config.schedules):
@@ -469,7 +474,10 @@ def apply_config(client: Client, config: Config) -> ApplyReport:
                         f"schedules[{i}].tasks: no task named {name!r} in the file or on the server"
                     ) from None
             ids.append(task_ids[name])
-        report.changes.append(_apply_schedule(client, sched, ids))
+        try:
+            report.changes.append(_apply_schedule(client, sched, ids))
+        except InvalidArgument as err:
+            raise InvalidArgument(f"schedules[{i}] ({sched.name}): {err.details}") from None
     return report
 
 
