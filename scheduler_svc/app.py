@@ -211,15 +211,17 @@ class App:
         if result.disabled_task is not None:
             task = result.disabled_task
             self.metrics.auto_disables.labels(task.name).inc()
+            last_error = result.job.error if result.job else ""
             log.warning(
-                "task disabled after consecutive failures",
+                "task %r disabled after %d consecutive failures; last error: %s",
+                task.name,
+                task.consecutive_failure_count,
+                last_error.strip().splitlines()[0][:200] if last_error.strip() else "-",
                 extra={"task_id": task.id, "count": task.consecutive_failure_count},
             )
             if self.settings.smtp.enabled:
                 self.spawn(
-                    notify.send_auto_disable_email(
-                        self.settings.smtp, task, result.job.error if result.job else ""
-                    ),
+                    notify.send_auto_disable_email(self.settings.smtp, task, last_error),
                     name=f"email-task-{task.id}",
                 )
 

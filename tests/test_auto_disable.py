@@ -235,6 +235,11 @@ def test_auto_disable_email_arrives_and_names_task_count_and_error(
         assert "'nightly-backup'" in body and "failed 2 times in a row" in body
         assert "exit code 3: disk full on /backup" in body
         assert "auto-disable email sent" in srv.output()
+        # The log line alone tells an operator which task and why.
+        assert (
+            "task 'nightly-backup' disabled after 2 consecutive failures; last error: "
+            "exit code 3: disk full on /backup" in srv.output()
+        )
     finally:
         srv.stop()
 
