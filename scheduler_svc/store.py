@@ -989,10 +989,10 @@ class Store:
 
     def _active_jobs(self, conn: Connection, task_ids: Iterable[int]) -> dict[int, Any]:
         """The queued or running job of each of ``task_ids`` that has one (id, task_id,
-        status, lane), locked on PostgreSQL until the transaction ends."""
-        query = sa.select(jobs.c.id, jobs.c.task_id, jobs.c.status, jobs.c.lane).where(
-            jobs.c.status.in_(ACTIVE_STATES), jobs.c.task_id.in_(list(task_ids))
-        )
+        status, lane, not_before), locked on PostgreSQL until the transaction ends."""
+        query = sa.select(
+            jobs.c.id, jobs.c.task_id, jobs.c.status, jobs.c.lane, jobs.c.not_before
+        ).where(jobs.c.status.in_(ACTIVE_STATES), jobs.c.task_id.in_(list(task_ids)))
         if self.db.dialect.skip_locked:
             query = query.with_for_update()
         return {row.task_id: row for row in conn.execute(query).all()}
@@ -1001,14 +1001,19 @@ class Store:
         self, conn: Connection, ordered: Sequence[TaskRecord], trigger: str, now: dt.datetime
     ) -> list[TaskRunResult]:
         """Enqueue a manual or API run of each of ``ordered`` (distinct tasks), set-based:
-        one read of their active jobs, one UPDATE for the promotions, one multi-row INSERT
+        one read of their active jobs, one UPDATE for the queued ones, one multi-row INSERT
         (in request order, so the jobs run in that order) that skips a task whose job
-        another transaction inserted meanwhile; those are decided again."""
+        another transaction inserted meanwhile; those are decided again.
+
+        A queued job is asked to run now: it moves to the manual lane (promoted, when the
+        scheduler queued it) and a retry's not_before still ahead becomes ``now``. Its
+        trigger is kept: a scheduler job's chain still counts toward
+        consecutive_failure_count when it finally fails."""
         results: dict[int, TaskRunResult] = {}
         pending = list(ordered)
         for _ in range(3):
             active = self._active_jobs(conn, (t.id for t in pending))
-            promote: list[int] = []
+            run_now: list[int] = []
             new: list[TaskRecord] = []
             for task in pending:
                 row = active.get(task.id)
@@ -1016,16 +1021,24 @@ class Store:
                     new.append(task)
                 elif row.status == RUNNING:
                     results[task.id] = TaskRunResult(task.id, task.name, row.id, "ALREADY_RUNNING")
-                elif row.lane == LANE_SCHEDULER:
-                    promote.append(row.id)
-                    results[task.id] = TaskRunResult(task.id, task.name, row.id, promoted=True)
                 else:
-                    results[task.id] = TaskRunResult(task.id, task.name, row.id, "ALREADY_QUEUED")
-            if promote:
+                    held_back = row.not_before is not None and row.not_before > now
+                    if row.lane == LANE_SCHEDULER or held_back:
+                        run_now.append(row.id)
+                    if row.lane == LANE_SCHEDULER:
+                        result = TaskRunResult(task.id, task.name, row.id, promoted=True)
+                    else:
+                        result = TaskRunResult(task.id, task.name, row.id, "ALREADY_QUEUED")
+                    results[task.id] = replace(result, made_ready=held_back)
+            if run_now:
+                at = sa.bindparam("b_now", now, type_=jobs.c.not_before.type)
                 conn.execute(
                     jobs.update()
-                    .where(jobs.c.id.in_(promote))
-                    .values(lane=LANE_MANUAL, trigger=trigger)
+                    .where(jobs.c.id.in_(run_now))
+                    .values(
+                        lane=LANE_MANUAL,
+                        not_before=sa.case((jobs.c.not_before > at, at), else_=jobs.c.not_before),
+                    )
                 )
             inserted: dict[int, int] = {}
             if new:
@@ -1064,7 +1077,8 @@ class Store:
         """Enqueue ``task_ids`` in one transaction; one result per task.
 
         ``trigger`` is "MANUAL", "API" or "SCHEDULER". Manual and API runs keep the request
-        order, run disabled tasks, and promote a scheduler-queued job to the manual lane;
+        order, run disabled tasks, promote a scheduler-queued job to the manual lane (its
+        trigger kept), and make a queued retry waiting out its backoff ready now;
         they answer one result per entry of ``task_ids``, in order: a task named again is
         reported skipped (already queued, or already running) with the job of its first
         entry.
