@@ -105,7 +105,7 @@ class App:
         for run in runs:
             if run.job_id:
                 self.hub.job_changed(run.job_id)
-        if any(r.skip_reason is None for r in runs):
+        if any(r.skip_reason is None or r.made_ready for r in runs):
             self.queue_changed()
 
     def queue_changed(self) -> None:

@@ -82,6 +82,9 @@ class TaskRunResult:
 
     ``job_id`` is the new, promoted, or already active job (0 when the task is disabled);
     ``skip_reason`` is None, "ALREADY_QUEUED", "ALREADY_RUNNING" or "TASK_DISABLED".
+    ``made_ready``: a manual or API run found the job queued with a not_before still ahead
+    (a retry's backoff) and made it ready now (not stored with a fire: the scheduler never
+    does this).
     """
 
     task_id: int
@@ -89,6 +92,7 @@ class TaskRunResult:
     job_id: int
     skip_reason: str | None = None
     promoted: bool = False
+    made_ready: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """The form stored in ``fires.runs``."""

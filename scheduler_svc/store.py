@@ -60,6 +60,8 @@ OUTPUT_TAIL_CHARS = 4096
 ERROR_CHARS = 8192
 """The longest job error kept, in characters: its first and last 4096, the middle cut."""
 LEASE_LOST = "lease lost: the worker stopped heartbeating"
+TASK_DISABLED = "task disabled"
+"""The error of a scheduler job cancelled because its task was disabled."""
 
 _TASK_FIELDS = [f.name for f in fields(TaskRecord)]
 _JOB_FIELDS = [f.name for f in fields(JobRecord)]
@@ -286,11 +288,28 @@ def _queue_order(query: sa.Select[Any]) -> sa.Select[Any]:
     return query.order_by(jobs.c.lane, jobs.c.task_priority.desc(), jobs.c.enqueued_at, jobs.c.id)
 
 
+_task_of_job = tasks.alias("task_of_job")
+
+
 def _ready(now: Any) -> sa.ColumnElement[bool]:
-    """Queued and not held back by a retry's not_before."""
+    """Queued, not held back by a retry's not_before, and not a scheduler-lane job of a
+    disabled task.
+
+    Disabling a task cancels its scheduler-lane jobs in the same transaction (see
+    :meth:`Store.update_task`), but on PostgreSQL a fire that read the task as enabled just
+    before an auto-disable committed may still insert one (its FOR KEY SHARE read does not
+    wait for that UPDATE): such a job stays queued, never started, until the task is enabled
+    again or a manual run promotes it."""
+    task_enabled = (
+        sa.select(_task_of_job.c.enabled)
+        .where(_task_of_job.c.id == jobs.c.task_id)
+        .correlate_except(_task_of_job)
+        .scalar_subquery()
+    )
     return sa.and_(
         jobs.c.status == QUEUED,
         sa.or_(jobs.c.not_before.is_(None), jobs.c.not_before <= now),
+        sa.or_(jobs.c.lane != LANE_SCHEDULER, task_enabled.is_(True)),
     )
 
 
@@ -584,14 +603,24 @@ class Store:
     @_writes
     def update_task(
         self, conn: Connection, task_id: int, values: dict[str, Any], now: dt.datetime
-    ) -> TaskRecord:
-        """Update the given columns of a task and return it.
+    ) -> tuple[TaskRecord, list[int]]:
+        """Update the given columns of a task; return it and the ids of the jobs cancelled.
 
         Turning ``enabled`` from false to true resets consecutive_failure_count to 0 and
-        clears disabled_reason. Raises NotFound(field="task.id"), AlreadyExists("task.name").
+        clears disabled_reason. Setting it false cancels the task's queued scheduler-lane
+        jobs (a scheduled run or its retry; not one a manual or API run asked for or
+        promoted), error "task disabled"; a running job is left to finish. Raises
+        NotFound(field="task.id"), AlreadyExists("task.name").
         """
+        disabling = values.get("enabled") is False
+        query = tasks.select().where(tasks.c.id == task_id)
+        if disabling and self.db.dialect.skip_locked:
+            # FOR UPDATE, before the jobs (LOCK_ORDER): a fire, run or retry that read the
+            # task FOR KEY SHARE commits first (its job is then seen and cancelled below);
+            # one that comes after waits for this and reads the task disabled.
+            query = query.with_for_update()
         try:
-            current = conn.execute(tasks.select().where(tasks.c.id == task_id)).first()
+            current = conn.execute(query).first()
             if current is None:
                 raise NotFound(f"no task with id {task_id}", field="task.id")
             row = dict(values)
@@ -604,11 +633,26 @@ class Store:
             result = conn.execute(
                 tasks.update().where(tasks.c.id == task_id).values(row).returning(*tasks.c)
             )
-            return _task(result.one())
+            task = _task(result.one())
         except IntegrityError:
             raise AlreadyExists(
                 f"a task named {values.get('name')!r} already exists", field="task.name"
             ) from None
+        cancelled: list[int] = []
+        if disabling:
+            cancelled = list(
+                conn.scalars(
+                    jobs.update()
+                    .where(
+                        jobs.c.task_id == task_id,
+                        jobs.c.status == QUEUED,
+                        jobs.c.lane == LANE_SCHEDULER,
+                    )
+                    .values(status=db.CANCELLED, finished_at=now, error=TASK_DISABLED)
+                    .returning(jobs.c.id)
+                )
+            )
+        return task, cancelled
 
     @_writes
     def delete_task(self, conn: Connection, task_id: int) -> None:
@@ -989,10 +1033,10 @@ class Store:
 
     def _active_jobs(self, conn: Connection, task_ids: Iterable[int]) -> dict[int, Any]:
         """The queued or running job of each of ``task_ids`` that has one (id, task_id,
-        status, lane), locked on PostgreSQL until the transaction ends."""
-        query = sa.select(jobs.c.id, jobs.c.task_id, jobs.c.status, jobs.c.lane).where(
-            jobs.c.status.in_(ACTIVE_STATES), jobs.c.task_id.in_(list(task_ids))
-        )
+        status, lane, not_before), locked on PostgreSQL until the transaction ends."""
+        query = sa.select(
+            jobs.c.id, jobs.c.task_id, jobs.c.status, jobs.c.lane, jobs.c.not_before
+        ).where(jobs.c.status.in_(ACTIVE_STATES), jobs.c.task_id.in_(list(task_ids)))
         if self.db.dialect.skip_locked:
             query = query.with_for_update()
         return {row.task_id: row for row in conn.execute(query).all()}
@@ -1001,14 +1045,19 @@ class Store:
         self, conn: Connection, ordered: Sequence[TaskRecord], trigger: str, now: dt.datetime
     ) -> list[TaskRunResult]:
         """Enqueue a manual or API run of each of ``ordered`` (distinct tasks), set-based:
-        one read of their active jobs, one UPDATE for the promotions, one multi-row INSERT
+        one read of their active jobs, one UPDATE for the queued ones, one multi-row INSERT
         (in request order, so the jobs run in that order) that skips a task whose job
-        another transaction inserted meanwhile; those are decided again."""
+        another transaction inserted meanwhile; those are decided again.
+
+        A queued job is asked to run now: it moves to the manual lane (promoted, when the
+        scheduler queued it) and a retry's not_before still ahead becomes ``now``. Its
+        trigger is kept: a scheduler job's chain still counts toward
+        consecutive_failure_count when it finally fails."""
         results: dict[int, TaskRunResult] = {}
         pending = list(ordered)
         for _ in range(3):
             active = self._active_jobs(conn, (t.id for t in pending))
-            promote: list[int] = []
+            run_now: list[int] = []
             new: list[TaskRecord] = []
             for task in pending:
                 row = active.get(task.id)
@@ -1016,16 +1065,24 @@ class Store:
                     new.append(task)
                 elif row.status == RUNNING:
                     results[task.id] = TaskRunResult(task.id, task.name, row.id, "ALREADY_RUNNING")
-                elif row.lane == LANE_SCHEDULER:
-                    promote.append(row.id)
-                    results[task.id] = TaskRunResult(task.id, task.name, row.id, promoted=True)
                 else:
-                    results[task.id] = TaskRunResult(task.id, task.name, row.id, "ALREADY_QUEUED")
-            if promote:
+                    held_back = row.not_before is not None and row.not_before > now
+                    if row.lane == LANE_SCHEDULER or held_back:
+                        run_now.append(row.id)
+                    if row.lane == LANE_SCHEDULER:
+                        result = TaskRunResult(task.id, task.name, row.id, promoted=True)
+                    else:
+                        result = TaskRunResult(task.id, task.name, row.id, "ALREADY_QUEUED")
+                    results[task.id] = replace(result, made_ready=held_back)
+            if run_now:
+                at = sa.bindparam("b_now", now, type_=jobs.c.not_before.type)
                 conn.execute(
                     jobs.update()
-                    .where(jobs.c.id.in_(promote))
-                    .values(lane=LANE_MANUAL, trigger=trigger)
+                    .where(jobs.c.id.in_(run_now))
+                    .values(
+                        lane=LANE_MANUAL,
+                        not_before=sa.case((jobs.c.not_before > at, at), else_=jobs.c.not_before),
+                    )
                 )
             inserted: dict[int, int] = {}
             if new:
@@ -1064,7 +1121,8 @@ class Store:
         """Enqueue ``task_ids`` in one transaction; one result per task.
 
         ``trigger`` is "MANUAL", "API" or "SCHEDULER". Manual and API runs keep the request
-        order, run disabled tasks, and promote a scheduler-queued job to the manual lane;
+        order, run disabled tasks, promote a scheduler-queued job to the manual lane (its
+        trigger kept), and make a queued retry waiting out its backoff ready now;
         they answer one result per entry of ``task_ids``, in order: a task named again is
         reported skipped (already queued, or already running) with the job of its first
         entry.
@@ -1409,7 +1467,8 @@ class Store:
         Fenced by ``token``: when the lease was lost, the outcome is stored in late_outcome
         and nothing else changes (accepted=False); a repeat of the outcome already recorded
         under ``token`` (same status and error) changes nothing (accepted, ``repeat``). A
-        failure with attempts left queues a retry (not ready before now + backoff). A final
+        failure with attempts left queues a retry (not ready before now + backoff), unless
+        it is a scheduler-lane job whose task is disabled (it simply ends). A final
         failure of a scheduler-triggered job increments the task's
         consecutive_failure_count and, when it reaches ``auto_disable_count`` (> 0),
         disables the task. Any success resets the count.
@@ -1565,27 +1624,8 @@ class Store:
                     tasks.update().where(tasks.c.id == task.id).values(consecutive_failure_count=0)
                 )
         elif status == db.FAILED and job.attempt < task.max_attempts:
-            delay = backoff_delay_s(
-                job.attempt, task.backoff_base_seconds, task.backoff_cap_seconds, self.rng
-            )
-            retry_row = _job_row(
-                task,
-                trigger=job.trigger,
-                lane=job.lane,
-                now=now,
-                attempt=job.attempt + 1,
-                not_before=now + dt.timedelta(seconds=delay),
-                schedule_id=job.schedule_id,
-                fire_time=job.fire_time,
-                retry_of_job_id=job.id,
-            )
-            try:
-                with conn.begin_nested():
-                    inserted = conn.execute(jobs.insert().values(retry_row).returning(*jobs.c))
-                    retry = _job(inserted.one())
-            except IntegrityError:
-                # A manual run queued the task meanwhile; that job is the retry.
-                retry = None
+            if self._retries(conn, job, task):
+                retry = self._queue_retry(conn, job, task, now)
         elif status == db.FAILED and job.trigger == "SCHEDULER":
             count = task.consecutive_failure_count + 1
             values: dict[str, Any] = {"consecutive_failure_count": count}
@@ -1611,6 +1651,45 @@ class Store:
             disabled_task=disabled,
             anchored_next_run=anchored,
         )
+
+    def _retries(self, conn: Connection, job: JobRecord, task: _FinishingTask) -> bool:
+        """Whether a failed ``job`` with attempts left is retried: always, unless it is a
+        scheduler-lane job (a scheduled run, not promoted by a manual run) and its task is
+        disabled now. On PostgreSQL the task is read FOR KEY SHARE, so a DisableTask under
+        way (FOR UPDATE) is waited for and seen, and one after it sees (and cancels) the
+        retry."""
+        if job.lane != LANE_SCHEDULER:
+            return True
+        query = sa.select(tasks.c.enabled).where(tasks.c.id == task.id)
+        if self.db.dialect.skip_locked:
+            query = query.with_for_update(read=True, key_share=True)
+        return bool(conn.scalar(query))
+
+    def _queue_retry(
+        self, conn: Connection, job: JobRecord, task: _FinishingTask, now: dt.datetime
+    ) -> JobRecord | None:
+        """Queue the retry of failed ``job``, not ready before now + backoff; None when a
+        manual run queued the task meanwhile (that job is the retry)."""
+        delay = backoff_delay_s(
+            job.attempt, task.backoff_base_seconds, task.backoff_cap_seconds, self.rng
+        )
+        retry_row = _job_row(
+            task,
+            trigger=job.trigger,
+            lane=job.lane,
+            now=now,
+            attempt=job.attempt + 1,
+            not_before=now + dt.timedelta(seconds=delay),
+            schedule_id=job.schedule_id,
+            fire_time=job.fire_time,
+            retry_of_job_id=job.id,
+        )
+        try:
+            with conn.begin_nested():
+                inserted = conn.execute(jobs.insert().values(retry_row).returning(*jobs.c))
+                return _job(inserted.one())
+        except IntegrityError:
+            return None
 
     def _anchor_interval(
         self, conn: Connection, schedule_id: int, finished_at: dt.datetime

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from aiosmtpd.controller import Controller
 
+from scheduler_svc.db import tasks
 from scheduler_svc.settings import SmtpSettings
 from tests.harness import Server, free_port, wait_for
 from tests.inprocess import Harness, inprocess
@@ -277,3 +278,89 @@ async def test_unreachable_smtp_does_not_stop_the_scheduler(
         assert other.outcome == FireOutcome.FIRE_OUTCOME_ENQUEUED
         job = await claim(h)
         assert job.task_name == "other"
+
+
+async def test_disabling_a_task_cancels_its_queued_scheduler_retry(
+    tmp_path: Path, database_url: str
+) -> None:
+    """A disabled task's scheduled runs stop: its queued scheduler retry is cancelled with
+    the disable; a manual run of it still runs and is retried as usual."""
+    async with inprocess(tmp_path, database_url, T0) as h:
+        await flaky_schedule(h, max_attempts=3, backoff_base_seconds=1, backoff_cap_seconds=1)
+        await fire_and_fail(h)
+        (retry,) = await h.client.list_jobs(task="flaky", statuses=["QUEUED"])
+        assert (retry.attempt, retry.trigger) == (2, Trigger.TRIGGER_SCHEDULER)
+
+        await h.client.disable_task("flaky")
+        cancelled = await h.client.get_job(retry.id)
+        assert cancelled.status == JobStatus.JOB_STATUS_CANCELLED
+        assert cancelled.error == "task disabled"
+        h.clock.advance(60)
+        assert await h.service.app.store.claim_next_job("w", h.clock(), 30) is None
+
+        (run,) = await h.client.run("flaky", trigger=Trigger.TRIGGER_MANUAL)
+        assert not run.skipped and not run.promoted
+        result = await finish(h, await claim(h), "FAILED", "still broken")
+        assert result.retry is not None and result.retry.trigger == "MANUAL"
+        h.clock.advance(60)
+        assert (await claim(h)).id == result.retry.id
+
+
+async def test_a_scheduler_job_running_when_its_task_is_disabled_finishes_unretried(
+    tmp_path: Path, database_url: str
+) -> None:
+    async with inprocess(tmp_path, database_url, T0) as h:
+        await flaky_schedule(h, max_attempts=3, backoff_base_seconds=1, backoff_cap_seconds=1)
+        await h.tick((await h.client.get_schedule("s")).next_run_time.ToDatetime(tzinfo=UTC))
+        job = await claim(h)
+        assert (job.trigger, job.attempt) == ("SCHEDULER", 1)
+        await h.client.disable_task("flaky")
+        assert (await h.client.get_job(job.id)).status == JobStatus.JOB_STATUS_RUNNING
+        assert not (await h.service.app.store.get_job(job.id)).abort_requested
+
+        result = await finish(h, job, "FAILED", "boom")
+        assert result.accepted and result.retry is None
+        h.clock.advance(60)
+        assert await h.service.app.store.claim_next_job("w", h.clock(), 30) is None
+        assert [j.id for j in await h.client.list_jobs(task="flaky")] == [job.id]
+
+
+async def test_disabling_keeps_a_scheduler_job_a_manual_run_promoted(
+    tmp_path: Path, database_url: str
+) -> None:
+    """A run the operator asked for (promoting the scheduler's queued job) still runs and
+    retries after the task is disabled, like any manual run."""
+    async with inprocess(tmp_path, database_url, T0) as h:
+        await flaky_schedule(h, max_attempts=2, backoff_base_seconds=1, backoff_cap_seconds=1)
+        await h.tick((await h.client.get_schedule("s")).next_run_time.ToDatetime(tzinfo=UTC))
+        (run,) = await h.client.run("flaky", trigger=Trigger.TRIGGER_MANUAL)
+        assert run.promoted
+        await h.client.disable_task("flaky")
+        job = await claim(h)
+        assert job.id == run.job_id
+        result = await finish(h, job, "FAILED", "boom")
+        assert result.retry is not None
+        h.clock.advance(60)
+        assert (await claim(h)).id == result.retry.id
+
+
+async def test_a_scheduler_job_of_a_disabled_task_left_queued_is_never_started(
+    tmp_path: Path, database_url: str
+) -> None:
+    """The claim's own check: a scheduler job queued for a task that was disabled without
+    cancelling it (on PostgreSQL, a fire racing an auto-disable) is not started, nor
+    reported ready; a manual run promotes it and then it runs."""
+    async with inprocess(tmp_path, database_url, T0) as h:
+        await flaky_schedule(h)
+        await h.tick((await h.client.get_schedule("s")).next_run_time.ToDatetime(tzinfo=UTC))
+        (queued,) = await h.client.list_jobs(task="flaky", statuses=["QUEUED"])
+        store = h.service.app.store
+        await store.db.write(
+            lambda conn: conn.execute(tasks.update().values(enabled=False))  # as the race
+        )
+        assert await store.claim_next_job("w", h.clock(), 30) is None
+        assert await store.next_ready_time(h.clock()) is None
+
+        (run,) = await h.client.run("flaky", trigger=Trigger.TRIGGER_MANUAL)
+        assert run.job_id == queued.id and run.promoted
+        assert (await claim(h)).id == queued.id

@@ -205,7 +205,8 @@ async def test_a_manual_run_promotes_a_scheduler_queued_job(
         (run,) = await h.client.run("report", trigger=Trigger.TRIGGER_MANUAL)
         assert run.job_id == queued.id and run.promoted and not run.skipped
         promoted = await h.client.get_job(queued.id)
-        assert promoted.trigger == Trigger.TRIGGER_MANUAL
+        # It keeps its trigger: the scheduler started the chain (failure counting).
+        assert promoted.trigger == Trigger.TRIGGER_SCHEDULER
         assert len(await h.client.list_jobs(task="report")) == 1
         # Asked again: it is the manual lane's job now, already queued.
         (again,) = await h.client.run("report")
@@ -313,6 +314,45 @@ async def test_an_enqueue_racing_a_waiting_poll_is_not_missed(
             answer = await w.receive(5)
             assert answer is not None and answer.WhichOneof("message") == "assign_job"
             assert answer.assign_job.job.id == enqueued[0]
+
+
+async def test_running_a_task_whose_retry_waits_wakes_a_waiting_poll(
+    tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """RunTasks makes a retry waiting out its backoff ready now: the worker's poll, waiting
+    for that backoff (or its 30 s interval), gets the job at once."""
+    async with inprocess(tmp_path, database_url, T0, worker_poll_interval_s=30) as h:
+        store = h.service.app.store
+        real_next_ready_time = store.next_ready_time
+        polled = asyncio.Event()
+
+        async def next_ready_time(now: dt.datetime) -> dt.datetime | None:
+            ready = await real_next_ready_time(now)
+            polled.set()  # the poll found nothing ready and is about to wait until `ready`
+            return ready
+
+        monkeypatch.setattr(store, "next_ready_time", next_ready_time)
+        await h.client.create_task(
+            "flaky",
+            "shell",
+            {"argv": ["false"]},
+            max_attempts=2,
+            backoff_base_seconds=600,
+            backoff_cap_seconds=600,
+        )
+        await h.client.run("flaky")
+        retry = (await finish(h, await claim(h), "FAILED", "boom")).retry
+        assert retry is not None and retry.not_before is not None
+        assert retry.not_before > h.clock() + dt.timedelta(seconds=30)
+        async with raw_worker(h.service.address, "w") as w:
+            assert (await w.hello()).active
+            await w.send(poll_job=Request.PollJob())
+            await asyncio.wait_for(polled.wait(), 15)
+            (run,) = await h.client.run("flaky")
+            assert run.job_id == retry.id
+            answer = await w.receive(5)
+            assert answer is not None and answer.WhichOneof("message") == "assign_job"
+            assert answer.assign_job.job.id == retry.id
 
 
 async def test_an_outcome_with_poll_next_is_answered_with_the_next_job(

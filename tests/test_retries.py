@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from scheduler_svc.store import backoff_delay_s
 from tests.inprocess import inprocess
 from tests.queue_helpers import claim, finish
-from tickwork import InvalidArgument, JobStatus, Trigger
+from tickwork import InvalidArgument, JobStatus, SkipReason, Trigger
 
 UTC = dt.UTC
 T0 = dt.datetime(2026, 6, 1, 10, 0, 0, tzinfo=UTC)
@@ -220,3 +220,85 @@ async def test_retry_policy_is_stored_and_validated(tmp_path: Path, database_url
         updated = await h.client.update_task("t", max_attempts=2)
         assert updated.retry_policy.max_attempts == 2
         assert updated.retry_policy.backoff_cap_seconds == 30
+
+
+async def test_running_a_task_whose_scheduler_retry_waits_runs_it_now_and_it_still_counts(
+    tmp_path: Path, database_url: str
+) -> None:
+    """A "run now" of a task whose scheduler-triggered retry waits out its backoff: the retry
+    is promoted to the manual lane and ready at once (before a higher-priority scheduler
+    job), and it keeps its scheduler trigger, so its final failure counts."""
+    async with inprocess(tmp_path, database_url, T0) as h:
+        h.service.app.store.rng = PinnedJitter(1.0)
+        await h.client.create_task(
+            "flaky",
+            "shell",
+            {"argv": ["false"]},
+            max_attempts=2,
+            backoff_base_seconds=600,
+            backoff_cap_seconds=600,
+        )
+        await h.client.create_task("urgent", "shell", {"argv": ["true"]}, task_priority=300)
+        await h.client.create_schedule("s", ["flaky"], cron="*/5 * * * *")
+        await h.client.create_schedule("u", ["urgent"], cron="*/5 * * * *")
+        await h.tick(T0 + dt.timedelta(minutes=5))
+        first = await claim(h)
+        assert first.task_name == "urgent"  # priority 300 first, among scheduler jobs
+        await finish(h, first, "SUCCEEDED")
+        first = await claim(h)
+        assert (first.task_name, first.trigger) == ("flaky", "SCHEDULER")
+        retry = (await finish(h, first, "FAILED", "boom 1")).retry
+        assert retry is not None and retry.not_before == h.clock() + dt.timedelta(seconds=600)
+        await h.tick(T0 + dt.timedelta(minutes=10))  # queues urgent (priority 300) again
+
+        (run,) = await h.client.run("flaky", trigger=Trigger.TRIGGER_MANUAL)
+        assert run.job_id == retry.id and run.promoted and not run.skipped
+        made_ready = await h.client.get_job(retry.id)
+        assert made_ready.trigger == Trigger.TRIGGER_SCHEDULER
+        assert made_ready.not_before_time.ToDatetime(tzinfo=UTC) == h.clock()
+        assert await h.service.app.store.next_ready_time(h.clock()) == h.clock()
+
+        job = await claim(h)  # ready now, and in the manual lane: before urgent
+        assert (job.id, job.attempt, job.trigger) == (retry.id, 2, "SCHEDULER")
+        assert (await finish(h, job, "FAILED", "boom 2")).retry is None
+        task = await h.client.get_task("flaky")
+        assert task.consecutive_failure_count == 1  # the chain's final failure counts
+
+
+async def test_running_a_task_whose_api_retry_waits_makes_that_retry_ready_now(
+    tmp_path: Path, database_url: str
+) -> None:
+    async with inprocess(tmp_path, database_url, T0) as h:
+        h.service.app.store.rng = PinnedJitter(1.0)
+        await h.client.create_task(
+            "flaky",
+            "shell",
+            {"argv": ["false"]},
+            max_attempts=3,
+            backoff_base_seconds=60,
+            backoff_cap_seconds=60,
+        )
+        await h.client.run("flaky")
+        retry = (await finish(h, await claim(h), "FAILED", "boom")).retry
+        assert retry is not None and retry.not_before is not None
+        assert await h.service.app.store.claim_next_job("w", h.clock(), 30) is None
+
+        h.clock.advance(5)
+        (run,) = await h.client.run("flaky")
+        # No new job: the queued retry is the task's job, made ready now.
+        assert run.job_id == retry.id and run.skipped and not run.promoted
+        assert run.skip_reason == SkipReason.SKIP_REASON_ALREADY_QUEUED
+        job = await claim(h)
+        assert (job.id, job.attempt, job.trigger) == (retry.id, 2, "API")
+        assert job.not_before == h.clock()
+        # Its own failure is retried with backoff as before: not ready at once.
+        next_retry = (await finish(h, job, "FAILED", "boom")).retry
+        assert next_retry is not None and next_retry.not_before is not None
+        assert next_retry.not_before > h.clock()
+        # A job already ready keeps its not_before when asked again.
+        h.clock.set(next_retry.not_before + dt.timedelta(seconds=1))
+        (again,) = await h.client.run("flaky")
+        assert again.job_id == next_retry.id
+        assert (await h.client.get_job(next_retry.id)).not_before_time.ToDatetime(
+            tzinfo=UTC
+        ) == next_retry.not_before

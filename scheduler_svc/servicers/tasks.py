@@ -119,7 +119,11 @@ class TaskServicer(task_pb2_grpc.TaskServiceServicer):
             validation.handler_params(
                 values.get("handler", current.handler), values.get("params", current.params)
             )
-        stored = await self.app.store.update_task(request.task.id, values, self.app.clock())
+        stored, cancelled = await self.app.store.update_task(
+            request.task.id, values, self.app.clock()
+        )
+        for job_id in cancelled:
+            self.app.hub.job_changed(job_id)
         return task_pb2.UpdateTaskResponse(task=cv.task(stored))
 
     @rpc_errors

@@ -130,9 +130,12 @@ class TaskServiceServicer:
     def RunTasks(self, request, context):
         """Runs tasks now (manual lane), one result per task in request order. A disabled task
         still runs (an operator testing a fix). A task already queued by the scheduler is
-        promoted to the manual lane; one already queued manually or running is skipped with
-        that job's id. Errors: NOT_FOUND (any unknown id or name; nothing is enqueued),
-        INVALID_ARGUMENT (no tasks named, or more than 1,000).
+        promoted to the manual lane (its job keeps its trigger, so a scheduler job's final
+        failure still counts toward consecutive_failure_count); one already queued manually or
+        running is skipped with that job's id. A queued retry waiting out its backoff, whatever
+        its trigger, is made ready now (its not_before_time becomes now); a retry of it that
+        fails waits its own backoff as usual. Errors: NOT_FOUND (any unknown id or name;
+        nothing is enqueued), INVALID_ARGUMENT (no tasks named, or more than 1,000).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

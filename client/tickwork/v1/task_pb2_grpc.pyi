@@ -63,9 +63,12 @@ class TaskServiceStub:
     RunTasks: _grpc.UnaryUnaryMultiCallable[_task_pb2.RunTasksRequest, _task_pb2.RunTasksResponse]
     """Runs tasks now (manual lane), one result per task in request order. A disabled task
     still runs (an operator testing a fix). A task already queued by the scheduler is
-    promoted to the manual lane; one already queued manually or running is skipped with
-    that job's id. Errors: NOT_FOUND (any unknown id or name; nothing is enqueued),
-    INVALID_ARGUMENT (no tasks named, or more than 1,000).
+    promoted to the manual lane (its job keeps its trigger, so a scheduler job's final
+    failure still counts toward consecutive_failure_count); one already queued manually or
+    running is skipped with that job's id. A queued retry waiting out its backoff, whatever
+    its trigger, is made ready now (its not_before_time becomes now); a retry of it that
+    fails waits its own backoff as usual. Errors: NOT_FOUND (any unknown id or name;
+    nothing is enqueued), INVALID_ARGUMENT (no tasks named, or more than 1,000).
     """
     AbortTasks: _grpc.UnaryUnaryMultiCallable[_task_pb2.AbortTasksRequest, _task_pb2.AbortTasksResponse]
     """Stops tasks: a queued job is cancelled (CANCELLED), a running job is aborted (the worker
@@ -108,9 +111,12 @@ class TaskServiceAsyncStub(TaskServiceStub):
     RunTasks: _aio.UnaryUnaryMultiCallable[_task_pb2.RunTasksRequest, _task_pb2.RunTasksResponse]  # type: ignore[assignment]
     """Runs tasks now (manual lane), one result per task in request order. A disabled task
     still runs (an operator testing a fix). A task already queued by the scheduler is
-    promoted to the manual lane; one already queued manually or running is skipped with
-    that job's id. Errors: NOT_FOUND (any unknown id or name; nothing is enqueued),
-    INVALID_ARGUMENT (no tasks named, or more than 1,000).
+    promoted to the manual lane (its job keeps its trigger, so a scheduler job's final
+    failure still counts toward consecutive_failure_count); one already queued manually or
+    running is skipped with that job's id. A queued retry waiting out its backoff, whatever
+    its trigger, is made ready now (its not_before_time becomes now); a retry of it that
+    fails waits its own backoff as usual. Errors: NOT_FOUND (any unknown id or name;
+    nothing is enqueued), INVALID_ARGUMENT (no tasks named, or more than 1,000).
     """
     AbortTasks: _aio.UnaryUnaryMultiCallable[_task_pb2.AbortTasksRequest, _task_pb2.AbortTasksResponse]  # type: ignore[assignment]
     """Stops tasks: a queued job is cancelled (CANCELLED), a running job is aborted (the worker
@@ -186,9 +192,12 @@ class TaskServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_task_pb2.RunTasksResponse, _abc.Awaitable[_task_pb2.RunTasksResponse]]:
         """Runs tasks now (manual lane), one result per task in request order. A disabled task
         still runs (an operator testing a fix). A task already queued by the scheduler is
-        promoted to the manual lane; one already queued manually or running is skipped with
-        that job's id. Errors: NOT_FOUND (any unknown id or name; nothing is enqueued),
-        INVALID_ARGUMENT (no tasks named, or more than 1,000).
+        promoted to the manual lane (its job keeps its trigger, so a scheduler job's final
+        failure still counts toward consecutive_failure_count); one already queued manually or
+        running is skipped with that job's id. A queued retry waiting out its backoff, whatever
+        its trigger, is made ready now (its not_before_time becomes now); a retry of it that
+        fails waits its own backoff as usual. Errors: NOT_FOUND (any unknown id or name;
+        nothing is enqueued), INVALID_ARGUMENT (no tasks named, or more than 1,000).
         """
 
     @_abc_1.abstractmethod
