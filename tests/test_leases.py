@@ -490,8 +490,8 @@ async def test_a_silent_worker_loses_the_lease_at_once_to_a_polling_standby(
     ) as h:
         await h.client.create_task("t", "shell", {"argv": ["true"]})
         async with raw_worker(h.service.address, "w-silent") as silent:
+            silent_since = time.monotonic()  # its Hello is the last thing it says
             assert (await silent.hello()).active
-            silent_since = time.monotonic()  # it says nothing more
             async with raw_worker(h.service.address, "w-standby") as standby:
                 assert not (await standby.hello()).active
                 await standby.send(poll_job=Request.PollJob())
@@ -499,7 +499,7 @@ async def test_a_silent_worker_loses_the_lease_at_once_to_a_polling_standby(
                 assign = (await standby.expect("assign_job", timeout_s=6)).assign_job
                 took_over_s = time.monotonic() - silent_since
                 assert assign.job.id == run.job_id
-                assert 2.0 <= took_over_s < 2.0 + 1.5, took_over_s
+                assert 2.0 <= took_over_s < 2.0 + 2.0, took_over_s
                 # The silent worker's stream was ended by the server.
                 assert await silent.receive(1) is None
         assert any(
