@@ -133,3 +133,22 @@ def log_long(ctx: JobContext, chars: int) -> None:
     """Log one line of ``chars`` characters, then a short one."""
     ctx.log("stdout", "y" * chars)
     ctx.log("stdout", "after the long line")
+
+
+def _append(path: str, line: str) -> None:
+    with open(path, "a") as f:
+        f.write(line + "\n")
+
+
+async def record_sleep(record: str, name: str, seconds: float) -> str:
+    """Append ``start NAME`` to the file ``record``, sleep ``seconds`` on the worker's event
+    loop (so a stopped worker process stops it too), then append ``end NAME`` (or
+    ``aborted NAME`` when the job is aborted meanwhile)."""
+    _append(record, f"start {name}")
+    try:
+        await asyncio.sleep(seconds)
+    except asyncio.CancelledError:
+        _append(record, f"aborted {name}")
+        raise
+    _append(record, f"end {name}")
+    return name

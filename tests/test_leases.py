@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import itertools
+import os
 import signal
 import time
 from collections.abc import Iterator
@@ -467,3 +469,219 @@ def test_a_standby_worker_takes_over_and_jobs_never_overlap(
     ran = [line.removeprefix("start ") for line in rest[::2]]
     assert rest == [f"{what} {name}" for name in ran for what in ("start", "end")]
     assert sorted(ran) == sorted(names)
+
+
+# ------------------------------------------------- liveness: the worker must be heard from
+
+
+async def test_a_silent_worker_loses_the_lease_at_once_to_a_polling_standby(
+    tmp_path: Path, database_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An active worker that sends nothing for a lease TTL (a frozen process, a black hole)
+    has its stream ended and its lease given up: the standby that keeps polling takes over
+    within the TTL, not a further TTL later."""
+    async with inprocess(
+        tmp_path,
+        database_url,
+        T0,
+        lease_ttl_s=2,
+        heartbeat_interval_s=0.5,
+        worker_poll_interval_s=1,
+    ) as h:
+        await h.client.create_task("t", "shell", {"argv": ["true"]})
+        async with raw_worker(h.service.address, "w-silent") as silent:
+            silent_since = time.monotonic()  # its Hello is the last thing it says
+            assert (await silent.hello()).active
+            async with raw_worker(h.service.address, "w-standby") as standby:
+                assert not (await standby.hello()).active
+                await standby.send(poll_job=Request.PollJob())
+                (run,) = await h.client.run("t")
+                assign = (await standby.expect("assign_job", timeout_s=6)).assign_job
+                took_over_s = time.monotonic() - silent_since
+                assert assign.job.id == run.job_id
+                assert 2.0 <= took_over_s < 2.0 + 2.0, took_over_s
+                # The silent worker's stream was ended by the server.
+                assert await silent.receive(1) is None
+        assert any(
+            r.levelname == "WARNING"
+            and r.getMessage().startswith("worker silent for")
+            and getattr(r, "worker_id", None) == "w-silent"
+            for r in caplog.records
+        )
+
+
+async def test_an_idle_poll_is_answered_within_the_heartbeat_interval(
+    tmp_path: Path, database_url: str
+) -> None:
+    """With a poll interval longer than the lease TTL, a waiting poll is still answered
+    (NoJob) after the heartbeat interval, so a live idle worker is heard from well within
+    the TTL and keeps its lease and its stream."""
+    async with inprocess(
+        tmp_path,
+        database_url,
+        T0,
+        lease_ttl_s=2,
+        heartbeat_interval_s=0.5,
+        worker_poll_interval_s=30,
+    ) as h:
+        await h.client.create_task("t", "shell", {"argv": ["true"]})
+        async with raw_worker(h.service.address, "w-idle") as w:
+            assert (await w.hello()).active
+            until = time.monotonic() + 3 * 2.0
+            while time.monotonic() < until:
+                await w.send(poll_job=Request.PollJob())
+                answer = await w.receive(1.0)  # the heartbeat interval, and some slack
+                assert answer is not None and answer.WhichOneof("message") == "no_job"
+            await w.send(poll_job=Request.PollJob())
+            (run,) = await h.client.run("t")
+            assign = (await w.expect("assign_job", timeout_s=3)).assign_job
+            assert assign.job.id == run.job_id
+
+
+def record_task(client: Client, name: str, record: Path, seconds: float) -> None:
+    """A task whose job (in the worker's process, on its event loop) appends ``start NAME``
+    to ``record``, sleeps ``seconds`` and appends ``end NAME`` (``aborted NAME`` if aborted)."""
+    client.create_task(
+        name,
+        "python",
+        {
+            "callable": "tests.handler_fixtures:record_sleep",
+            "kwargs": {"record": str(record), "name": name, "seconds": seconds},
+        },
+    )
+
+
+def job_spans(database_url: str) -> list[tuple[int, str, dt.datetime, dt.datetime]]:
+    """(id, worker_id, started_at, finished_at) of every job that started, by start."""
+    rows = run_sql(
+        database_url,
+        "SELECT id, worker_id, started_at, finished_at FROM jobs "
+        "WHERE started_at IS NOT NULL ORDER BY started_at",
+    )
+    return [(int(r[0]), str(r[1]), _utc(r[2]), _utc(r[3])) for r in rows]
+
+
+def _utc(value: object) -> dt.datetime:
+    when = value if isinstance(value, dt.datetime) else dt.datetime.fromisoformat(str(value))
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def test_a_stopped_worker_loses_the_lease_and_the_standby_runs_the_next_job(
+    tmp_path: Path, lease_server: Server, database_url: str
+) -> None:
+    """SIGSTOP on the active worker (its stream stays open): the standby becomes active
+    within the TTL and runs a new job while the first worker is still stopped; once
+    continued, that worker stops its job, comes back as a standby and runs nothing."""
+    record = tmp_path / "record"
+    with Client(lease_server.address) as client:
+        record_task(client, "long", record, 60)
+        record_task(client, "b", record, 0.2)
+        record_task(client, "c", record, 0.2)
+        first = start_worker(tmp_path, lease_server, "worker-first")
+        standby: WorkerProc | None = None
+        try:
+            wait_logged(first, "as the active worker")
+            standby = start_worker(tmp_path, lease_server, "worker-standby")
+            wait_logged(standby, "as the standby worker")
+            (long_run,) = client.run("long")
+            wait_for(lambda: record.exists() and "start long" in record.read_text())
+            os.kill(first.pid, signal.SIGSTOP)
+            stopped_at = time.monotonic()
+            try:
+                (b_run,) = client.run("b")
+                wait_status(client, b_run.job_id, JobStatus.JOB_STATUS_SUCCEEDED)
+                # The lease was given up a TTL after the last heartbeat; the stopped job's own
+                # lease expired then too, and the reaper recovered it.
+                assert time.monotonic() - stopped_at < LEASE_TTL_S + REAP_INTERVAL_S + 2.0
+                assert job_status(client, long_run.job_id) == JobStatus.JOB_STATUS_FAILED
+                assert client.get_job(long_run.job_id).error == LEASE_LOST
+                assert "worker silent for" in lease_server.output()
+                assert "this worker is now the active one" in standby.output()
+            finally:
+                os.kill(first.pid, signal.SIGCONT)
+            # It finds its stream ended, stops its job and reconnects as a standby.
+            wait_for(lambda: first.output().count("as the standby worker") == 1)
+            (c_run,) = client.run("c")
+            wait_status(client, c_run.job_id, JobStatus.JOB_STATUS_SUCCEEDED)
+            assert client.list_jobs(statuses=[JobStatus.JOB_STATUS_RUNNING]) == []
+        finally:
+            first.stop()
+            if standby is not None:
+                standby.stop()
+    spans = job_spans(database_url)
+    assert [s[0] for s in spans] == [long_run.job_id, b_run.job_id, c_run.job_id]
+    assert f":{first.pid}:" in spans[0][1]
+    assert all(f":{standby.pid}:" in s[1] for s in spans[1:])
+    for earlier, later in itertools.pairwise(spans):
+        assert earlier[3] <= later[2], (earlier, later)  # never two RUNNING at once
+    # The stopped job did nothing while stopped and was aborted when its worker woke up.
+    assert record.read_text().splitlines() == [
+        "start long",
+        "start b",
+        "end b",
+        "aborted long",
+        "start c",
+        "end c",
+    ]
+
+
+@pytest.fixture
+def slow_poll_server(tmp_path: Path, database_url: str) -> Iterator[Server]:
+    """A scheduler service without its worker, 2 s lease, 0.5 s heartbeats and a worker
+    poll interval (10 s) longer than the lease TTL."""
+    srv = Server(
+        tmp_path,
+        env={
+            "WORKER_IS_ENABLED": "false",
+            "WORKER_POLL_INTERVAL_SECONDS": "10",
+            "TICKWORK_LEASE_TTL_SECONDS": str(LEASE_TTL_S),
+            "TICKWORK_HEARTBEAT_INTERVAL_SECONDS": str(HEARTBEAT_S),
+        },
+        database_url=database_url,
+        name="api",
+    )
+    try:
+        yield srv.wait_healthy()
+    finally:
+        srv.stop()
+
+
+def start_slow_poll_worker(tmp_path: Path, server: Server, name: str) -> WorkerProc:
+    return WorkerProc(
+        tmp_path,
+        server.address,
+        env={"WORKER_POLL_INTERVAL_SECONDS": "10", "WORKER_ABORT_GRACE_SECONDS": "1"},
+        name=name,
+    )
+
+
+@pytest.mark.parametrize("job_s", [0.0, 3.5 * LEASE_TTL_S], ids=["idle", "long-job"])
+def test_a_live_worker_keeps_the_lease_for_many_ttls(
+    tmp_path: Path, slow_poll_server: Server, database_url: str, job_s: float
+) -> None:
+    """A live active worker is never taken for a silent one: idle for several TTLs with a
+    poll interval longer than the TTL (idle), or running a job several TTLs long (long-job).
+    The standby stays a standby; the job runs on the active worker."""
+    record = tmp_path / "record"
+    with Client(slow_poll_server.address) as client:
+        record_task(client, "job", record, job_s or 0.2)
+        active = start_slow_poll_worker(tmp_path, slow_poll_server, "worker-active")
+        standby: WorkerProc | None = None
+        try:
+            wait_logged(active, "as the active worker")
+            standby = start_slow_poll_worker(tmp_path, slow_poll_server, "worker-standby")
+            wait_logged(standby, "as the standby worker")
+            if not job_s:
+                time.sleep(3 * LEASE_TTL_S)  # an observation window, not a wait for a condition
+            (run,) = client.run("job")
+            wait_status(client, run.job_id, JobStatus.JOB_STATUS_SUCCEEDED, timeout_s=30)
+        finally:
+            active.stop()
+            if standby is not None:
+                standby.stop()
+    assert "worker silent for" not in slow_poll_server.output()
+    assert "this worker is now the active one" not in standby.output()
+    assert "reconnecting" not in active.output()
+    ((_, worker_id, _, _),) = job_spans(database_url)
+    assert f":{active.pid}:" in worker_id
+    assert record.read_text().splitlines() == ["start job", "end job"]
