@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
+from pathlib import Path
 from typing import Any
 
 from worker_svc.handlers import HandlerResult, JobContext
@@ -88,11 +90,95 @@ async def wait_forever(ctx: JobContext) -> None:
 
 
 def block_until_released(ctx: JobContext) -> str:
-    """Log "blocking", then block this thread until RELEASE is set (at most 30 s)."""
+    """Log "blocking", then block this thread until RELEASE is set (at most 30 s: one C
+    call, which nothing interrupts); record "stopped <ExcType>" if an exception ends it."""
     ctx.log("stdout", "blocking")
-    released = RELEASE.wait(timeout=30)
+    try:
+        released = RELEASE.wait(timeout=30)
+    except BaseException as exc:
+        EVENTS.append(f"stopped {type(exc).__name__}")
+        raise
     EVENTS.append("released" if released else "gave up")
     return "released"
+
+
+def spin(ctx: JobContext) -> None:
+    """Log "spinning", then loop in Python (10 ms sleeps) until an exception ends the loop;
+    record "stopped <ExcType>"."""
+    ctx.log("stdout", "spinning")
+    try:
+        while not RELEASE.is_set():
+            time.sleep(0.01)
+    except BaseException as exc:
+        EVENTS.append(f"stopped {type(exc).__name__}")
+        raise
+    EVENTS.append("released")
+
+
+def swallow_stop(ctx: JobContext) -> str:
+    """Loop in Python until RELEASE is set, swallowing every exception raised meanwhile
+    (a function the worker cannot stop); record each as "swallowed <ExcType>"."""
+    ctx.log("stdout", "looping")
+    while not RELEASE.is_set():
+        try:
+            time.sleep(0.01)
+        except BaseException as exc:
+            EVENTS.append(f"swallowed {type(exc).__name__}")
+    EVENTS.append("released")
+    return "released"
+
+
+def busy_for(seconds: float) -> int:
+    """Count in a Python loop for ``seconds``; return the count."""
+    deadline = time.monotonic() + seconds
+    count = 0
+    while time.monotonic() < deadline:
+        count += 1
+    return count
+
+
+def _append(path: str, line: str) -> None:
+    with open(path, "a") as f:
+        f.write(line + "\n")
+
+
+def append_until_stopped(path: str) -> None:
+    """Append "tick" to ``path`` every 10 ms, forever (Python code: it can be stopped);
+    append "stopped <ExcType>" when an exception ends it."""
+    try:
+        while True:
+            _append(path, "tick")
+            time.sleep(0.01)
+    except BaseException as exc:
+        _append(path, f"stopped {type(exc).__name__}")
+        raise
+
+
+def sleep_in_one_call(path: str, label: str, seconds: float) -> str:
+    """Append "start LABEL T", sleep ``seconds`` in one C call (which nothing interrupts),
+    then append "end LABEL T" however the call ended (T: ``time.monotonic()``, the same
+    clock for every job of one worker process)."""
+    _append(path, f"start {label} {time.monotonic()!r}")
+    try:
+        time.sleep(seconds)
+    finally:
+        _append(path, f"end {label} {time.monotonic()!r}")
+    return label
+
+
+def intervals(path: str) -> dict[str, list[tuple[float, float]]]:
+    """The (start, end) of each call of :func:`sleep_in_one_call` recorded in ``path``,
+    by label, in order; an unfinished call ends at infinity. Empty before the first."""
+    found: dict[str, list[tuple[float, float]]] = {}
+    lines = Path(path).read_text().splitlines() if Path(path).exists() else []
+    for line in lines:
+        kind, label, at = line.split()
+        if kind == "start":
+            found.setdefault(label, []).append((float(at), float("inf")))
+        else:
+            start, _ = found[label][-1]
+            found[label][-1] = (start, float(at))
+    return found
 
 
 class EchoHandler:
