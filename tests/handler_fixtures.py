@@ -154,30 +154,33 @@ def append_until_stopped(path: str) -> None:
         raise
 
 
-def sleep_in_one_call(path: str, label: str, seconds: float) -> str:
-    """Append "start LABEL T", sleep ``seconds`` in one C call (which nothing interrupts),
-    then append "end LABEL T" however the call ended (T: ``time.monotonic()``, the same
-    clock for every job of one worker process)."""
-    _append(path, f"start {label} {time.monotonic()!r}")
+def sleep_in_one_call(ctx: JobContext, path: str, label: str, seconds: float) -> str:
+    """Append "start LABEL JOB_ID T", sleep ``seconds`` in one C call (which nothing
+    interrupts), then append "end LABEL JOB_ID T" however the call ended (T:
+    ``time.monotonic()``, the same clock for every job of one worker process)."""
+    _append(path, f"start {label} {ctx.job_id} {time.monotonic()!r}")
     try:
         time.sleep(seconds)
     finally:
-        _append(path, f"end {label} {time.monotonic()!r}")
+        _append(path, f"end {label} {ctx.job_id} {time.monotonic()!r}")
     return label
 
 
 def intervals(path: str) -> dict[str, list[tuple[float, float]]]:
     """The (start, end) of each call of :func:`sleep_in_one_call` recorded in ``path``,
-    by label, in order; an unfinished call ends at infinity. Empty before the first."""
-    found: dict[str, list[tuple[float, float]]] = {}
+    by label, in the order they started; an unfinished call ends at infinity. Empty before
+    the first call."""
+    spans: dict[tuple[str, str], list[float]] = {}
     lines = Path(path).read_text().splitlines() if Path(path).exists() else []
     for line in lines:
-        kind, label, at = line.split()
+        kind, label, job_id, at = line.split()
         if kind == "start":
-            found.setdefault(label, []).append((float(at), float("inf")))
+            spans[(label, job_id)] = [float(at), float("inf")]
         else:
-            start, _ = found[label][-1]
-            found[label][-1] = (start, float(at))
+            spans[(label, job_id)][1] = float(at)
+    found: dict[str, list[tuple[float, float]]] = {}
+    for (label, _), (start, end) in sorted(spans.items(), key=lambda item: item[1][0]):
+        found.setdefault(label, []).append((start, end))
     return found
 
 
