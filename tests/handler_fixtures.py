@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
+from pathlib import Path
 from typing import Any
 
 from worker_svc.handlers import HandlerResult, JobContext
@@ -88,11 +90,98 @@ async def wait_forever(ctx: JobContext) -> None:
 
 
 def block_until_released(ctx: JobContext) -> str:
-    """Log "blocking", then block this thread until RELEASE is set (at most 30 s)."""
+    """Log "blocking", then block this thread until RELEASE is set (at most 30 s: one C
+    call, which nothing interrupts); record "stopped <ExcType>" if an exception ends it."""
     ctx.log("stdout", "blocking")
-    released = RELEASE.wait(timeout=30)
+    try:
+        released = RELEASE.wait(timeout=30)
+    except BaseException as exc:
+        EVENTS.append(f"stopped {type(exc).__name__}")
+        raise
     EVENTS.append("released" if released else "gave up")
     return "released"
+
+
+def spin(ctx: JobContext) -> None:
+    """Log "spinning", then loop in Python (10 ms sleeps) until an exception ends the loop;
+    record "stopped <ExcType>"."""
+    ctx.log("stdout", "spinning")
+    try:
+        while not RELEASE.is_set():
+            time.sleep(0.01)
+    except BaseException as exc:
+        EVENTS.append(f"stopped {type(exc).__name__}")
+        raise
+    EVENTS.append("released")
+
+
+def swallow_stop(ctx: JobContext) -> str:
+    """Loop in Python until RELEASE is set, swallowing every exception raised meanwhile
+    (a function the worker cannot stop); record each as "swallowed <ExcType>"."""
+    ctx.log("stdout", "looping")
+    while not RELEASE.is_set():
+        try:
+            time.sleep(0.01)
+        except BaseException as exc:
+            EVENTS.append(f"swallowed {type(exc).__name__}")
+    EVENTS.append("released")
+    return "released"
+
+
+def busy_for(seconds: float) -> int:
+    """Count in a Python loop for ``seconds``; return the count."""
+    deadline = time.monotonic() + seconds
+    count = 0
+    while time.monotonic() < deadline:
+        count += 1
+    return count
+
+
+def _append(path: str, line: str) -> None:
+    with open(path, "a") as f:
+        f.write(line + "\n")
+
+
+def append_until_stopped(path: str) -> None:
+    """Append "tick" to ``path`` every 10 ms, forever (Python code: it can be stopped);
+    append "stopped <ExcType>" when an exception ends it."""
+    try:
+        while True:
+            _append(path, "tick")
+            time.sleep(0.01)
+    except BaseException as exc:
+        _append(path, f"stopped {type(exc).__name__}")
+        raise
+
+
+def sleep_in_one_call(ctx: JobContext, path: str, label: str, seconds: float) -> str:
+    """Append "start LABEL JOB_ID T", sleep ``seconds`` in one C call (which nothing
+    interrupts), then append "end LABEL JOB_ID T" however the call ended (T:
+    ``time.monotonic()``, the same clock for every job of one worker process)."""
+    _append(path, f"start {label} {ctx.job_id} {time.monotonic()!r}")
+    try:
+        time.sleep(seconds)
+    finally:
+        _append(path, f"end {label} {ctx.job_id} {time.monotonic()!r}")
+    return label
+
+
+def intervals(path: str) -> dict[str, list[tuple[float, float]]]:
+    """The (start, end) of each call of :func:`sleep_in_one_call` recorded in ``path``,
+    by label, in the order they started; an unfinished call ends at infinity. Empty before
+    the first call."""
+    spans: dict[tuple[str, str], list[float]] = {}
+    lines = Path(path).read_text().splitlines() if Path(path).exists() else []
+    for line in lines:
+        kind, label, job_id, at = line.split()
+        if kind == "start":
+            spans[(label, job_id)] = [float(at), float("inf")]
+        else:
+            spans[(label, job_id)][1] = float(at)
+    found: dict[str, list[tuple[float, float]]] = {}
+    for (label, _), (start, end) in sorted(spans.items(), key=lambda item: item[1][0]):
+        found.setdefault(label, []).append((start, end))
+    return found
 
 
 class EchoHandler:

@@ -28,6 +28,7 @@ from worker_svc.handlers import (
     PythonHandler,
     ShellHandler,
     UnknownHandler,
+    abandoned_calls,
     get_handler,
     handler_names,
 )
@@ -486,19 +487,53 @@ async def test_python_async_timeout_cancels_the_coroutine(fixtures: ModuleType) 
     assert caught.value.output_tail == "waiting"
 
 
-async def test_python_sync_timeout_stops_waiting_for_the_thread(fixtures: ModuleType) -> None:
+async def test_python_sync_timeout_stops_a_function_running_python_code(
+    fixtures: ModuleType,
+) -> None:
+    with pytest.raises(
+        JobFailed, match=r"^timed out after 0\.2 s \(the function was asked to stop\)$"
+    ) as caught:
+        await PythonHandler().run(py("spin"), make_ctx(Recorder(), timeout_s=0.2))
+
+    assert caught.value.output_tail == "spinning"
+    await wait_until(lambda: fixtures.EVENTS == ["stopped JobStopped"] and not abandoned_calls())
+
+
+async def test_python_sync_function_in_a_long_c_call_stops_once_the_call_returns(
+    fixtures: ModuleType,
+) -> None:
     try:
-        with pytest.raises(
-            JobFailed,
-            match=r"^timed out after 0\.2 s \(the function keeps running in its thread\)$",
-        ):
+        with pytest.raises(JobFailed, match=r"^timed out after 0\.2 s \(the function was"):
             await PythonHandler().run(
                 py("block_until_released"), make_ctx(Recorder(), timeout_s=0.2)
             )
-        assert fixtures.EVENTS == []  # still blocked: it was abandoned, not stopped
+        # Stuck in one C call (a lock wait): listed until it returns, not stopped yet.
+        (call,) = abandoned_calls()
+        assert (call.job_id, call.target) == (7, "handler_fixtures:block_until_released")
+        assert not call.returned.done()
+        assert fixtures.EVENTS == []
     finally:
         fixtures.RELEASE.set()
-    await wait_until(lambda: fixtures.EVENTS == ["released"])
+    await asyncio.wait_for(asyncio.shield(call.returned), 10)
+    assert abandoned_calls() == []
+    # The exception arrived as soon as the wait returned, before the function went on.
+    assert fixtures.EVENTS == ["stopped JobStopped"]
+
+
+async def test_python_a_function_that_swallows_the_stop_stays_listed_until_it_returns(
+    fixtures: ModuleType,
+) -> None:
+    try:
+        with pytest.raises(JobFailed, match="timed out"):
+            await PythonHandler().run(py("swallow_stop"), make_ctx(Recorder(), timeout_s=0.2))
+        await wait_until(lambda: fixtures.EVENTS == ["swallowed JobStopped"])
+        (call,) = abandoned_calls()
+        assert not call.returned.done()  # it goes on: only asked to stop, once
+    finally:
+        fixtures.RELEASE.set()
+    await asyncio.wait_for(asyncio.shield(call.returned), 10)
+    assert fixtures.EVENTS == ["swallowed JobStopped", "released"]
+    assert abandoned_calls() == []
 
 
 async def test_python_sync_calls_reuse_an_idle_thread_but_never_wait_for_a_busy_one(
@@ -511,12 +546,43 @@ async def test_python_sync_calls_reuse_an_idle_thread_but_never_wait_for_a_busy_
     try:
         with pytest.raises(JobFailed, match="timed out"):
             await handler.run(py("block_until_released"), make_ctx(Recorder(), timeout_s=0.2))
-        # The abandoned call still holds its thread: the next call runs in another one.
+        # The abandoned call still holds its thread: the next call runs in another one
+        # (the worker itself takes no job meanwhile; the handler does not refuse one).
         third = await handler.run(py("thread_ident"), make_ctx(Recorder(), timeout_s=5))
         assert third.output_tail != first.output_tail
     finally:
         fixtures.RELEASE.set()
-    await wait_until(lambda: fixtures.EVENTS == ["released"])
+    await wait_until(lambda: not abandoned_calls())
+    # The stopped thread went back to the idle ones (last, so it is taken first), with no
+    # exception left pending: it runs the next calls.
+    fourth = await handler.run(py("thread_ident"), make_ctx(Recorder(), timeout_s=5))
+    assert fourth.output_tail == first.output_tail
+    assert (await handler.run(py("add", a=1, b=2), make_ctx(Recorder()))).output_tail == "3"
+
+
+async def test_python_a_stop_racing_the_functions_return_never_leaks_out_of_the_call(
+    fixtures: ModuleType,
+) -> None:
+    """Timeouts as long as the function: the stop often comes as the function returns.
+    A JobStopped that arrived after the call would kill an idle thread (the next call in
+    it would hang) or hit the next job's function."""
+    handler = PythonHandler()
+    outcomes: set[str] = set()
+    for i in range(60):
+        seconds = 0.002 + (i % 6) * 0.001
+        try:
+            await handler.run(
+                py("busy_for", seconds=seconds), make_ctx(Recorder(), timeout_s=seconds)
+            )
+            outcomes.add("returned")
+        except JobFailed:
+            outcomes.add("timed out")
+        await wait_until(lambda: not abandoned_calls())
+        result = await asyncio.wait_for(
+            handler.run(py("add", a=i, b=1), make_ctx(Recorder(), timeout_s=5)), 10
+        )
+        assert result.output_tail == str(i + 1)
+    assert "timed out" in outcomes
 
 
 async def test_python_abort_cancels_an_async_function(fixtures: ModuleType) -> None:
@@ -530,19 +596,16 @@ async def test_python_abort_cancels_an_async_function(fixtures: ModuleType) -> N
     assert fixtures.EVENTS == ["cancelled"]
 
 
-async def test_python_abort_of_a_sync_function_stops_waiting(fixtures: ModuleType) -> None:
+async def test_python_abort_of_a_sync_function_stops_it(fixtures: ModuleType) -> None:
     log = Recorder()
-    task = asyncio.create_task(PythonHandler().run(py("block_until_released"), make_ctx(log)))
-    try:
-        await wait_until(lambda: bool(log.lines))
-        aborted = time.monotonic()
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        assert time.monotonic() - aborted < 1
-    finally:
-        fixtures.RELEASE.set()
-    await wait_until(lambda: fixtures.EVENTS == ["released"])
+    task = asyncio.create_task(PythonHandler().run(py("spin"), make_ctx(log)))
+    await wait_until(lambda: bool(log.lines))
+    aborted = time.monotonic()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert time.monotonic() - aborted < 1
+    await wait_until(lambda: fixtures.EVENTS == ["stopped JobStopped"] and not abandoned_calls())
 
 
 @pytest.mark.usefixtures("fixtures")

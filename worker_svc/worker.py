@@ -13,6 +13,13 @@ The protocol (``tickwork.v1.WorkerService.Connect``, one bidirectional stream):
    ABORTED), waits for ``OutcomeAck`` and goes back to 2. Unless it is stopping, the
    Outcome carries ``poll_next``: it is also the next PollJob, so the server answers the
    OutcomeAck with AssignJob or NoJob at once and step 2 sends nothing.
+5. A synchronous ``python`` function whose job timed out or was aborted may still be
+   running in its thread after the Outcome (it was asked to stop, and stops at its next
+   Python instruction, or never if it swallows the exception). Until it has returned the
+   worker asks for no job (the Outcome has no ``poll_next``, and no PollJob is sent), so
+   that two jobs never run at once; it sends ``CancelPoll`` (no poll is pending, so the
+   server ignores it) every heartbeat interval, to keep being heard from, and warns in
+   its log at once and every minute.
 
 When the stream breaks, the running job is stopped (its lease expires on the server, which
 recovers the job) and the worker reconnects with exponential backoff and jitter. On
@@ -28,6 +35,7 @@ import logging
 import os
 import random
 import socket
+import time
 import uuid
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
@@ -48,7 +56,14 @@ from worker_svc._job_output import (
     reported_tail,
     type_name,
 )
-from worker_svc.handlers import JobContext, JobFailed, get_handler, handler_names
+from worker_svc.handlers import (
+    AbandonedCall,
+    JobContext,
+    JobFailed,
+    abandoned_calls,
+    get_handler,
+    handler_names,
+)
 from worker_svc.settings import WorkerSettings
 
 __all__ = ["Worker", "run_worker"]
@@ -61,6 +76,8 @@ _DEFAULT_HEARTBEAT_INTERVAL_S = 5.0
 """Used when the server's Welcome gives no usable heartbeat interval."""
 _POLL_DRAIN_MARGIN_S = 1.0
 """A stopping worker waits this much longer than the poll interval for its last poll's answer."""
+_ABANDONED_WARNING_INTERVAL_S = 60.0
+"""While the worker waits for an abandoned function to return, it warns this often."""
 
 _ABORT_SHUTDOWN = "worker shutting down"
 _ABORT_CANCELLED = "worker cancelled"
@@ -270,6 +287,10 @@ class Worker:
         self._running = False
         self._metadata = auth_metadata(settings.token)
         self._stub: worker_pb2_grpc.WorkerServiceAsyncStub | None = None
+        self._waiting_for: AbandonedCall | None = None
+        """The abandoned call the last "waits for" warning named."""
+        self._next_waiting_warning = 0.0
+        """When to warn again that it still runs, ``time.monotonic()``."""
 
     @property
     def settings(self) -> WorkerSettings:
@@ -448,6 +469,9 @@ class Worker:
                 assign, next_job = next_job, None
             else:
                 if not polled:
+                    if abandoned_calls():
+                        await self._wait_for_abandoned(conn, heartbeat_interval_s)
+                        continue  # stop() may have come meanwhile
                     await conn.send(Request(poll_job=Request.PollJob()))
                 answer = await self._poll_answer(conn, active)
                 polled = False
@@ -511,6 +535,81 @@ class Worker:
             if kind in ("assign_job", "no_job"):
                 return answer
             logger.warning("ignoring an unexpected %s while waiting for a job", kind)
+
+    async def _wait_for_abandoned(self, conn: Connection, heartbeat_interval_s: float) -> None:
+        """Wait until no abandoned function of an ended job runs any more, or ``stop()``.
+
+        A synchronous ``python`` function whose job timed out or was aborted was asked to
+        stop, but stops only at its next Python instruction (a long C call returns first),
+        or never if it swallows the exception: until it has returned the worker takes no
+        other job, so that two jobs never run at once. Meanwhile it sends CancelPoll (no
+        poll is pending: the server ignores it) every heartbeat interval, so that the
+        server keeps hearing from it, and warns at once and every minute. On ``stop()`` it
+        returns at once: the function's thread is a daemon thread, it ends with the process.
+
+        Args:
+            conn (Connection): the stream.
+            heartbeat_interval_s (float): seconds between keepalives, > 0.
+
+        Raises:
+            StreamBroken: the stream broke.
+        """
+        keepalive = Request(cancel_poll=Request.CancelPoll())
+        loop = asyncio.get_running_loop()
+        next_keepalive = loop.time() + heartbeat_interval_s
+        while calls := abandoned_calls():
+            if self._stopping.is_set():
+                logger.info(
+                    "stopping while %s of job %d still runs",
+                    calls[0].target,
+                    calls[0].job_id,
+                    extra={"worker_id": self.worker_id, "job_id": calls[0].job_id},
+                )
+                return
+            if conn.broken.is_set():
+                await conn.send(keepalive)  # raises the stream's StreamBroken
+            self._warn_waiting(calls)
+            if loop.time() >= next_keepalive:
+                await conn.send(keepalive)
+                next_keepalive = loop.time() + heartbeat_interval_s
+            timeout_s = min(
+                next_keepalive - loop.time(), self._next_waiting_warning - time.monotonic()
+            )
+            await wait_any(
+                [self._stopping, conn.broken],
+                [call.returned for call in calls],
+                max(0.0, timeout_s),
+            )
+
+    def _warn_waiting(self, calls: list[AbandonedCall]) -> None:
+        """Warn that the worker waits for ``calls[0]``: when it is a new one, then every
+        minute with the seconds since its job gave up on it."""
+        call = calls[0]
+        now = time.monotonic()
+        more = f" (and {len(calls) - 1} more)" if len(calls) > 1 else ""
+        extra = {"worker_id": self.worker_id, "job_id": call.job_id}
+        if call is not self._waiting_for:
+            self._waiting_for = call
+            self._next_waiting_warning = now + _ABANDONED_WARNING_INTERVAL_S
+            logger.warning(
+                "the worker waits for %s of job %d%s to return before taking another job "
+                "(it was asked to stop)",
+                call.target,
+                call.job_id,
+                more,
+                extra=extra,
+            )
+        elif now >= self._next_waiting_warning:
+            self._next_waiting_warning = now + _ABANDONED_WARNING_INTERVAL_S
+            logger.warning(
+                "the worker still waits for %s of job %d%s to return before taking another "
+                "job (%.0f s since it was asked to stop)",
+                call.target,
+                call.job_id,
+                more,
+                now - call.since,
+                extra=extra,
+            )
 
     def _on_abort(self, job_id: int, reason: str) -> None:
         """Handle AbortJob from the server (called by the stream reader, at once).
@@ -641,7 +740,8 @@ class Worker:
                 f": {result.error}" if result.error else "",
                 extra=extra,
             )
-            poll_next = not (cancelled or self._stopping.is_set())
+            # No next job while the job's function still runs (see _wait_for_abandoned).
+            poll_next = not (cancelled or self._stopping.is_set() or abandoned_calls())
             try:
                 next_job = await _shielded(
                     self._report(conn, job.id, assign.lease_token, output, result, poll_next)

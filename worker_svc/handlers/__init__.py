@@ -15,24 +15,27 @@ from ._registry import (
     get_handler,
     handler_names,
 )
-from .python import PythonHandler
+from .python import AbandonedCall, JobStopped, PythonHandler, abandoned_calls
 from .retention import RetentionHandler
 from .shell import ShellHandler
 
 __all__ = [
     "ENTRY_POINT_GROUP",
     "OUTPUT_TAIL_CHARS",
+    "AbandonedCall",
     "Handler",
     "HandlerLoadError",
     "HandlerResult",
     "InvalidParams",
     "JobContext",
     "JobFailed",
+    "JobStopped",
     "PythonHandler",
     "RetentionHandler",
     "ServiceCalls",
     "ShellHandler",
     "UnknownHandler",
+    "abandoned_calls",
     "get_handler",
     "handler_names",
 ]

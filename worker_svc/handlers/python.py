@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import ctypes
 import dataclasses
 import functools
 import importlib
@@ -15,6 +16,7 @@ import os
 import queue
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
@@ -23,7 +25,7 @@ from typing import Any
 from ._base import HandlerResult, InvalidParams, JobContext, JobFailed, normalize_timeout_s
 from ._output import OutputTail
 
-__all__ = ["PythonHandler"]
+__all__ = ["AbandonedCall", "JobStopped", "PythonHandler", "abandoned_calls"]
 
 logger = logging.getLogger(__name__)
 
@@ -73,11 +75,18 @@ class PythonHandler:
     worker's own (like ``asyncio.to_thread``, with the caller's context variables, but not
     in the default executor, so that an abandoned call never blocks the worker's shutdown;
     the thread is reused by later jobs once the function returned, so thread-local state
-    may carry over from one job to the next, as in any thread pool). **An abort or a
-    timeout of a synchronous function can only stop waiting for it: Python cannot kill a
-    thread, so the function keeps running in the background until it returns**, and what
-    it logs after that is dropped. Long-running synchronous work that must be abortable
-    belongs in the ``shell`` handler.
+    may carry over from one job to the next, as in any thread pool).
+
+    On an abort or a timeout of a synchronous function the job ends at once (ABORTED, or
+    FAILED ``"timed out after N s (the function was asked to stop)"``) and the function is
+    asked to stop: :class:`JobStopped` is raised in its thread. **Python cannot kill a
+    thread**: the exception takes effect at the function's next Python instruction, so a
+    function stuck in one long C call (``time.sleep``, a blocking read, a lock) runs on
+    until that call returns, and one that catches ``BaseException`` (or uses a bare
+    ``except:``) and goes on is not stopped at all. Until the function has returned, it
+    is listed by :func:`abandoned_calls`, and the worker takes no other job (two jobs never
+    run at once); what it logs after the job ended is dropped. Long-running synchronous
+    work that must be abortable at any moment belongs in the ``shell`` handler.
 
     A return value other than ``None`` is appended to the output tail (``str`` as is, other
     values as ``repr``).
@@ -111,8 +120,11 @@ class PythonHandler:
                 signature.
             JobFailed: the module cannot be imported or has no such function, the function
                 raised (``"<ExcType>: message"``, with the traceback in ``output_tail``), or it
-                ran longer than ``ctx.timeout_s`` (``"timed out after N s"``).
-            asyncio.CancelledError: the job was aborted.
+                ran longer than ``ctx.timeout_s`` (``"timed out after N s"``, with
+                ``" (the function was asked to stop)"`` for a synchronous function that had
+                not returned).
+            asyncio.CancelledError: the job was aborted (a synchronous function that had
+                not returned was asked to stop).
         """
         spec = _parse(params)
         timeout_s = normalize_timeout_s(ctx.timeout_s)
@@ -130,7 +142,7 @@ class PythonHandler:
         except TimeoutError as exc:
             if not deadline.expired():  # the function's own TimeoutError
                 raise _failure(exc, output) from exc
-            note = " (the function keeps running in its thread)" if call.in_thread else ""
+            note = " (the function was asked to stop)" if call.abandoned() else ""
             logger.warning(
                 "job %d: %s timed out after %g s%s",
                 ctx.job_id,
@@ -143,9 +155,9 @@ class PythonHandler:
         except (Exception, SystemExit) as exc:
             raise _failure(exc, output) from exc
         except asyncio.CancelledError:
-            if call.in_thread:
+            if call.abandoned():
                 logger.warning(
-                    "job %d: aborted; %s keeps running in its thread until it returns",
+                    "job %d: aborted; %s was asked to stop",
                     ctx.job_id,
                     spec.target,
                     extra={"job_id": ctx.job_id, "task_id": ctx.task_id},
@@ -165,16 +177,23 @@ class _Call:
     def __init__(self, spec: _PythonParams, ctx: JobContext) -> None:
         self._spec = spec
         self._ctx = ctx
-        self.in_thread = False
-        """Whether the function is running (or ran) in a thread of its own."""
+        self._thread_call: _ThreadCall | None = None
+        """The call in a job thread (the import, then the function), once there is one."""
+
+    def abandoned(self) -> bool:
+        """Whether the job gave up on its call in a job thread before it returned (and
+        asked it to stop)."""
+        return self._thread_call is not None and self._thread_call.abandoned is not None
 
     async def run(self) -> Any:
         func = await self._resolve()
         kwargs = self._arguments(func)
         if inspect.iscoroutinefunction(func):
             return await func(**kwargs)
-        self.in_thread = True
-        result = await _call_in_thread(func, kwargs, name=f"tickwork-job-{self._ctx.job_id}")
+        self._thread_call = _ThreadCall(self._ctx.job_id, self._spec.target)
+        result = await _call_in_thread(
+            func, kwargs, self._thread_call, name=f"tickwork-job-{self._ctx.job_id}"
+        )
         if inspect.isawaitable(result):  # e.g. an object whose __call__ is async
             result = await result
         return result
@@ -185,9 +204,11 @@ class _Call:
         try:
             module = _imported(spec.module)
             if module is None:
+                self._thread_call = _ThreadCall(self._ctx.job_id, f"import {spec.module}")
                 module = await _call_in_thread(
                     importlib.import_module,
                     {"name": spec.module},
+                    self._thread_call,
                     name=f"tickwork-job-{self._ctx.job_id}-import",
                 )
         except Exception as exc:
@@ -270,9 +291,10 @@ class _JobThreads:
     Starting a thread per call costs about 50 µs of CPU (creation and the start handshake),
     a measurable share of a no-op job; an idle thread waits here for the next call instead.
     A call never waits for a thread: with none idle, it starts a new one. A thread whose
-    call was abandoned (abort, timeout) stays busy until the function returns, then goes
-    back to the idle ones. Idle threads exit after :attr:`IDLE_S` seconds. All are daemon
-    threads, so an abandoned call never blocks the process's exit.
+    call was abandoned (abort, timeout) is asked to stop (:class:`_ThreadCall`) and stays
+    busy until the function returns, then goes back to the idle ones. Idle threads exit
+    after :attr:`IDLE_S` seconds. All are daemon threads, so an abandoned call never blocks
+    the process's exit.
     """
 
     IDLE_S = 60.0
@@ -313,17 +335,149 @@ class _JobThreads:
 _JOB_THREADS = _JobThreads()
 
 
-async def _call_in_thread(func: Callable[..., Any], kwargs: dict[str, Any], *, name: str) -> Any:
+class JobStopped(BaseException):
+    """Raised in the thread of a synchronous job function that its job gave up on (an
+    abort, a timeout), to stop it.
+
+    A ``BaseException``, like ``KeyboardInterrupt``, so that ``except Exception`` in the
+    function lets it through; ``finally`` blocks and ``with`` exits run as it unwinds. It
+    arrives at the function's next Python instruction: a C call under way (``time.sleep``,
+    a blocking read) returns first.
+    """
+
+
+@dataclass(frozen=True)
+class AbandonedCall:
+    """A synchronous call of an ended job that was asked to stop and has not returned."""
+
+    job_id: int
+    """The job it belongs to."""
+    target: str
+    """``"module:function"``, or ``"import module"`` for the import of its module."""
+    since: float
+    """When the job gave up on it, ``time.monotonic()``."""
+    returned: asyncio.Future[None]
+    """Done once the call returned (or raised), on the event loop that made the call."""
+
+
+_ABANDONED: dict[_ThreadCall, AbandonedCall] = {}
+"""The calls abandoned and not returned yet; only touched on the event loop."""
+
+
+def abandoned_calls() -> list[AbandonedCall]:
+    """The synchronous calls of ended jobs still running in their job threads, oldest first.
+
+    The worker takes no job while there is one: two jobs never run at once. Call it on the
+    event loop thread (the list changes there, as calls return).
+    """
+    return list(_ABANDONED.values()) if _ABANDONED else []
+
+
+_SET_ASYNC_EXC = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.py_object)(
+    ("PyThreadState_SetAsyncExc", ctypes.pythonapi)
+)
+"""``PyThreadState_SetAsyncExc(thread_id, exc_type)``: the exception is raised in that
+thread at its next Python instruction. Returns how many threads it was set for (0: no such
+thread). Own prototypes, so that the shared ``ctypes.pythonapi`` function keeps its own."""
+_CLEAR_ASYNC_EXC = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p)(
+    ("PyThreadState_SetAsyncExc", ctypes.pythonapi)
+)
+"""The same, with NULL for the exception (``None`` here): clears a pending one."""
+_STOP_LOCK = threading.Lock()
+"""Held while an exception is set for a job thread, and while one is cleared."""
+
+
+class _ThreadCall:
+    """One call in a job thread, as its waiter (on the event loop) and the thread share it.
+
+    The waiter may :meth:`stop` it once; the thread then raises :class:`JobStopped` in the
+    call, never outside it (see :meth:`_run`). With no stop, the thread pays two attribute
+    writes and a read.
+    """
+
+    __slots__ = ("abandoned", "ident", "job_id", "returned", "stop_asked", "target")
+
+    def __init__(self, job_id: int, target: str) -> None:
+        self.job_id = job_id
+        self.target = target
+        self.ident: int | None = None
+        """The thread's id while it runs the call (the only time it may be stopped)."""
+        self.stop_asked = False
+        self.returned = False
+        """Set on the event loop when the call's outcome arrived there."""
+        self.abandoned: AbandonedCall | None = None
+
+    def _run(self, func: Callable[..., Any], kwargs: dict[str, Any]) -> _Outcome:
+        """Call ``func(**kwargs)`` in this (job) thread and return its outcome; a
+        JobStopped asked for a moment too late arrives here, never after this returns."""
+        try:
+            try:
+                # Set before reading stop_asked, which stop() sets before reading ident:
+                # under the GIL, either stop() sees the ident or this sees the stop.
+                self.ident = threading.get_ident()
+                if self.stop_asked:
+                    raise JobStopped
+                return func(**kwargs), None
+            except BaseException as exc:  # delivered to the waiter, which decides
+                return None, exc
+            finally:
+                self.ident = None
+                if self.stop_asked:
+                    self._disarm()
+        except JobStopped as exc:  # stopped after func returned, before _disarm
+            return None, exc
+
+    def _disarm(self) -> None:
+        """In the thread, once the call is over: drop a JobStopped set but not raised yet.
+        Taking the lock waits for a stop() under way; stop() sets none after that."""
+        with _STOP_LOCK:
+            _CLEAR_ASYNC_EXC(threading.get_ident(), None)
+
+    def stop(self) -> None:
+        """Raise JobStopped in the call's thread if the call is running, once; on the loop."""
+        with _STOP_LOCK:
+            if self.stop_asked:
+                return
+            self.stop_asked = True
+            ident = self.ident
+            if ident is None:
+                return  # not started (it will not run) or just ended
+            count = _SET_ASYNC_EXC(ident, JobStopped)
+            if count > 1:  # never for a real thread id; undo it, as the C API asks
+                _CLEAR_ASYNC_EXC(ident, None)
+        if count == 0:
+            logger.debug("job %d: the thread of %s is gone", self.job_id, self.target)
+        elif count > 1:
+            logger.error(
+                "job %d: could not ask %s to stop (%d threads have its thread id)",
+                self.job_id,
+                self.target,
+                count,
+                extra={"job_id": self.job_id},
+            )
+
+
+async def _call_in_thread(
+    func: Callable[..., Any], kwargs: dict[str, Any], call: _ThreadCall, *, name: str
+) -> Any:
     """Run ``func(**kwargs)`` in a job thread (see :class:`_JobThreads`), named ``name``
     while it runs, and wait for its outcome.
 
-    Cancelling the waiter does not stop the thread; its outcome is then discarded.
+    When the waiter is cancelled (abort, timeout) before the outcome came, the call is
+    abandoned: asked to stop (:class:`JobStopped`) and listed by :func:`abandoned_calls`
+    until it returns; its outcome is then discarded.
     """
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Any] = loop.create_future()
     context = contextvars.copy_context()
 
     def settle(outcome: _Outcome) -> None:  # on the loop
+        call.returned = True
+        abandoned = call.abandoned
+        if abandoned is not None:
+            _ABANDONED.pop(call, None)
+            if not abandoned.returned.done():
+                abandoned.returned.set_result(None)
         if future.done():
             return
         result, error = outcome
@@ -332,13 +486,11 @@ async def _call_in_thread(func: Callable[..., Any], kwargs: dict[str, Any], *, n
         else:
             future.set_exception(error)
 
-    def call() -> _Outcome:  # in the thread
+    def run() -> _Outcome:  # in the thread
         thread = threading.current_thread()
         thread.name = name
         try:
-            return context.run(func, **kwargs), None
-        except BaseException as exc:  # delivered to the waiter, which decides
-            return None, exc
+            return context.run(call._run, func, kwargs)
         finally:
             thread.name = "tickwork-job"
 
@@ -346,8 +498,20 @@ async def _call_in_thread(func: Callable[..., Any], kwargs: dict[str, Any], *, n
         with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
             loop.call_soon_threadsafe(settle, outcome)
 
-    _JOB_THREADS.submit(call, deliver)
-    return await future
+    _JOB_THREADS.submit(run, deliver)
+    try:
+        return await future
+    except asyncio.CancelledError:
+        if not call.returned:
+            _abandon(call, loop)
+        raise
+
+
+def _abandon(call: _ThreadCall, loop: asyncio.AbstractEventLoop) -> None:
+    """List ``call`` as abandoned and ask it to stop; on the loop."""
+    call.abandoned = AbandonedCall(call.job_id, call.target, time.monotonic(), loop.create_future())
+    _ABANDONED[call] = call.abandoned
+    call.stop()
 
 
 class _Output:
