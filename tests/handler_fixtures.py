@@ -224,11 +224,6 @@ def log_long(ctx: JobContext, chars: int) -> None:
     ctx.log("stdout", "after the long line")
 
 
-def _append(path: str, line: str) -> None:
-    with open(path, "a") as f:
-        f.write(line + "\n")
-
-
 async def record_sleep(record: str, name: str, seconds: float) -> str:
     """Append ``start NAME`` to the file ``record``, sleep ``seconds`` on the worker's event
     loop (so a stopped worker process stops it too), then append ``end NAME`` (or
