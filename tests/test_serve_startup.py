@@ -124,3 +124,35 @@ def test_a_sqlite_url_without_a_file_is_refused(tmp_path: Path, url: str) -> Non
         line = one_line(result)
         assert line.startswith("error: DATABASE_URL: SQLite needs a database file"), line
         assert not list(tmp_path.iterdir()), "nothing is created"
+
+
+def refused_up_front(result: subprocess.CompletedProcess[str], tmp_path: Path) -> str:
+    """Exit 2 with one line on stderr, and no database created: the refusal came first."""
+    assert result.returncode == 2, result
+    line = one_line(result)
+    assert not (tmp_path / "tickwork.db").exists(), "refused before touching the database"
+    return line
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"TICKWORK_SCHEDULER_LEASE_TTL_SECONDS": "0"}, "TICKWORK_SCHEDULER_LEASE_TTL_SECONDS: "),
+        ({"TICKWORK_SCHEDULER_LEASE_TTL_SECONDS": "-1"}, "TICKWORK_SCHEDULER_LEASE_TTL_SECONDS: "),
+        ({"TICKWORK_LEASE_TTL_SECONDS": "nan"}, "TICKWORK_LEASE_TTL_SECONDS: "),
+        ({"SCHEDULER_POLL_INTERVAL_SECONDS": "inf"}, "SCHEDULER_POLL_INTERVAL_SECONDS: "),
+        ({"SMTP_TIMEOUT_SECONDS": "0"}, "SMTP_TIMEOUT_SECONDS: must be > 0"),
+        ({"SMTP_TIMEOUT_SECONDS": "-5"}, "SMTP_TIMEOUT_SECONDS: must be > 0"),
+        ({"SMTP_PORT": "0"}, "SMTP_PORT: "),
+        (
+            {"SMTP_HOST": "mail", "SMTP_TO": "a@b", "SMTP_STARTTLS": "true", "SMTP_TLS": "true"},
+            "SMTP_STARTTLS, SMTP_TLS: choose one",
+        ),
+        ({"SMTP_HOST": "mail"}, "SMTP_HOST, SMTP_TO: "),
+    ],
+)
+def test_a_setting_out_of_range_is_refused_up_front(
+    tmp_path: Path, env: dict[str, str], expected: str
+) -> None:
+    line = refused_up_front(serve(tmp_path, "--listen", "127.0.0.1:0", **env), tmp_path)
+    assert line.startswith(f"error: {expected}"), line
