@@ -11,13 +11,15 @@ import dataclasses
 import gc
 import ipaddress
 import logging
+import os
 import shutil
 import signal
 import sys
 import tempfile
+from collections.abc import Mapping
 from contextlib import suppress
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -55,6 +57,9 @@ from tickwork.v1 import (
     worker_pb2,
     worker_pb2_grpc,
 )
+
+if TYPE_CHECKING:
+    from worker_svc import WorkerSettings
 
 log = logging.getLogger(__name__)
 
@@ -117,8 +122,13 @@ class Service:
         task.add_done_callback(done)
         self._tasks.append(task)
 
-    async def start_loops(self) -> None:
-        """Start the reaper, and the scheduler loop and embedded worker when enabled."""
+    async def start_loops(self, worker_settings: WorkerSettings | None = None) -> None:
+        """Start the reaper, and the scheduler loop and embedded worker when enabled.
+
+        ``worker_settings`` are the embedded worker's (see :func:`embedded_worker_settings`;
+        its server and token are replaced by the internal ones); read from the environment
+        when None.
+        """
         self.stopped = asyncio.Event()
         self._supervise(asyncio.create_task(self._reap(), name="lease-reaper"))
         if self.metrics_server is not None:
@@ -140,14 +150,15 @@ class Service:
             )
             self._supervise(asyncio.create_task(self.scheduler.run(), name="scheduler-loop"))
         if self.settings.worker_is_enabled:
-            from worker_svc import Worker, WorkerSettings
+            from worker_svc import Worker
 
-            worker_settings = dataclasses.replace(
-                WorkerSettings.from_env(server=self.internal_address),
-                token=self.internal_token,
-                tls=None,
+            if worker_settings is None:
+                worker_settings = embedded_worker_settings()
+            self.worker = Worker(
+                dataclasses.replace(
+                    worker_settings, server=self.internal_address, token=self.internal_token
+                )
             )
-            self.worker = Worker(worker_settings)
             self._supervise(asyncio.create_task(self.worker.run(), name="embedded-worker"))
 
     async def _refresh_metrics(self) -> None:
@@ -205,6 +216,25 @@ class Service:
             await asyncio.to_thread(self.metrics_server.close)
         if self._socket_dir:
             shutil.rmtree(self._socket_dir, ignore_errors=True)
+
+
+def embedded_worker_settings(env: Mapping[str, str] | None = None) -> WorkerSettings:
+    """The embedded worker's settings (its ``WORKER_*`` variables), read and checked before
+    the service starts; the internal address and token are filled in by ``start_loops``.
+
+    Raises:
+        SettingsError: ``NAME: what is wrong``, as for the service's own settings.
+    """
+    from worker_svc import WorkerSettings
+
+    try:
+        return WorkerSettings.embedded(_EMBEDDED_PLACEHOLDER, "", env)
+    except ValueError as err:
+        raise SettingsError(str(err)) from None
+
+
+#: The embedded worker's server until the service's internal address exists.
+_EMBEDDED_PLACEHOLDER = "unix:embedded"
 
 
 def is_loopback(listen: str) -> bool:
@@ -368,10 +398,19 @@ async def create_server(settings: Settings, *, clock: Clock = utc_now) -> Servic
     )
 
 
-async def serve(settings: Settings, config_path: str | None = None) -> None:
-    """Run the service until SIGINT or SIGTERM; apply ``config_path`` (TOML) once started."""
+async def serve(
+    settings: Settings,
+    config_path: str | None = None,
+    *,
+    worker_settings: WorkerSettings | None = None,
+) -> None:
+    """Run the service until SIGINT or SIGTERM; apply ``config_path`` (TOML) once started.
+
+    ``worker_settings``: the embedded worker's, checked beforehand (see
+    :func:`embedded_worker_settings`); read from the environment when None.
+    """
     service = await create_server(settings)
-    await service.start_loops()
+    await service.start_loops(worker_settings)
     # Everything made so far (modules, compiled statements, the service) lives as long as
     # the process: move it out of the collector's sight, so the full collections that a
     # tick's burst of records triggers do not walk it again and again (about a tenth of the
@@ -409,6 +448,23 @@ async def serve(settings: Settings, config_path: str | None = None) -> None:
     crashed.cancel()
 
 
+LOG_FORMATS = ("text", "json")
+
+
+def _log_format_from_env() -> str:
+    """TICKWORK_LOG_FORMAT: text (default) or json, any case.
+
+    Raises ValueError naming the variable for anything else (``--log-format`` refuses it
+    too).
+    """
+    value = os.environ.get("TICKWORK_LOG_FORMAT", "").strip().lower() or "text"
+    if value not in LOG_FORMATS:
+        raise ValueError(
+            f"TICKWORK_LOG_FORMAT: expected one of {', '.join(LOG_FORMATS)}, got {value!r}"
+        )
+    return value
+
+
 def _apply(address: str, token: str, config_path: str) -> str:
     """Apply a TOML config through the client SDK, as `tickwork apply` would."""
     from tickwork import Client
@@ -432,17 +488,20 @@ def main(
     stderr (``error: ...``). Returns the process exit code: 0 after a stop, 2 for a
     setting, 1 for the database or a crash."""
     from scheduler_svc.errors import TickworkError
-    from scheduler_svc.logs import log_format_from_env, log_level_from_env, setup_logging
+    from scheduler_svc.logs import log_level_from_env, setup_logging
 
     try:
         level = log_level_from_env()
+        json_format = (log_format or _log_format_from_env()) == "json"
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr, flush=True)
         return 2
-    setup_logging(level, json_format=(log_format or log_format_from_env()) == "json")
+    setup_logging(level, json_format=json_format)
     try:
         settings = Settings.from_env(listen=listen, insecure=insecure or None)
-        asyncio.run(serve(settings, config_path))
+        # Checked with the service's own: a bad one must not wait until after listening.
+        worker_settings = embedded_worker_settings() if settings.worker_is_enabled else None
+        asyncio.run(serve(settings, config_path, worker_settings=worker_settings))
     except DatabaseUnreachable as err:
         log.debug("startup failed", exc_info=err)  # the whole error at TICKWORK_LOG_LEVEL=DEBUG
         print(f"error: {err}", file=sys.stderr, flush=True)

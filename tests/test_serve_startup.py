@@ -156,3 +156,47 @@ def test_a_setting_out_of_range_is_refused_up_front(
 ) -> None:
     line = refused_up_front(serve(tmp_path, "--listen", "127.0.0.1:0", **env), tmp_path)
     assert line.startswith(f"error: {expected}"), line
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"WORKER_SHUTDOWN_GRACE_SECONDS": "-1"}, "WORKER_SHUTDOWN_GRACE_SECONDS: must be >= 0"),
+        ({"WORKER_ABORT_GRACE_SECONDS": "abc"}, "WORKER_ABORT_GRACE_SECONDS: expected a number"),
+        ({"WORKER_ABORT_GRACE_SECONDS": "nan"}, "WORKER_ABORT_GRACE_SECONDS: expected a number"),
+        ({"WORKER_HANDLERS": "shel"}, "WORKER_HANDLERS: unknown handler 'shel'; known handlers: "),
+        ({"WORKER_HANDLERS": "shell,bogus"}, "WORKER_HANDLERS: unknown handler 'bogus'"),
+    ],
+)
+def test_the_embedded_workers_settings_are_checked_up_front(
+    tmp_path: Path, env: dict[str, str], expected: str
+) -> None:
+    for result in (
+        serve(tmp_path, "--listen", "127.0.0.1:0", **env),
+        serve_module(tmp_path, **env),
+    ):
+        line = refused_up_front(result, tmp_path)
+        assert line.startswith(f"error: {expected}"), line
+        if "WORKER_HANDLERS" in line:
+            assert "python, shell" in line, line
+
+
+def test_a_standalone_servers_worker_settings_are_not_its_business(tmp_path: Path) -> None:
+    """WORKER_IS_ENABLED=false: the service does not run a worker, so it does not read them."""
+    result = serve(
+        tmp_path,
+        "--listen",
+        "127.0.0.1:0",
+        WORKER_IS_ENABLED="false",
+        WORKER_HANDLERS="nonesuch",
+        DATABASE_URL="mysql://x",  # stops it after the settings are read
+    )
+    assert "DATABASE_URL" in one_line(result)
+
+
+@pytest.mark.parametrize("value", ["yaml", "JSONL"])
+def test_an_unknown_log_format_is_refused(tmp_path: Path, value: str) -> None:
+    line = refused_up_front(
+        serve(tmp_path, "--listen", "127.0.0.1:0", TICKWORK_LOG_FORMAT=value), tmp_path
+    )
+    assert line == f"error: TICKWORK_LOG_FORMAT: expected one of text, json, got {value.lower()!r}"
