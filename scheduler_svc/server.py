@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import errno
 import gc
 import ipaddress
 import logging
 import os
 import shutil
 import signal
+import socket
 import sys
 import tempfile
 from collections.abc import Mapping
@@ -292,6 +294,39 @@ def check_exposure(settings: Settings) -> None:
     )
 
 
+LISTEN_VARIABLE = "TICKWORK_LISTEN (--listen)"
+METRICS_VARIABLE = "TICKWORK_METRICS_LISTEN"
+
+
+def check_can_listen(address: str, variable: str) -> None:
+    """Refuse ``address`` (HOST:PORT) when its port is taken, by binding it for a moment.
+
+    Port 0 (any free port) is not checked; nor is a host that does not resolve, which the
+    bind itself reports. Raises RuntimeError ``VARIABLE: cannot listen on ADDRESS: why``.
+    """
+    host, _, port_text = address.rpartition(":")
+    port = int(port_text)
+    if port == 0:
+        return
+    try:
+        infos = socket.getaddrinfo(
+            host.strip("[]") or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+    except OSError:
+        return
+    for family, kind, proto, _, sockaddr in infos:
+        with socket.socket(family, kind, proto) as probe:
+            # As the gRPC server and http.server bind: a port in TIME_WAIT is not "taken".
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(sockaddr)
+            except OSError as err:
+                if err.errno in (errno.EADDRINUSE, errno.EACCES):
+                    raise RuntimeError(
+                        f"{variable}: cannot listen on {address}: {err.strerror}"
+                    ) from None
+
+
 class DatabaseUnreachable(RuntimeError):
     """The database at DATABASE_URL could not be opened at startup (no server there, a
     database that does not exist, a refused login, a SQLite file that cannot be created).
@@ -323,6 +358,11 @@ async def create_server(settings: Settings, *, clock: Clock = utc_now) -> Servic
     """
     check_exposure(settings)
     credentials = server_credentials(settings) if settings.tls_enabled else None
+    # Before the database: a port in use is refused without migrating anything, and
+    # without the gRPC core's own log line about the failed bind.
+    check_can_listen(settings.listen, LISTEN_VARIABLE)
+    if settings.metrics_listen:
+        check_can_listen(settings.metrics_listen, METRICS_VARIABLE)
     internal_token = new_token()
     interceptors = [AuthInterceptor(settings.tokens, internal_token)] if settings.tokens else []
     db = Database(settings.database_url)
@@ -356,14 +396,23 @@ async def create_server(settings: Settings, *, clock: Clock = utc_now) -> Servic
         else:
             port = server.add_insecure_port(settings.listen)
     except RuntimeError as err:
-        raise RuntimeError(f"cannot listen on {settings.listen}: {err}") from None
+        await db.dispose()
+        raise RuntimeError(
+            f"{LISTEN_VARIABLE}: cannot listen on {settings.listen}: {err}"
+        ) from None
     socket_dir = tempfile.mkdtemp(prefix="tickwork-")
     internal_address = f"unix:{socket_dir}/grpc.sock"
-    server.add_insecure_port(internal_address)
     metrics_server = None
     try:
+        server.add_insecure_port(internal_address)
         if settings.metrics_listen:
-            metrics_server = MetricsServer(settings.metrics_listen, app.metrics.registry)
+            try:
+                metrics_server = MetricsServer(settings.metrics_listen, app.metrics.registry)
+            except OSError as err:
+                raise RuntimeError(
+                    f"{METRICS_VARIABLE}: cannot listen on {settings.metrics_listen}: "
+                    f"{err.strerror or err}"
+                ) from None
         await server.start()
     except BaseException:
         shutil.rmtree(socket_dir, ignore_errors=True)

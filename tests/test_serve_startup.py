@@ -6,6 +6,7 @@ No traceback, unless TICKWORK_LOG_LEVEL=DEBUG asks for it."""
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -200,3 +201,16 @@ def test_an_unknown_log_format_is_refused(tmp_path: Path, value: str) -> None:
         serve(tmp_path, "--listen", "127.0.0.1:0", TICKWORK_LOG_FORMAT=value), tmp_path
     )
     assert line == f"error: TICKWORK_LOG_FORMAT: expected one of text, json, got {value.lower()!r}"
+
+
+@pytest.mark.parametrize("variable", ["TICKWORK_LISTEN", "TICKWORK_METRICS_LISTEN"])
+def test_a_port_in_use_is_refused_in_one_line(tmp_path: Path, variable: str) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        address = f"127.0.0.1:{taken.getsockname()[1]}"
+        env = {"TICKWORK_LISTEN": "127.0.0.1:0", variable: address}
+        result = serve(tmp_path, **env)
+    line = refused_up_front(result, tmp_path)  # no "E... add_port.cc" line of the gRPC core
+    assert line.startswith(f"error: {variable}"), line
+    assert line.endswith(f": cannot listen on {address}: Address already in use"), line
