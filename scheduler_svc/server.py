@@ -61,6 +61,7 @@ from tickwork.v1 import (
 )
 
 if TYPE_CHECKING:
+    from tickwork.apply import Config
     from worker_svc import WorkerSettings
 
 log = logging.getLogger(__name__)
@@ -184,7 +185,17 @@ class Service:
             await asyncio.sleep(interval)
 
     async def stop(self, grace_s: float = 5.0) -> None:
-        """Stop accepting work, let the embedded worker report, then close everything."""
+        """Stop accepting work, let the embedded worker report, then close everything.
+
+        The socket directory is removed even when closing something fails.
+        """
+        try:
+            await self._stop(grace_s)
+        finally:
+            if self._socket_dir:
+                shutil.rmtree(self._socket_dir, ignore_errors=True)
+
+    async def _stop(self, grace_s: float) -> None:
         self.app.stop_dispatch()  # no job is handed out any more; queued ones stay queued
         if self.scheduler is not None:
             self.scheduler.stop()
@@ -216,8 +227,6 @@ class Service:
         await self.db.dispose()
         if self.metrics_server is not None:
             await asyncio.to_thread(self.metrics_server.close)
-        if self._socket_dir:
-            shutil.rmtree(self._socket_dir, ignore_errors=True)
 
 
 def embedded_worker_settings(env: Mapping[str, str] | None = None) -> WorkerSettings:
@@ -449,52 +458,59 @@ async def create_server(settings: Settings, *, clock: Clock = utc_now) -> Servic
 
 async def serve(
     settings: Settings,
-    config_path: str | None = None,
+    config: Config | None = None,
     *,
     worker_settings: WorkerSettings | None = None,
 ) -> None:
-    """Run the service until SIGINT or SIGTERM; apply ``config_path`` (TOML) once started.
+    """Run the service until SIGINT or SIGTERM; apply ``config`` (read beforehand with
+    :func:`tickwork.apply.load_config`) once started.
 
     ``worker_settings``: the embedded worker's, checked beforehand (see
-    :func:`embedded_worker_settings`); read from the environment when None.
+    :func:`embedded_worker_settings`); read from the environment when None. However it
+    ends (a stop, a crash, a config the server refuses), the service is stopped and its
+    socket directory removed.
     """
     service = await create_server(settings)
-    await service.start_loops(worker_settings)
-    # Everything made so far (modules, compiled statements, the service) lives as long as
-    # the process: move it out of the collector's sight, so the full collections that a
-    # tick's burst of records triggers do not walk it again and again (about a tenth of the
-    # time to record 10,000 fires).
-    gc.freeze()
     loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    print(f"tickwork serving on {service.address}", flush=True)
-    if not (is_loopback(settings.listen) or settings.tokens or settings.tls_enabled):
-        print(
-            f"WARNING: --insecure: {settings.listen} is served without access control or "
-            "TLS; anyone who reaches it can run commands as this user",
-            flush=True,
-        )
-    if config_path:
-        report = await asyncio.to_thread(
-            _apply, service.internal_address, service.internal_token, config_path
-        )
-        print(report, flush=True)
-    waiter = asyncio.create_task(stop.wait())
-    crashed = asyncio.create_task(service.stopped.wait())
-    await asyncio.wait({waiter, crashed}, return_when=asyncio.FIRST_COMPLETED)
-    log.info("shutting down")
-    # Already stopping: a repeated SIGTERM changes nothing (and must not kill the process
-    # with the default action once the loop has given its handlers back).
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.remove_signal_handler(sig)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    await service.stop()
-    if crashed.done() and not waiter.done():
+    crashed = False
+    try:
+        await service.start_loops(worker_settings)
+        # Everything made so far (modules, compiled statements, the service) lives as long
+        # as the process: move it out of the collector's sight, so the full collections
+        # that a tick's burst of records triggers do not walk it again and again (about a
+        # tenth of the time to record 10,000 fires).
+        gc.freeze()
+        stop = asyncio.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        print(f"tickwork serving on {service.address}", flush=True)
+        if not (is_loopback(settings.listen) or settings.tokens or settings.tls_enabled):
+            print(
+                f"WARNING: --insecure: {settings.listen} is served without access control or "
+                "TLS; anyone who reaches it can run commands as this user",
+                flush=True,
+            )
+        if config is not None:
+            report = await asyncio.to_thread(
+                _apply, service.internal_address, service.internal_token, config
+            )
+            print(report, flush=True)
+        waiter = asyncio.create_task(stop.wait())
+        stopped = asyncio.create_task(service.stopped.wait())
+        await asyncio.wait({waiter, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        crashed = stopped.done() and not waiter.done()
+        waiter.cancel()
+        stopped.cancel()
+        log.info("shutting down")
+    finally:
+        # Already stopping: a repeated SIGTERM changes nothing (and must not kill the
+        # process with the default action once the loop has given its handlers back).
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        await service.stop()
+    if crashed:
         raise SystemExit(1)
-    waiter.cancel()
-    crashed.cancel()
 
 
 LOG_FORMATS = ("text", "json")
@@ -514,13 +530,13 @@ def _log_format_from_env() -> str:
     return value
 
 
-def _apply(address: str, token: str, config_path: str) -> str:
-    """Apply a TOML config through the client SDK, as `tickwork apply` would."""
+def _apply(address: str, token: str, config: Config) -> str:
+    """Apply a config through the client SDK, as `tickwork apply` would."""
     from tickwork import Client
-    from tickwork.apply import apply_config, load_config
+    from tickwork.apply import apply_config
 
     with Client(address, token=token, tls=False) as client:
-        return str(apply_config(client, load_config(config_path)))
+        return str(apply_config(client, config))
 
 
 def main(
@@ -538,6 +554,7 @@ def main(
     setting, 1 for the database or a crash."""
     from scheduler_svc.errors import TickworkError
     from scheduler_svc.logs import log_level_from_env, setup_logging
+    from tickwork.apply import ConfigError, load_config
 
     try:
         level = log_level_from_env()
@@ -550,11 +567,17 @@ def main(
         settings = Settings.from_env(listen=listen, insecure=insecure or None)
         # Checked with the service's own: a bad one must not wait until after listening.
         worker_settings = embedded_worker_settings() if settings.worker_is_enabled else None
-        asyncio.run(serve(settings, config_path, worker_settings=worker_settings))
+        # Read and checked offline now (the server checks each task again when applying).
+        config = load_config(config_path) if config_path else None
+        asyncio.run(serve(settings, config, worker_settings=worker_settings))
     except DatabaseUnreachable as err:
         log.debug("startup failed", exc_info=err)  # the whole error at TICKWORK_LOG_LEVEL=DEBUG
         print(f"error: {err}", file=sys.stderr, flush=True)
         return 1
+    except ConfigError as err:  # one line per problem, as `tickwork apply` prints them
+        for line in str(err).splitlines():
+            print(f"error: {line}", file=sys.stderr, flush=True)
+        return 2
     except (SettingsError, TickworkError, RuntimeError) as err:
         print(f"error: {getattr(err, 'message', err)}", file=sys.stderr, flush=True)
         return 2

@@ -6,9 +6,11 @@ No traceback, unless TICKWORK_LOG_LEVEL=DEBUG asks for it."""
 
 from __future__ import annotations
 
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -214,3 +216,43 @@ def test_a_port_in_use_is_refused_in_one_line(tmp_path: Path, variable: str) -> 
     line = refused_up_front(result, tmp_path)  # no "E... add_port.cc" line of the gRPC core
     assert line.startswith(f"error: {variable}"), line
     assert line.endswith(f": cannot listen on {address}: Address already in use"), line
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (None, ": cannot read: No such file or directory"),
+        ("[[tasks]\nname = ", ": invalid TOML: "),
+        ('[[tasks]]\nname = "t"\n', ": tasks[0].handler: required"),
+    ],
+)
+def test_a_config_file_is_read_and_checked_up_front(
+    tmp_path: Path, text: str | None, expected: str
+) -> None:
+    config = tmp_path / "tickwork.toml"
+    if text is not None:
+        config.write_text(text)
+    line = refused_up_front(
+        serve(tmp_path, "--listen", "127.0.0.1:0", "--config", str(config)), tmp_path
+    )
+    assert line.startswith(f"error: {config}{expected}"), line
+
+
+def test_no_socket_directory_is_left_behind_when_the_config_is_refused(tmp_path: Path) -> None:
+    """A config the server refuses (an unknown handler, checked only when applied) stops the
+    service after it started: its /tmp/tickwork-*/grpc.sock directory goes with it."""
+    config = tmp_path / "tickwork.toml"
+    config.write_text('[[tasks]]\nname = "t"\nhandler = "no-such-handler"\n')
+    # A short TMPDIR of its own (a unix socket path has at most 107 bytes).
+    temp = Path(tempfile.mkdtemp(prefix="tw-"))
+    try:
+        result = serve(
+            tmp_path, "--listen", "127.0.0.1:0", "--config", str(config), TMPDIR=str(temp)
+        )
+        assert result.returncode == 2, result
+        assert "tickwork serving on" in result.stdout, result
+        assert "Traceback" not in result.stderr, result.stderr
+        assert "no-such-handler" in result.stderr, result.stderr
+        assert list(temp.iterdir()) == []
+    finally:
+        shutil.rmtree(temp)
