@@ -107,9 +107,12 @@ class Service:
         self.internal_token = internal_token
         self.metrics_server = metrics_server
         self._socket_dir = socket_dir
-        host = settings.listen.rsplit(":", 1)[0].strip("[]")
+        listen_host = settings.listen.rsplit(":", 1)[0]
+        host = listen_host.strip("[]")
         connect_host = "127.0.0.1" if host in ("0.0.0.0", "", "::") else host
         self.address = f"{connect_host}:{port}"
+        #: The address as listened on: the listen host (0.0.0.0, say) and the bound port.
+        self.listen_address = f"{listen_host}:{port}"
         self.internal_address = internal_address or self.address
         self.scheduler: Scheduler | None = None
         self.worker: Any = None
@@ -461,9 +464,12 @@ async def serve(
     config: Config | None = None,
     *,
     worker_settings: WorkerSettings | None = None,
+    json_logs: bool = False,
 ) -> None:
     """Run the service until SIGINT or SIGTERM; apply ``config`` (read beforehand with
-    :func:`tickwork.apply.load_config`) once started.
+    :func:`tickwork.apply.load_config`) once started. ``json_logs``: the lines it shows
+    (serving on, the --insecure warning, the config report) are log records, not text on
+    stdout, so that stdout and stderr hold only JSON.
 
     ``worker_settings``: the embedded worker's, checked beforehand (see
     :func:`embedded_worker_settings`); read from the environment when None. However it
@@ -483,18 +489,19 @@ async def serve(
         stop = asyncio.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        print(f"tickwork serving on {service.address}", flush=True)
+        say = _Say(json_logs)
+        say(f"tickwork serving on {service.listen_address}", address=service.listen_address)
         if not (is_loopback(settings.listen) or settings.tokens or settings.tls_enabled):
-            print(
+            say(
                 f"WARNING: --insecure: {settings.listen} is served without access control or "
                 "TLS; anyone who reaches it can run commands as this user",
-                flush=True,
+                level=logging.WARNING,
             )
         if config is not None:
             report = await asyncio.to_thread(
                 _apply, service.internal_address, service.internal_token, config
             )
-            print(report, flush=True)
+            say(str(report), config=config.source)
         waiter = asyncio.create_task(stop.wait())
         stopped = asyncio.create_task(service.stopped.wait())
         await asyncio.wait({waiter, stopped}, return_when=asyncio.FIRST_COMPLETED)
@@ -511,6 +518,20 @@ async def serve(
         await service.stop()
     if crashed:
         raise SystemExit(1)
+
+
+class _Say:
+    """Show a line to whoever runs ``tickwork serve``: on stdout, or with JSON logs as a log
+    record (``fields`` as its JSON keys)."""
+
+    def __init__(self, json_logs: bool) -> None:
+        self.json_logs = json_logs
+
+    def __call__(self, text: str, *, level: int = logging.INFO, **fields: object) -> None:
+        if self.json_logs:
+            log.log(level, text, extra=fields)
+        else:
+            print(text, flush=True)
 
 
 LOG_FORMATS = ("text", "json")
@@ -569,7 +590,7 @@ def main(
         worker_settings = embedded_worker_settings() if settings.worker_is_enabled else None
         # Read and checked offline now (the server checks each task again when applying).
         config = load_config(config_path) if config_path else None
-        asyncio.run(serve(settings, config, worker_settings=worker_settings))
+        asyncio.run(serve(settings, config, worker_settings=worker_settings, json_logs=json_format))
     except DatabaseUnreachable as err:
         log.debug("startup failed", exc_info=err)  # the whole error at TICKWORK_LOG_LEVEL=DEBUG
         print(f"error: {err}", file=sys.stderr, flush=True)

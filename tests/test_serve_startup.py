@@ -6,6 +6,7 @@ No traceback, unless TICKWORK_LOG_LEVEL=DEBUG asks for it."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import socket
 import subprocess
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.databases import PG_ADMIN
-from tests.harness import REPO, base_env
+from tests.harness import REPO, Server, base_env, free_port, wait_for
 
 
 def serve(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -256,3 +257,36 @@ def test_no_socket_directory_is_left_behind_when_the_config_is_refused(tmp_path:
         assert list(temp.iterdir()) == []
     finally:
         shutil.rmtree(temp)
+
+
+@pytest.mark.parametrize("log_format", ["text", "json"])
+def test_serving_on_shows_the_address_listened_on_and_json_logs_stay_json(
+    tmp_path: Path, log_format: str
+) -> None:
+    port = free_port()
+    server = Server(
+        tmp_path,
+        port=port,
+        env={
+            "TICKWORK_LISTEN": f"0.0.0.0:{port}",
+            "TICKWORK_INSECURE": "true",
+            "TICKWORK_LOG_FORMAT": log_format,
+            "WORKER_IS_ENABLED": "false",
+        },
+    )
+    try:
+        server.wait_healthy()
+        wait_for(lambda: "tickwork serving on" in server.output(), what="the serving line")
+    finally:
+        assert server.stop() == 0
+    lines = server.output().splitlines()
+    if log_format == "text":
+        assert f"tickwork serving on 0.0.0.0:{port}" in lines, lines
+        assert any(line.startswith("WARNING: --insecure: ") for line in lines), lines
+        return
+    records = [json.loads(line) for line in lines]  # every line: stdout and stderr are one log
+    messages = [r["message"] for r in records]
+    assert f"tickwork serving on 0.0.0.0:{port}" in messages, messages
+    [serving] = [r for r in records if r["message"].startswith("tickwork serving on")]
+    assert serving["address"] == f"0.0.0.0:{port}"
+    assert any(r["level"] == "WARNING" and "--insecure" in r["message"] for r in records)
