@@ -1,7 +1,9 @@
 """`tickwork serve` refuses settings it cannot honour with one line and a non-zero exit:
 a port outside 0..65535, a database driver it does not support, a DATABASE_URL whose port
-is not a number from 1 to 65535 or that names no SQLite file, a database it cannot open.
-The line is on stderr.
+is not a number from 1 to 65535 or that names no SQLite file, a database it cannot open,
+a duration out of range, unusable SMTP settings, bad settings of its embedded worker, an
+unknown log format, a port in use, a --config file it cannot read or parse.
+The line is on stderr; all but the database's come before the database is touched.
 No traceback, unless TICKWORK_LOG_LEVEL=DEBUG asks for it."""
 
 from __future__ import annotations
