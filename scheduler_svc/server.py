@@ -8,16 +8,20 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import errno
 import gc
 import ipaddress
 import logging
+import os
 import shutil
 import signal
+import socket
 import sys
 import tempfile
+from collections.abc import Mapping
 from contextlib import suppress
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -55,6 +59,10 @@ from tickwork.v1 import (
     worker_pb2,
     worker_pb2_grpc,
 )
+
+if TYPE_CHECKING:
+    from tickwork.apply import Config
+    from worker_svc import WorkerSettings
 
 log = logging.getLogger(__name__)
 
@@ -99,9 +107,12 @@ class Service:
         self.internal_token = internal_token
         self.metrics_server = metrics_server
         self._socket_dir = socket_dir
-        host = settings.listen.rsplit(":", 1)[0].strip("[]")
+        listen_host = settings.listen.rsplit(":", 1)[0]
+        host = listen_host.strip("[]")
         connect_host = "127.0.0.1" if host in ("0.0.0.0", "", "::") else host
         self.address = f"{connect_host}:{port}"
+        #: The address as listened on: the listen host (0.0.0.0, say) and the bound port.
+        self.listen_address = f"{listen_host}:{port}"
         self.internal_address = internal_address or self.address
         self.scheduler: Scheduler | None = None
         self.worker: Any = None
@@ -117,8 +128,13 @@ class Service:
         task.add_done_callback(done)
         self._tasks.append(task)
 
-    async def start_loops(self) -> None:
-        """Start the reaper, and the scheduler loop and embedded worker when enabled."""
+    async def start_loops(self, worker_settings: WorkerSettings | None = None) -> None:
+        """Start the reaper, and the scheduler loop and embedded worker when enabled.
+
+        ``worker_settings`` are the embedded worker's (see :func:`embedded_worker_settings`;
+        its server and token are replaced by the internal ones); read from the environment
+        when None.
+        """
         self.stopped = asyncio.Event()
         self._supervise(asyncio.create_task(self._reap(), name="lease-reaper"))
         if self.metrics_server is not None:
@@ -140,14 +156,15 @@ class Service:
             )
             self._supervise(asyncio.create_task(self.scheduler.run(), name="scheduler-loop"))
         if self.settings.worker_is_enabled:
-            from worker_svc import Worker, WorkerSettings
+            from worker_svc import Worker
 
-            worker_settings = dataclasses.replace(
-                WorkerSettings.from_env(server=self.internal_address),
-                token=self.internal_token,
-                tls=None,
+            if worker_settings is None:
+                worker_settings = embedded_worker_settings()
+            self.worker = Worker(
+                dataclasses.replace(
+                    worker_settings, server=self.internal_address, token=self.internal_token
+                )
             )
-            self.worker = Worker(worker_settings)
             self._supervise(asyncio.create_task(self.worker.run(), name="embedded-worker"))
 
     async def _refresh_metrics(self) -> None:
@@ -171,7 +188,17 @@ class Service:
             await asyncio.sleep(interval)
 
     async def stop(self, grace_s: float = 5.0) -> None:
-        """Stop accepting work, let the embedded worker report, then close everything."""
+        """Stop accepting work, let the embedded worker report, then close everything.
+
+        The socket directory is removed even when closing something fails.
+        """
+        try:
+            await self._stop(grace_s)
+        finally:
+            if self._socket_dir:
+                shutil.rmtree(self._socket_dir, ignore_errors=True)
+
+    async def _stop(self, grace_s: float) -> None:
         self.app.stop_dispatch()  # no job is handed out any more; queued ones stay queued
         if self.scheduler is not None:
             self.scheduler.stop()
@@ -203,8 +230,25 @@ class Service:
         await self.db.dispose()
         if self.metrics_server is not None:
             await asyncio.to_thread(self.metrics_server.close)
-        if self._socket_dir:
-            shutil.rmtree(self._socket_dir, ignore_errors=True)
+
+
+def embedded_worker_settings(env: Mapping[str, str] | None = None) -> WorkerSettings:
+    """The embedded worker's settings (its ``WORKER_*`` variables), read and checked before
+    the service starts; the internal address and token are filled in by ``start_loops``.
+
+    Raises:
+        SettingsError: ``NAME: what is wrong``, as for the service's own settings.
+    """
+    from worker_svc import WorkerSettings
+
+    try:
+        return WorkerSettings.embedded(_EMBEDDED_PLACEHOLDER, "", env)
+    except ValueError as err:
+        raise SettingsError(str(err)) from None
+
+
+#: The embedded worker's server until the service's internal address exists.
+_EMBEDDED_PLACEHOLDER = "unix:embedded"
 
 
 def is_loopback(listen: str) -> bool:
@@ -262,6 +306,39 @@ def check_exposure(settings: Settings) -> None:
     )
 
 
+LISTEN_VARIABLE = "TICKWORK_LISTEN (--listen)"
+METRICS_VARIABLE = "TICKWORK_METRICS_LISTEN"
+
+
+def check_can_listen(address: str, variable: str) -> None:
+    """Refuse ``address`` (HOST:PORT) when its port is taken, by binding it for a moment.
+
+    Port 0 (any free port) is not checked; nor is a host that does not resolve, which the
+    bind itself reports. Raises RuntimeError ``VARIABLE: cannot listen on ADDRESS: why``.
+    """
+    host, _, port_text = address.rpartition(":")
+    port = int(port_text)
+    if port == 0:
+        return
+    try:
+        infos = socket.getaddrinfo(
+            host.strip("[]") or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+    except OSError:
+        return
+    for family, kind, proto, _, sockaddr in infos:
+        with socket.socket(family, kind, proto) as probe:
+            # As the gRPC server and http.server bind: a port in TIME_WAIT is not "taken".
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(sockaddr)
+            except OSError as err:
+                if err.errno in (errno.EADDRINUSE, errno.EACCES):
+                    raise RuntimeError(
+                        f"{variable}: cannot listen on {address}: {err.strerror}"
+                    ) from None
+
+
 class DatabaseUnreachable(RuntimeError):
     """The database at DATABASE_URL could not be opened at startup (no server there, a
     database that does not exist, a refused login, a SQLite file that cannot be created).
@@ -293,6 +370,11 @@ async def create_server(settings: Settings, *, clock: Clock = utc_now) -> Servic
     """
     check_exposure(settings)
     credentials = server_credentials(settings) if settings.tls_enabled else None
+    # Before the database: a port in use is refused without migrating anything, and
+    # without the gRPC core's own log line about the failed bind.
+    check_can_listen(settings.listen, LISTEN_VARIABLE)
+    if settings.metrics_listen:
+        check_can_listen(settings.metrics_listen, METRICS_VARIABLE)
     internal_token = new_token()
     interceptors = [AuthInterceptor(settings.tokens, internal_token)] if settings.tokens else []
     db = Database(settings.database_url)
@@ -326,14 +408,23 @@ async def create_server(settings: Settings, *, clock: Clock = utc_now) -> Servic
         else:
             port = server.add_insecure_port(settings.listen)
     except RuntimeError as err:
-        raise RuntimeError(f"cannot listen on {settings.listen}: {err}") from None
+        await db.dispose()
+        raise RuntimeError(
+            f"{LISTEN_VARIABLE}: cannot listen on {settings.listen}: {err}"
+        ) from None
     socket_dir = tempfile.mkdtemp(prefix="tickwork-")
     internal_address = f"unix:{socket_dir}/grpc.sock"
-    server.add_insecure_port(internal_address)
     metrics_server = None
     try:
+        server.add_insecure_port(internal_address)
         if settings.metrics_listen:
-            metrics_server = MetricsServer(settings.metrics_listen, app.metrics.registry)
+            try:
+                metrics_server = MetricsServer(settings.metrics_listen, app.metrics.registry)
+            except OSError as err:
+                raise RuntimeError(
+                    f"{METRICS_VARIABLE}: cannot listen on {settings.metrics_listen}: "
+                    f"{err.strerror or err}"
+                ) from None
         await server.start()
     except BaseException:
         shutil.rmtree(socket_dir, ignore_errors=True)
@@ -368,54 +459,105 @@ async def create_server(settings: Settings, *, clock: Clock = utc_now) -> Servic
     )
 
 
-async def serve(settings: Settings, config_path: str | None = None) -> None:
-    """Run the service until SIGINT or SIGTERM; apply ``config_path`` (TOML) once started."""
+async def serve(
+    settings: Settings,
+    config: Config | None = None,
+    *,
+    worker_settings: WorkerSettings | None = None,
+    json_logs: bool = False,
+) -> None:
+    """Run the service until SIGINT or SIGTERM; apply ``config`` (read beforehand with
+    :func:`tickwork.apply.load_config`) once started. ``json_logs``: the lines it shows
+    (serving on, the --insecure warning, the config report) are log records, not text on
+    stdout, so that stdout and stderr hold only JSON.
+
+    ``worker_settings``: the embedded worker's, checked beforehand (see
+    :func:`embedded_worker_settings`); read from the environment when None. However it
+    ends (a stop, a crash, a config the server refuses), the service is stopped and its
+    socket directory removed.
+    """
     service = await create_server(settings)
-    await service.start_loops()
-    # Everything made so far (modules, compiled statements, the service) lives as long as
-    # the process: move it out of the collector's sight, so the full collections that a
-    # tick's burst of records triggers do not walk it again and again (about a tenth of the
-    # time to record 10,000 fires).
-    gc.freeze()
     loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    print(f"tickwork serving on {service.address}", flush=True)
-    if not (is_loopback(settings.listen) or settings.tokens or settings.tls_enabled):
-        print(
-            f"WARNING: --insecure: {settings.listen} is served without access control or "
-            "TLS; anyone who reaches it can run commands as this user",
-            flush=True,
-        )
-    if config_path:
-        report = await asyncio.to_thread(
-            _apply, service.internal_address, service.internal_token, config_path
-        )
-        print(report, flush=True)
-    waiter = asyncio.create_task(stop.wait())
-    crashed = asyncio.create_task(service.stopped.wait())
-    await asyncio.wait({waiter, crashed}, return_when=asyncio.FIRST_COMPLETED)
-    log.info("shutting down")
-    # Already stopping: a repeated SIGTERM changes nothing (and must not kill the process
-    # with the default action once the loop has given its handlers back).
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.remove_signal_handler(sig)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    await service.stop()
-    if crashed.done() and not waiter.done():
+    crashed = False
+    try:
+        await service.start_loops(worker_settings)
+        # Everything made so far (modules, compiled statements, the service) lives as long
+        # as the process: move it out of the collector's sight, so the full collections
+        # that a tick's burst of records triggers do not walk it again and again (about a
+        # tenth of the time to record 10,000 fires).
+        gc.freeze()
+        stop = asyncio.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        say = _Say(json_logs)
+        say(f"tickwork serving on {service.listen_address}", address=service.listen_address)
+        if not (is_loopback(settings.listen) or settings.tokens or settings.tls_enabled):
+            say(
+                f"WARNING: --insecure: {settings.listen} is served without access control or "
+                "TLS; anyone who reaches it can run commands as this user",
+                level=logging.WARNING,
+            )
+        if config is not None:
+            report = await asyncio.to_thread(
+                _apply, service.internal_address, service.internal_token, config
+            )
+            say(str(report), config=config.source)
+        waiter = asyncio.create_task(stop.wait())
+        stopped = asyncio.create_task(service.stopped.wait())
+        await asyncio.wait({waiter, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        crashed = stopped.done() and not waiter.done()
+        waiter.cancel()
+        stopped.cancel()
+        log.info("shutting down")
+    finally:
+        # Already stopping: a repeated SIGTERM changes nothing (and must not kill the
+        # process with the default action once the loop has given its handlers back).
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        await service.stop()
+    if crashed:
         raise SystemExit(1)
-    waiter.cancel()
-    crashed.cancel()
 
 
-def _apply(address: str, token: str, config_path: str) -> str:
-    """Apply a TOML config through the client SDK, as `tickwork apply` would."""
+class _Say:
+    """Show a line to whoever runs ``tickwork serve``: on stdout, or with JSON logs as a log
+    record (``fields`` as its JSON keys)."""
+
+    def __init__(self, json_logs: bool) -> None:
+        self.json_logs = json_logs
+
+    def __call__(self, text: str, *, level: int = logging.INFO, **fields: object) -> None:
+        if self.json_logs:
+            log.log(level, text, extra=fields)
+        else:
+            print(text, flush=True)
+
+
+LOG_FORMATS = ("text", "json")
+
+
+def _log_format_from_env() -> str:
+    """TICKWORK_LOG_FORMAT: text (default) or json, any case.
+
+    Raises ValueError naming the variable for anything else (``--log-format`` refuses it
+    too).
+    """
+    value = os.environ.get("TICKWORK_LOG_FORMAT", "").strip().lower() or "text"
+    if value not in LOG_FORMATS:
+        raise ValueError(
+            f"TICKWORK_LOG_FORMAT: expected one of {', '.join(LOG_FORMATS)}, got {value!r}"
+        )
+    return value
+
+
+def _apply(address: str, token: str, config: Config) -> str:
+    """Apply a config through the client SDK, as `tickwork apply` would."""
     from tickwork import Client
-    from tickwork.apply import apply_config, load_config
+    from tickwork.apply import apply_config
 
     with Client(address, token=token, tls=False) as client:
-        return str(apply_config(client, load_config(config_path)))
+        return str(apply_config(client, config))
 
 
 def main(
@@ -432,21 +574,31 @@ def main(
     stderr (``error: ...``). Returns the process exit code: 0 after a stop, 2 for a
     setting, 1 for the database or a crash."""
     from scheduler_svc.errors import TickworkError
-    from scheduler_svc.logs import log_format_from_env, log_level_from_env, setup_logging
+    from scheduler_svc.logs import log_level_from_env, setup_logging
+    from tickwork.apply import ConfigError, load_config
 
     try:
         level = log_level_from_env()
+        json_format = (log_format or _log_format_from_env()) == "json"
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr, flush=True)
         return 2
-    setup_logging(level, json_format=(log_format or log_format_from_env()) == "json")
+    setup_logging(level, json_format=json_format)
     try:
         settings = Settings.from_env(listen=listen, insecure=insecure or None)
-        asyncio.run(serve(settings, config_path))
+        # Checked with the service's own: a bad one must not wait until after listening.
+        worker_settings = embedded_worker_settings() if settings.worker_is_enabled else None
+        # Read and checked offline now (the server checks each task again when applying).
+        config = load_config(config_path) if config_path else None
+        asyncio.run(serve(settings, config, worker_settings=worker_settings, json_logs=json_format))
     except DatabaseUnreachable as err:
         log.debug("startup failed", exc_info=err)  # the whole error at TICKWORK_LOG_LEVEL=DEBUG
         print(f"error: {err}", file=sys.stderr, flush=True)
         return 1
+    except ConfigError as err:  # one line per problem, as `tickwork apply` prints them
+        for line in str(err).splitlines():
+            print(f"error: {line}", file=sys.stderr, flush=True)
+        return 2
     except (SettingsError, TickworkError, RuntimeError) as err:
         print(f"error: {getattr(err, 'message', err)}", file=sys.stderr, flush=True)
         return 2

@@ -12,6 +12,7 @@ TICKWORK_RETENTION_DAYS.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -51,9 +52,12 @@ def _float(env: Mapping[str, str], name: str, default: float) -> float:
     if raw is None or raw.strip() == "":
         return default
     try:
-        return float(raw)
+        value = float(raw)
     except ValueError:
         raise SettingsError(f"{name}: expected a number of seconds, got {raw!r}") from None
+    if not math.isfinite(value):  # nan passes every "> 0" check; inf overflows timedelta
+        raise SettingsError(f"{name}: expected a number of seconds, got {raw!r}")
+    return value
 
 
 def _int(env: Mapping[str, str], name: str, default: int) -> int:
@@ -131,6 +135,10 @@ class Settings:
             raise SettingsError(
                 "TICKWORK_HEARTBEAT_INTERVAL_SECONDS: must be > 0 and below the lease TTL"
             )
+        if self.scheduler_lease_ttl_s <= 0:
+            # The leader renews every TTL/3: 0 would renew in a busy loop.
+            raise SettingsError("TICKWORK_SCHEDULER_LEASE_TTL_SECONDS: must be > 0")
+        _check_smtp(self.smtp)
         _check_address(self.listen, "TICKWORK_LISTEN (--listen)")
         check_database_url(self.database_url)
         if bool(self.tls_cert_file) != bool(self.tls_key_file):
@@ -192,6 +200,24 @@ class Settings:
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]
+
+
+def _check_smtp(smtp: SmtpSettings) -> None:
+    """Refuse SMTP settings that cannot work, or that would leave email silently off."""
+    if smtp.timeout_s <= 0:
+        raise SettingsError("SMTP_TIMEOUT_SECONDS: must be > 0")
+    if not 1 <= smtp.port <= 65535:
+        raise SettingsError(f"SMTP_PORT: must be a number from 1 to 65535, got {smtp.port}")
+    if smtp.starttls and smtp.use_tls:
+        raise SettingsError(
+            "SMTP_STARTTLS, SMTP_TLS: choose one (SMTP_TLS: implicit TLS, usually port 465; "
+            "SMTP_STARTTLS: upgrade a plain connection, usually port 587)"
+        )
+    if smtp.host and not smtp.recipients:
+        raise SettingsError(
+            "SMTP_HOST, SMTP_TO: SMTP_HOST is set but SMTP_TO is empty, so no email would "
+            "be sent; set SMTP_TO (comma-separated addresses) or unset SMTP_HOST"
+        )
 
 
 def _check_address(address: str, variable: str) -> None:

@@ -6,6 +6,7 @@ import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from tickwork._channel import TlsConfig, resolve_token
 
@@ -123,24 +124,75 @@ class WorkerSettings:
             WorkerSettings: the validated settings.
 
         Raises:
-            ValueError: a variable is not a number, or a value is out of range; the message
-                names the variable or field.
+            ValueError: a variable is not a number, is out of range, or names an unknown
+                handler; the message starts with the variable's name.
         """
         env = os.environ if environ is None else environ
-        defaults = cls()
         return cls(
-            server=server or env.get("TICKWORK_SERVER") or defaults.server,
-            poll_interval_s=_seconds(env, "WORKER_POLL_INTERVAL_SECONDS", defaults.poll_interval_s),
-            shutdown_grace_s=_seconds(
-                env, "WORKER_SHUTDOWN_GRACE_SECONDS", defaults.shutdown_grace_s
-            ),
-            abort_grace_s=_seconds(env, "WORKER_ABORT_GRACE_SECONDS", defaults.abort_grace_s),
+            server=server or env.get("TICKWORK_SERVER") or DEFAULT_SERVER,
             token=resolve_token(token, env),
             tls=tls if tls is not None else TlsConfig.from_env(env),
-            handlers=tuple(
-                h.strip() for h in env.get("WORKER_HANDLERS", "").split(",") if h.strip()
-            ),
+            **_worker_variables(env),
         )
+
+    @classmethod
+    def embedded(
+        cls, server: str, token: str, environ: Mapping[str, str] | None = None
+    ) -> WorkerSettings:
+        """The settings of the worker ``tickwork serve`` runs in its own process.
+
+        Only the worker's own variables (``WORKER_*``) are read: the embedded worker
+        reaches its service at ``server`` (a unix socket, plaintext) with ``token``, so
+        ``TICKWORK_SERVER``, ``TICKWORK_TOKEN`` and the TLS variables do not apply to it.
+
+        Raises:
+            ValueError: a variable is not a number, is out of range, or names an unknown
+                handler; the message starts with the variable's name.
+        """
+        env = os.environ if environ is None else environ
+        return cls(server=server, token=token, tls=None, **_worker_variables(env))
+
+
+def _worker_variables(env: Mapping[str, str]) -> dict[str, Any]:
+    """The worker's own variables (durations and WORKER_HANDLERS), checked one by one so
+    that an error names the variable, not the field.
+
+    Raises:
+        ValueError: ``NAME: what is wrong``.
+    """
+    defaults = WorkerSettings()
+    values: dict[str, Any] = {}
+    for name, variable, minimum in (
+        ("poll_interval_s", "WORKER_POLL_INTERVAL_SECONDS", ">"),
+        ("shutdown_grace_s", "WORKER_SHUTDOWN_GRACE_SECONDS", ">="),
+        ("abort_grace_s", "WORKER_ABORT_GRACE_SECONDS", ">="),
+    ):
+        value = _seconds(env, variable, getattr(defaults, name))
+        if value < 0 or (value == 0 and minimum == ">"):
+            raise ValueError(f"{variable}: must be {minimum} 0, got {value:g}")
+        values[name] = value
+    values["handlers"] = _handlers(env)
+    return values
+
+
+def _handlers(env: Mapping[str, str]) -> tuple[str, ...]:
+    """WORKER_HANDLERS: comma-separated names of known handlers (empty: every handler).
+
+    Raises:
+        ValueError: a name is not one of ``handler_names()`` (built-in or entry point): a
+            misspelt allow-list would otherwise start a worker that runs nothing.
+    """
+    from worker_svc.handlers import handler_names
+
+    names = tuple(h.strip() for h in env.get("WORKER_HANDLERS", "").split(",") if h.strip())
+    known = handler_names()
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ValueError(
+            f"WORKER_HANDLERS: unknown handler{'s' if len(unknown) > 1 else ''} "
+            f"{', '.join(map(repr, unknown))}; known handlers: {', '.join(known)}"
+        )
+    return names
 
 
 def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
@@ -152,15 +204,18 @@ def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
         default (float): seconds to use when the variable is unset or empty.
 
     Returns:
-        float: the duration in seconds (range checks are left to ``WorkerSettings``).
+        float: the duration in seconds, a finite number (range checks are the caller's).
 
     Raises:
-        ValueError: the value is not a number; the message names the variable.
+        ValueError: the value is not a finite number; the message starts with the variable.
     """
     raw = env.get(name, "").strip()
     if not raw:
         return default
     try:
-        return float(raw)
+        value = float(raw)
     except ValueError:
-        raise ValueError(f"{name} must be a number of seconds, got {raw!r}") from None
+        value = math.nan
+    if not math.isfinite(value):
+        raise ValueError(f"{name}: expected a number of seconds, got {raw!r}")
+    return value

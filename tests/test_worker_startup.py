@@ -1,0 +1,42 @@
+"""`tickwork worker` refuses settings it cannot honour before it connects: exit 2 and the
+error naming the variable, through the worker's log (its own error path)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.harness import REPO, base_env, free_port
+
+
+def worker(**env: str) -> subprocess.CompletedProcess[str]:
+    # Nothing listens at --server: a worker that got past its settings would retry forever.
+    return subprocess.run(
+        [sys.executable, "-m", "tickwork.cli", "worker", "--server", f"127.0.0.1:{free_port()}"],
+        capture_output=True,
+        text=True,
+        env=base_env(**env),
+        cwd=REPO,
+        timeout=30,
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "unknown"), [("shel", "'shel'"), ("shell,bogus", "'bogus'"), ("a, b", "'a', 'b'")]
+)
+def test_an_unknown_handler_is_refused(value: str, unknown: str) -> None:
+    result = worker(WORKER_HANDLERS=value)
+    assert result.returncode == 2, result
+    assert "Traceback" not in result.stderr, result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert "WORKER_HANDLERS: unknown handler" in line and unknown in line, line
+    assert "known handlers: " in line and "shell" in line, line
+
+
+def test_a_negative_grace_is_refused() -> None:
+    result = worker(WORKER_SHUTDOWN_GRACE_SECONDS="-1")
+    assert result.returncode == 2, result
+    [line] = result.stderr.strip().splitlines()
+    assert "WORKER_SHUTDOWN_GRACE_SECONDS: must be >= 0, got -1" in line, line
