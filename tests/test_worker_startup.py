@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from tests.harness import REPO, base_env, free_port
+from tests.harness import REPO, WorkerProc, base_env, free_port, wait_for
 
 
 def worker(**env: str) -> subprocess.CompletedProcess[str]:
@@ -40,3 +41,13 @@ def test_a_negative_grace_is_refused() -> None:
     assert result.returncode == 2, result
     [line] = result.stderr.strip().splitlines()
     assert "WORKER_SHUTDOWN_GRACE_SECONDS: must be >= 0, got -1" in line, line
+
+
+def test_a_server_without_a_port_is_dialed_on_50051(tmp_path: Path) -> None:
+    """As the CLI and the SDK: ``--server HOST`` means tickwork's port, not gRPC's 443."""
+    proc = WorkerProc(tmp_path, "127.0.0.9")
+    try:
+        wait_for(lambda: "connecting to " in proc.output(), what="the worker to dial")
+        assert "connecting to 127.0.0.9:50051 " in proc.output(), proc.output()
+    finally:
+        proc.stop()

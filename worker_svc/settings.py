@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tickwork._channel import TlsConfig, resolve_token
+from tickwork._requests import with_default_port
 
 __all__ = ["DEFAULT_SERVER", "WorkerSettings"]
 
@@ -129,7 +130,7 @@ class WorkerSettings:
         """
         env = os.environ if environ is None else environ
         return cls(
-            server=server or env.get("TICKWORK_SERVER") or DEFAULT_SERVER,
+            server=with_default_port(server or env.get("TICKWORK_SERVER") or DEFAULT_SERVER),
             token=resolve_token(token, env),
             tls=tls if tls is not None else TlsConfig.from_env(env),
             **_worker_variables(env),
