@@ -306,6 +306,18 @@ def check_exposure(settings: Settings) -> None:
     )
 
 
+SERVER_OPTIONS = [
+    ("grpc.so_reuseport", 0),
+    ("grpc.keepalive_permit_without_calls", 1),
+    # Workers ping every second (worker_svc.worker.KEEPALIVE) to notice a black hole before
+    # their lease is given away; the default policy would answer that with GOAWAY
+    # "too_many_pings" (at most one ping in 5 minutes without data).
+    ("grpc.http2.min_recv_ping_interval_without_data_ms", 500),
+    ("grpc.http2.max_ping_strikes", 0),
+]
+"""gRPC server arguments of the scheduler service."""
+
+
 LISTEN_VARIABLE = "TICKWORK_LISTEN (--listen)"
 METRICS_VARIABLE = "TICKWORK_METRICS_LISTEN"
 
@@ -388,7 +400,7 @@ async def create_server(settings: Settings, *, clock: Clock = utc_now) -> Servic
     await maintenance.ensure_builtins(app)
     server = grpc.aio.server(
         interceptors=interceptors,
-        options=[("grpc.so_reuseport", 0), ("grpc.keepalive_permit_without_calls", 1)],
+        options=SERVER_OPTIONS,
     )
     add_servicer(task_pb2_grpc.add_TaskServiceServicer_to_server, TaskServicer(app), server)
     add_servicer(

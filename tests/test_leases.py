@@ -9,6 +9,7 @@ import datetime as dt
 import itertools
 import os
 import signal
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +20,7 @@ from scheduler_svc.store import LEASE_LOST
 from tests.databases import run_sql
 from tests.harness import Server, WorkerProc, wait_for
 from tests.inprocess import inprocess
+from tests.pgproxy import PgProxy
 from tests.queue_helpers import (
     Request,
     claim,
@@ -685,3 +687,97 @@ def test_a_live_worker_keeps_the_lease_for_many_ttls(
     ((_, worker_id, _, _),) = job_spans(database_url)
     assert f":{active.pid}:" in worker_id
     assert record.read_text().splitlines() == ["start job", "end job"]
+
+
+class BackgroundProxy:
+    """A :class:`tests.pgproxy.PgProxy` (a plain TCP proxy here) on its own event loop in a
+    thread, for tests whose processes talk through it while the test thread waits."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.proxy = PgProxy(target)
+        self._loop = asyncio.new_event_loop()
+        self._stop: asyncio.Event | None = None
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._loop.run_until_complete, args=(self._run(),))
+
+    async def _run(self) -> None:
+        self._stop = asyncio.Event()
+        async with self.proxy.running():
+            self._ready.set()
+            await self._stop.wait()
+
+    def __enter__(self) -> BackgroundProxy:
+        self._thread.start()
+        assert self._ready.wait(10), "the proxy did not start"
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._stop is not None
+        self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(10)
+        self._loop.close()
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.proxy.port}"
+
+    def hold(self) -> None:
+        """From now on pass nothing either way on the open connections, and close none."""
+        self._loop.call_soon_threadsafe(self.proxy.hold)
+
+
+BLACK_HOLE_TTL_S = 6.0
+
+
+def test_a_worker_cut_off_by_a_black_hole_stops_its_job_before_the_standby_starts(
+    tmp_path: Path, database_url: str
+) -> None:
+    """The network between the active worker and the service drops everything and closes
+    nothing. The worker's keepalive pings go unanswered: it stops its job within about two
+    seconds, before the service, hearing nothing for a lease TTL, lets the standby run the
+    next job. Two jobs never run at once."""
+    srv = Server(
+        tmp_path,
+        env={
+            "WORKER_IS_ENABLED": "false",
+            "WORKER_POLL_INTERVAL_SECONDS": "1",
+            "TICKWORK_LEASE_TTL_SECONDS": str(BLACK_HOLE_TTL_S),
+            "TICKWORK_HEARTBEAT_INTERVAL_SECONDS": "1",
+        },
+        database_url=database_url,
+        name="api",
+    ).wait_healthy()
+    host, port = srv.address.rsplit(":", 1)
+    record = tmp_path / "record"
+    cut_off: WorkerProc | None = None
+    standby: WorkerProc | None = None
+    try:
+        with BackgroundProxy((host, int(port))) as proxy, Client(srv.address) as client:
+            record_task(client, "long", record, 60)
+            record_task(client, "b", record, 0.2)
+            cut_off = WorkerProc(
+                tmp_path,
+                proxy.address,
+                env={"WORKER_POLL_INTERVAL_SECONDS": "1", "WORKER_ABORT_GRACE_SECONDS": "1"},
+                name="worker-cut-off",
+            )
+            wait_logged(cut_off, "as the active worker")
+            standby = start_worker(tmp_path, srv, "worker-standby")
+            wait_logged(standby, "as the standby worker")
+            (long_run,) = client.run("long")
+            wait_for(lambda: record.exists() and "start long" in record.read_text())
+            proxy.hold()
+            held_at = time.monotonic()
+            wait_for(lambda: "aborted long" in record.read_text(), timeout_s=BLACK_HOLE_TTL_S)
+            noticed_s = time.monotonic() - held_at
+            assert noticed_s < BLACK_HOLE_TTL_S / 2, noticed_s
+            (b_run,) = client.run("b")
+            wait_status(client, b_run.job_id, JobStatus.JOB_STATUS_SUCCEEDED)
+            assert "this worker is now the active one" in standby.output()
+            wait_status(client, long_run.job_id, JobStatus.JOB_STATUS_FAILED)
+    finally:
+        for proc in (cut_off, standby):
+            if proc is not None:
+                proc.stop()
+        srv.stop()
+    assert record.read_text().splitlines() == ["start long", "aborted long", "start b", "end b"]

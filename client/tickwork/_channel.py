@@ -20,9 +20,10 @@ A ``unix:`` target is always plaintext (the service's own loopback socket).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import grpc
 from grpc import aio
@@ -139,8 +140,11 @@ def sync_channel(target: str, tls: TlsConfig | None) -> grpc.Channel:
     return grpc.insecure_channel(target)
 
 
-def aio_channel(target: str, tls: TlsConfig | None) -> aio.Channel:
-    """An asyncio channel to ``target``: TLS when ``tls`` is given, plaintext otherwise."""
+def aio_channel(
+    target: str, tls: TlsConfig | None, options: Sequence[tuple[str, Any]] = ()
+) -> aio.Channel:
+    """An asyncio channel to ``target``: TLS when ``tls`` is given, plaintext otherwise;
+    ``options`` are gRPC channel arguments (e.g. keepalive) added to TLS's own."""
     if tls is not None and _secure(target, tls):
-        return aio.secure_channel(target, tls.credentials(), options=tls.options())
-    return aio.insecure_channel(target)
+        return aio.secure_channel(target, tls.credentials(), options=[*tls.options(), *options])
+    return aio.insecure_channel(target, options=list(options))
