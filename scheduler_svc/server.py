@@ -314,6 +314,16 @@ SERVER_OPTIONS = [
     # "too_many_pings" (at most one ping in 5 minutes without data).
     ("grpc.http2.min_recv_ping_interval_without_data_ms", 500),
     ("grpc.http2.max_ping_strikes", 0),
+    # The service pings every connection every second and closes one whose peer has not
+    # answered within two: a worker process that is stopped (SIGSTOP) or cut off by the
+    # network loses its stream, so its session ends and gives the worker lease up, and a
+    # standby takes over. Pings are answered by gRPC's own threads, not by the worker's
+    # event loop: a job that blocks the loop does not cost its worker the lease (a standby
+    # would then run a job beside it).
+    ("grpc.keepalive_time_ms", 1000),
+    ("grpc.keepalive_timeout_ms", 2000),
+    ("grpc.http2.ping_timeout_ms", 2000),
+    ("grpc.http2.max_pings_without_data", 0),
 ]
 """gRPC server arguments of the scheduler service."""
 

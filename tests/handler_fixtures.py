@@ -236,3 +236,11 @@ async def record_sleep(record: str, name: str, seconds: float) -> str:
         raise
     _append(record, f"end {name}")
     return name
+
+
+async def blocking_async(record: str, name: str, seconds: float) -> None:
+    """Append ``start NAME TIME`` to ``record``, block the worker's event loop for
+    ``seconds`` (``time.sleep`` in an ``async def``), then append ``end NAME TIME``."""
+    _append(record, f"start {name} {time.time():.3f}")
+    time.sleep(seconds)  # noqa: ASYNC251 - the mistake this fixture makes on purpose
+    _append(record, f"end {name} {time.time():.3f}")

@@ -25,10 +25,8 @@ class WorkerSettings:
         server (str): gRPC target of the scheduler service, ``"HOST:PORT"`` (any target
             ``grpc.aio.insecure_channel`` accepts). Env ``TICKWORK_SERVER``.
         poll_interval_s (float): > 0. The longest the server keeps a PollJob waiting before
-            it answers NoJob. Informative on the worker (the server bounds the wait, to at
-            most its heartbeat interval, so an idle worker is heard from within the lease
-            TTL): the worker polls again when no answer came within it and a second, and a
-            stopping worker waits that long for the answer to its last poll.
+            it answers NoJob. Informative on the worker (the server bounds the wait): it only
+            bounds how long a stopping worker waits for the answer to its last poll.
             Env ``WORKER_POLL_INTERVAL_SECONDS``.
         shutdown_grace_s (float): >= 0. On stop (SIGTERM, SIGINT) the running job may finish
             within this; then it is aborted and reported ABORTED.

@@ -1,18 +1,9 @@
 """WorkerService (internal): the worker's bidirectional stream, and the one-active-worker rule.
 
 One :class:`WorkerSession` per stream. The active worker holds the ``worker`` lease row in
-the database; other sessions are standby and try to take the lease as it expires, so the
-rule holds across replicas. A job's own lease is renewed by the worker's heartbeats; the
-reaper fails jobs whose lease expired.
-
-The session renews the ``worker`` lease only while it hears from the worker: any message on
-the stream counts (PollJob, Heartbeat, LogLines, Outcome, CancelPoll), and so does a job
-assigned to it (its first Heartbeat is due a heartbeat interval after the job starts). A
-live worker is never silent that long: the server answers a waiting poll with NoJob after at
-most a heartbeat interval (the worker polls again at once) and a running job heartbeats
-every interval. When nothing came for a lease TTL (a frozen process, a network black hole)
-the session gives the lease up, so a standby takes over at once, and ends the stream, so the
-worker, if it wakes up, stops its job and reconnects as a standby.
+the database (renewed by its session while the stream is open); other sessions are standby
+and try to take the lease as it expires, so the rule holds across replicas. A job's own
+lease is renewed by the worker's heartbeats; the reaper fails jobs whose lease expired.
 """
 
 from __future__ import annotations
@@ -42,10 +33,6 @@ Resp = worker_pb2.ConnectResponse
 
 _OUTCOMES = {"SUCCEEDED", "FAILED", "ABORTED"}
 
-_STALL_S = 1.0
-"""A silence check that runs this many seconds late means the server's own event loop
-stalled (not the worker): the lateness is not counted as the worker's silence."""
-
 
 class WorkerSession:
     """The server's side of one worker stream."""
@@ -63,35 +50,12 @@ class WorkerSession:
         self._poll: asyncio.Task[None] | None = None
         self._poll_cancelled = asyncio.Event()  # CancelPoll came for the pending poll
         self._tasks: list[asyncio.Task[None]] = []
-        self._heard_at = asyncio.get_running_loop().time()
-        """Event loop time (seconds) the worker was last heard from (or given a job)."""
-        self._handling = 0  # messages being handled now: the server is behind, not the worker
-        self.silent = False
-        """The worker was silent for a lease TTL: the session gave its lease up and ends."""
 
     @property
     def _s(self) -> Any:
         return self.app.settings
 
-    def heard(self) -> None:
-        """Record that the worker was just heard from (a message came or was handled)."""
-        self._heard_at = asyncio.get_running_loop().time()
-
-    def silent_s(self) -> float:
-        """Seconds since the worker was last heard from; 0 while one of its messages is
-        still being handled (a slow database is not the worker's silence)."""
-        if self._handling:
-            return 0.0
-        return max(0.0, asyncio.get_running_loop().time() - self._heard_at)
-
-    def _may_assign(self) -> bool:
-        """Whether a job may be assigned: the session has not given up on its worker and
-        the worker was heard from within a lease TTL."""
-        return not self.silent and self.silent_s() < self._s.lease_ttl_s
-
     async def _hold_worker_lease(self) -> bool:
-        if not self._may_assign():  # a silent worker neither renews nor takes the lease
-            return False
         token = await self.app.store.acquire_lease(
             "worker", self.worker_id, self.app.clock(), self._s.lease_ttl_s
         )
@@ -107,67 +71,14 @@ class WorkerSession:
         return self.active
 
     async def _keep_lease(self) -> None:
-        """Renew (or try to take) the worker lease every lease TTL / 3 seconds while the
-        worker is heard from; once it was silent for a lease TTL, give it up
-        (:meth:`_go_silent`)."""
-        loop = asyncio.get_running_loop()
-        ttl_s = self._s.lease_ttl_s
-        next_renewal = loop.time() + ttl_s / 3
         while True:
-            wake = min(next_renewal, self._heard_at + ttl_s)
-            await asyncio.sleep(max(0.0, wake - loop.time()))
-            late_s = loop.time() - wake
-            if late_s > _STALL_S:
-                # The server itself stalled (the worker's messages wait unread): not silence.
-                self._heard_at = min(loop.time(), self._heard_at + late_s)
-            silent_s = self.silent_s()
-            if silent_s >= ttl_s:
-                await self._go_silent(silent_s)
-                return
-            if loop.time() < next_renewal:
-                continue
-            next_renewal = loop.time() + ttl_s / 3
+            await asyncio.sleep(self._s.lease_ttl_s / 3)
             try:
                 await self._hold_worker_lease()
             except Exception:
                 # Not renewed: claims are fenced by the lease row, so a session that still
                 # believes it is active hands out nothing once another worker took over.
                 log.exception("worker lease renewal failed", extra={"worker_id": self.worker_id})
-
-    async def _go_silent(self, silent_s: float) -> None:
-        """The worker was silent for ``silent_s`` seconds (>= the lease TTL): assign it
-        nothing more, give up its lease so a standby takes over now, and end the stream."""
-        self.silent = True
-        log.warning(
-            "worker silent for %.1f s (lease TTL %.1f s): giving up its lease and ending its "
-            "stream",
-            silent_s,
-            self._s.lease_ttl_s,
-            extra={"worker_id": self.worker_id, "silent_seconds": round(silent_s, 3)},
-        )
-        if self._poll is not None:
-            self._poll.cancel()
-            with suppress(asyncio.CancelledError):
-                await self._poll
-        try:
-            await self._release_worker_lease(even_if_standby=True)
-        except Exception:
-            # It expires by itself a TTL after its last renewal; claims stay fenced by it.
-            log.exception("worker lease release failed", extra={"worker_id": self.worker_id})
-        self.out.put_nowait(None)  # end the stream
-
-    async def _release_worker_lease(self, *, even_if_standby: bool = False) -> None:
-        """Give up the worker lease, if this session holds it, and wake the standbys.
-
-        Args:
-            even_if_standby (bool): release it even if the session does not believe it
-                holds it (an acquisition cancelled midway may still have taken it); the
-                release only ever touches the row while this worker is its holder.
-        """
-        if self.active or even_if_standby:
-            await self.app.store.release_lease("worker", self.worker_id, self.app.clock())
-            self.active = False
-            self.app.queue_changed()  # a standby, here or on another replica, takes over
 
     async def start(self) -> None:
         """Answer Hello with Welcome and start renewing (or waiting for) the worker lease."""
@@ -184,22 +95,7 @@ class WorkerSession:
         self._tasks.append(asyncio.create_task(self._keep_lease(), name="worker-lease"))
 
     async def handle(self, msg: Req) -> None:
-        """Handle one message from the worker (ignored once the session gave up on it).
-
-        The worker counts as heard from when the message came and again once it was
-        handled: the time the server spends on it is not the worker's silence.
-        """
-        if self.silent:
-            return
-        self.heard()
-        self._handling += 1
-        try:
-            await self._handle(msg)
-        finally:
-            self._handling -= 1
-            self.heard()
-
-    async def _handle(self, msg: Req) -> None:
+        """Handle one message from the worker."""
         kind = msg.WhichOneof("message")
         if kind == "poll_job":
             self._poll_for_job()
@@ -218,32 +114,23 @@ class WorkerSession:
         elif kind == "hello":
             raise FailedPrecondition("hello sent twice", field="hello")
 
-    @property
-    def poll_wait_s(self) -> float:
-        """Longest wait of a poll before it is answered NoJob, seconds."""
-        return float(min(self._s.worker_poll_interval_s, self._s.heartbeat_interval_s))
-
     def _poll_for_job(self) -> None:
         """Start answering a poll (PollJob, or an Outcome with poll_next), unless one is
         being answered already."""
-        if self.silent:
-            return
         if self._poll is None or self._poll.done():
             self._poll_cancelled.clear()
             self._poll = asyncio.create_task(self._answer_poll(), name="worker-poll")
 
     async def _answer_poll(self) -> None:
         """Answer one PollJob: AssignJob as soon as a job is ready and this worker is the
-        active one, else NoJob after the poll interval or the heartbeat interval, whichever
-        is shorter (so an idle worker is heard from well within the lease TTL: it polls
-        again), or at once after CancelPoll (a claim already under way is finished and
-        assigned first). Woken by the hub's queue signal (enqueue, a finished job, a
-        released worker lease); jobs that become ready by time (retries) are claimed at
-        their not_before. When the service is stopping, the stream of an idle worker is
-        ended instead. A storage error is logged and answered with NoJob at the end of that
-        wait (the worker polls again) or at a CancelPoll."""
+        active one, else NoJob after the poll interval, or at once after CancelPoll (a
+        claim already under way is finished and assigned first). Woken by the hub's queue
+        signal (enqueue, a finished job, a released worker lease); jobs that become ready by
+        time (retries) are claimed at their not_before. When the service is stopping, the
+        stream of an idle worker is ended instead. A storage error is logged and answered
+        with NoJob at the end of the poll interval (the worker polls again) or at a CancelPoll."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.poll_wait_s
+        deadline = loop.time() + self._s.worker_poll_interval_s
         try:
             await self._wait_for_job(deadline)
         except Exception:
@@ -269,13 +156,7 @@ class WorkerSession:
                     return
             elif not self.active and woken:
                 await self._hold_worker_lease()  # the active worker may have let go
-            if (
-                self.app.dispatching
-                and self.active
-                and not self.job_id
-                and not self.app.hub.firing
-                and self._may_assign()
-            ):
+            if self.app.dispatching and self.active and not self.job_id and not self.app.hub.firing:
                 now = self.app.clock()
                 claimed = await self.app.store.claim_next_job(
                     self.worker_id, now, self._s.lease_ttl_s, worker_lease_holder=self.worker_id
@@ -310,9 +191,7 @@ class WorkerSession:
 
     def _assignment(self, job: JobRecord, task: TaskRecord) -> Resp.AssignJob:
         """The AssignJob of ``job`` (already leased to this worker), now this session's
-        running job. Its first Heartbeat is due a heartbeat interval after the worker gets
-        it: the silence clock starts again now, as the job's own lease does."""
-        self.heard()
+        running job."""
         self.job_id, self.lease_token = job.id, job.lease_token or ""
         self.app.hub.on_abort(job.id, self._abort)
         self.app.hub.job_changed(job.id)
@@ -361,7 +240,6 @@ class WorkerSession:
         # poll_next: the next job is taken in the transaction that records this outcome.
         claim = (
             m.poll_next
-            and self._may_assign()
             and self.active
             and self.app.dispatching
             and not self.app.hub.firing
@@ -405,7 +283,9 @@ class WorkerSession:
             self.app.hub.on_abort(self.job_id, None)
         self.app.metrics.worker_state(self._gauge_state, None)
         self._gauge_state = None
-        await self._release_worker_lease()
+        if self.active:
+            await self.app.store.release_lease("worker", self.worker_id, self.app.clock())
+            self.app.queue_changed()  # a standby, here or on another replica, takes over
         log.info("worker disconnected", extra={"worker_id": self.worker_id})
 
 

@@ -28,14 +28,10 @@ if _version_not_supported:
 class WorkerServiceStub:
     """Internal: the worker protocol, one bidirectional stream per worker, in the manner of
     poll / heartbeat / respond. Only one worker is active at a time: others are told to stand
-    by and are made active when the active worker's lease expires. The server renews the
-    active worker's lease only while it hears from it (any message counts); after a lease TTL
-    with no message it gives the lease up, so a standby takes over, and ends the stream.
+    by and are made active when the active worker's lease expires.
 
     The worker sends Hello first, then PollJob whenever it is idle; the server answers a poll
-    with AssignJob, or NoJob after at most WORKER_POLL_INTERVAL_SECONDS or the heartbeat
-    interval, whichever is shorter (so an idle worker, polling again, is heard from within
-    the lease TTL). While a job runs the
+    with AssignJob, or NoJob after at most WORKER_POLL_INTERVAL_SECONDS. While a job runs the
     worker sends Heartbeat (renewing the job's lease) and LogLines, and finally Outcome (with
     poll_next set, the Outcome is also the next PollJob). A stopping worker with a poll
     pending sends CancelPoll and the server answers the poll at once. The
@@ -68,14 +64,10 @@ class WorkerServiceStub:
 class WorkerServiceServicer:
     """Internal: the worker protocol, one bidirectional stream per worker, in the manner of
     poll / heartbeat / respond. Only one worker is active at a time: others are told to stand
-    by and are made active when the active worker's lease expires. The server renews the
-    active worker's lease only while it hears from it (any message counts); after a lease TTL
-    with no message it gives the lease up, so a standby takes over, and ends the stream.
+    by and are made active when the active worker's lease expires.
 
     The worker sends Hello first, then PollJob whenever it is idle; the server answers a poll
-    with AssignJob, or NoJob after at most WORKER_POLL_INTERVAL_SECONDS or the heartbeat
-    interval, whichever is shorter (so an idle worker, polling again, is heard from within
-    the lease TTL). While a job runs the
+    with AssignJob, or NoJob after at most WORKER_POLL_INTERVAL_SECONDS. While a job runs the
     worker sends Heartbeat (renewing the job's lease) and LogLines, and finally Outcome (with
     poll_next set, the Outcome is also the next PollJob). A stopping worker with a poll
     pending sends CancelPoll and the server answers the poll at once. The
@@ -131,14 +123,10 @@ def add_WorkerServiceServicer_to_server(servicer, server):
 class WorkerService:
     """Internal: the worker protocol, one bidirectional stream per worker, in the manner of
     poll / heartbeat / respond. Only one worker is active at a time: others are told to stand
-    by and are made active when the active worker's lease expires. The server renews the
-    active worker's lease only while it hears from it (any message counts); after a lease TTL
-    with no message it gives the lease up, so a standby takes over, and ends the stream.
+    by and are made active when the active worker's lease expires.
 
     The worker sends Hello first, then PollJob whenever it is idle; the server answers a poll
-    with AssignJob, or NoJob after at most WORKER_POLL_INTERVAL_SECONDS or the heartbeat
-    interval, whichever is shorter (so an idle worker, polling again, is heard from within
-    the lease TTL). While a job runs the
+    with AssignJob, or NoJob after at most WORKER_POLL_INTERVAL_SECONDS. While a job runs the
     worker sends Heartbeat (renewing the job's lease) and LogLines, and finally Outcome (with
     poll_next set, the Outcome is also the next PollJob). A stopping worker with a poll
     pending sends CancelPoll and the server answers the poll at once. The
