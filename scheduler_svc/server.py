@@ -306,6 +306,14 @@ def check_exposure(settings: Settings) -> None:
     )
 
 
+PING_EVERY_S = 5.0
+"""Seconds between the service's HTTP/2 pings on each connection."""
+PING_TIMEOUT_S = 5.0
+"""Seconds the service waits for a ping's answer before it closes the connection: a worker
+that stopped answering loses the worker lease within PING_EVERY_S + PING_TIMEOUT_S, and a
+network stall shorter than PING_TIMEOUT_S costs nothing."""
+
+
 SERVER_OPTIONS = [
     ("grpc.so_reuseport", 0),
     ("grpc.keepalive_permit_without_calls", 1),
@@ -314,15 +322,15 @@ SERVER_OPTIONS = [
     # "too_many_pings" (at most one ping in 5 minutes without data).
     ("grpc.http2.min_recv_ping_interval_without_data_ms", 500),
     ("grpc.http2.max_ping_strikes", 0),
-    # The service pings every connection every second and closes one whose peer has not
-    # answered within two: a worker process that is stopped (SIGSTOP) or cut off by the
-    # network loses its stream, so its session ends and gives the worker lease up, and a
-    # standby takes over. Pings are answered by gRPC's own threads, not by the worker's
-    # event loop: a job that blocks the loop does not cost its worker the lease (a standby
-    # would then run a job beside it).
-    ("grpc.keepalive_time_ms", 1000),
-    ("grpc.keepalive_timeout_ms", 2000),
-    ("grpc.http2.ping_timeout_ms", 2000),
+    # The service pings every connection every PING_EVERY_S and closes one whose peer has
+    # not answered within PING_TIMEOUT_S: a worker process that is stopped (SIGSTOP) or cut
+    # off by the network loses its stream, so its session ends and gives the worker lease
+    # up, and a standby takes over. Pings are answered by gRPC's own threads, not by the
+    # worker's event loop: a job that blocks the loop does not cost its worker the lease (a
+    # standby would then run a job beside it).
+    ("grpc.keepalive_time_ms", int(PING_EVERY_S * 1000)),
+    ("grpc.keepalive_timeout_ms", int(PING_TIMEOUT_S * 1000)),
+    ("grpc.http2.ping_timeout_ms", int(PING_TIMEOUT_S * 1000)),
     ("grpc.http2.max_pings_without_data", 0),
 ]
 """gRPC server arguments of the scheduler service."""

@@ -88,20 +88,21 @@ Response = worker_pb2.ConnectResponse
 
 
 KEEPALIVE = (
-    ("grpc.keepalive_time_ms", 1000),
-    ("grpc.keepalive_timeout_ms", 1000),
+    ("grpc.keepalive_time_ms", 2000),
+    ("grpc.keepalive_timeout_ms", 3000),
     ("grpc.keepalive_permit_without_calls", 1),
     ("grpc.http2.max_pings_without_data", 0),
-    ("grpc.http2.ping_timeout_ms", 1000),
+    ("grpc.http2.ping_timeout_ms", 3000),
 )
-"""The worker's channel sends an HTTP/2 ping every second and gives the connection up when
-one is not answered within a second (``ping_timeout_ms``; measured with gRPC 1.85,
-``keepalive_timeout_ms`` alone did not close it within five seconds). A server cut off by
-the network without a FIN (a black hole) is noticed within about two seconds: the stream
-breaks and the running job is stopped, well before the server, hearing nothing for a
-lease TTL, gives the worker lease to a standby that would run the next job. Without it,
-nothing told the worker: the server sends nothing while a job runs. The scheduler
-service accepts these pings (``scheduler_svc.server.SERVER_OPTIONS``)."""
+"""The worker's channel sends an HTTP/2 ping every 2 seconds and gives the connection up
+when one is not answered within 3 (``ping_timeout_ms``; measured with gRPC 1.85,
+``keepalive_timeout_ms`` alone did not close it). A worker cut off from the service by the
+network without a FIN (a black hole) notices within about 5 seconds: the stream breaks and
+the running job is stopped, before the service, whose own pings go unanswered, closes the
+connection (``scheduler_svc.server.PING_EVERY_S`` + ``PING_TIMEOUT_S``, 10 s) and gives
+the worker lease to a standby. Without it, nothing told the worker: the service sends
+nothing while a job runs. The service accepts these pings
+(``scheduler_svc.server.SERVER_OPTIONS``)."""
 
 
 def _new_worker_id() -> str:
