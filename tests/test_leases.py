@@ -318,14 +318,14 @@ async def test_storage_errors_neither_hang_a_poll_nor_end_a_running_job(
 # ----------------------------------------------------------------- real processes
 
 
-@pytest.fixture
-def lease_server(tmp_path: Path, database_url: str) -> Iterator[Server]:
-    """A scheduler service without its worker, with a 2 s lease and 0.5 s heartbeats."""
+def lease_test_server(tmp_path: Path, database_url: str, poll_s: float) -> Iterator[Server]:
+    """A scheduler service without its worker, with a 2 s lease, 0.5 s heartbeats and a
+    worker poll interval of ``poll_s`` seconds; stopped after the test."""
     srv = Server(
         tmp_path,
         env={
             "WORKER_IS_ENABLED": "false",
-            "WORKER_POLL_INTERVAL_SECONDS": "1",
+            "WORKER_POLL_INTERVAL_SECONDS": str(poll_s),
             "TICKWORK_LEASE_TTL_SECONDS": str(LEASE_TTL_S),
             "TICKWORK_HEARTBEAT_INTERVAL_SECONDS": str(HEARTBEAT_S),
         },
@@ -338,11 +338,17 @@ def lease_server(tmp_path: Path, database_url: str) -> Iterator[Server]:
         srv.stop()
 
 
-def start_worker(tmp_path: Path, server: Server, name: str) -> WorkerProc:
+@pytest.fixture
+def lease_server(tmp_path: Path, database_url: str) -> Iterator[Server]:
+    """:func:`lease_test_server` polling every second."""
+    yield from lease_test_server(tmp_path, database_url, 1)
+
+
+def start_worker(tmp_path: Path, server: Server, name: str, poll_s: float = 1) -> WorkerProc:
     return WorkerProc(
         tmp_path,
         server.address,
-        env={"WORKER_POLL_INTERVAL_SECONDS": "1", "WORKER_ABORT_GRACE_SECONDS": "1"},
+        env={"WORKER_POLL_INTERVAL_SECONDS": str(poll_s), "WORKER_ABORT_GRACE_SECONDS": "1"},
         name=name,
     )
 
@@ -568,32 +574,12 @@ def test_a_stopped_worker_loses_the_lease_and_the_standby_runs_the_next_job(
 
 @pytest.fixture
 def slow_poll_server(tmp_path: Path, database_url: str) -> Iterator[Server]:
-    """A scheduler service without its worker, 2 s lease, 0.5 s heartbeats and a worker
-    poll interval (10 s) longer than the lease TTL."""
-    srv = Server(
-        tmp_path,
-        env={
-            "WORKER_IS_ENABLED": "false",
-            "WORKER_POLL_INTERVAL_SECONDS": "10",
-            "TICKWORK_LEASE_TTL_SECONDS": str(LEASE_TTL_S),
-            "TICKWORK_HEARTBEAT_INTERVAL_SECONDS": str(HEARTBEAT_S),
-        },
-        database_url=database_url,
-        name="api",
-    )
-    try:
-        yield srv.wait_healthy()
-    finally:
-        srv.stop()
+    """:func:`lease_test_server` with a poll interval (10 s) longer than the lease TTL."""
+    yield from lease_test_server(tmp_path, database_url, 10)
 
 
 def start_slow_poll_worker(tmp_path: Path, server: Server, name: str) -> WorkerProc:
-    return WorkerProc(
-        tmp_path,
-        server.address,
-        env={"WORKER_POLL_INTERVAL_SECONDS": "10", "WORKER_ABORT_GRACE_SECONDS": "1"},
-        name=name,
-    )
+    return start_worker(tmp_path, server, name, poll_s=10)
 
 
 @pytest.mark.parametrize("job_s", [0.0, 3.5 * LEASE_TTL_S], ids=["idle", "long-job"])
