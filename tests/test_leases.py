@@ -752,3 +752,37 @@ def test_a_job_that_blocks_its_worker_s_event_loop_keeps_the_lease_and_nothing_o
         ("start", "b"),
         ("end", "b"),
     ]
+
+
+async def test_a_reconnecting_worker_waits_for_its_old_stream_to_end(
+    tmp_path: Path, database_url: str
+) -> None:
+    """A worker that reconnects while its old stream's session lives on (the service has not
+    noticed the break yet) is a new lease holder: a standby until the old session ends and
+    gives the lease up. Before, both sessions counted as holding it, and the old session's
+    end gave up the lease the new one was using, so another worker took over under it."""
+    async with inprocess(
+        tmp_path, database_url, T0, lease_ttl_s=10, heartbeat_interval_s=1, worker_poll_interval_s=1
+    ) as h:
+        for name in ("t", "u"):
+            await h.client.create_task(name, "shell", {"argv": ["true"]})
+        async with raw_worker(h.service.address, "w-A") as new:
+            async with raw_worker(h.service.address, "w-A") as old:
+                assert (await old.hello()).active
+                assert not (await new.hello()).active  # the same worker, a new stream
+                await old.send(poll_job=Request.PollJob())
+                await new.send(poll_job=Request.PollJob())
+                (run,) = await h.client.run("t")
+                assign = (await old.expect("assign_job")).assign_job
+                assert assign.job.id == run.job_id
+                await old.send(
+                    outcome=Request.Outcome(
+                        job_id=run.job_id,
+                        lease_token=assign.lease_token,
+                        status=job_pb2.JOB_STATUS_SUCCEEDED,
+                    )
+                )
+                assert (await old.expect("outcome_ack")).outcome_ack.accepted
+            # The old stream ended: its session gave the lease up; the new one takes it.
+            (second,) = await h.client.run("u")
+            assert (await new.expect("assign_job")).assign_job.job.id == second.job_id

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 from collections.abc import AsyncIterator
 from contextlib import suppress
 from typing import Any
@@ -40,6 +41,10 @@ class WorkerSession:
     def __init__(self, app: App, worker_id: str, *, next_job_in_ack: bool = False) -> None:
         self.app = app
         self.worker_id = worker_id
+        self.holder = f"{worker_id}#{secrets.token_hex(4)}"
+        """This stream's name as the ``worker`` lease holder (and on the jobs it claims): the
+        worker id and a nonce of the session. A worker that reconnects is a new holder, so the
+        old stream's session, ending later, cannot give up the lease the new one holds."""
         self.next_job_in_ack = next_job_in_ack
         """The worker's Hello set next_job_in_outcome_ack."""
         self.active = False
@@ -57,7 +62,7 @@ class WorkerSession:
 
     async def _hold_worker_lease(self) -> bool:
         token = await self.app.store.acquire_lease(
-            "worker", self.worker_id, self.app.clock(), self._s.lease_ttl_s
+            "worker", self.holder, self.app.clock(), self._s.lease_ttl_s
         )
         was, self.active = self.active, token is not None
         state = "active" if self.active else "standby"
@@ -159,7 +164,7 @@ class WorkerSession:
             if self.app.dispatching and self.active and not self.job_id and not self.app.hub.firing:
                 now = self.app.clock()
                 claimed = await self.app.store.claim_next_job(
-                    self.worker_id, now, self._s.lease_ttl_s, worker_lease_holder=self.worker_id
+                    self.holder, now, self._s.lease_ttl_s, worker_lease_holder=self.holder
                 )
                 if claimed is not None:
                     self._assign(*claimed)
@@ -251,7 +256,7 @@ class WorkerSession:
             status,
             m.error,
             m.output_tail,
-            claim_next_for=self.worker_id if claim else None,
+            claim_next_for=self.holder if claim else None,
         )
         if m.job_id == self.job_id:
             self.app.hub.on_abort(m.job_id, None)
@@ -284,7 +289,7 @@ class WorkerSession:
         self.app.metrics.worker_state(self._gauge_state, None)
         self._gauge_state = None
         if self.active:
-            await self.app.store.release_lease("worker", self.worker_id, self.app.clock())
+            await self.app.store.release_lease("worker", self.holder, self.app.clock())
             self.app.queue_changed()  # a standby, here or on another replica, takes over
         log.info("worker disconnected", extra={"worker_id": self.worker_id})
 
