@@ -99,8 +99,14 @@ def log_level_from_env() -> int:
     return int(getattr(logging, value))
 
 
+#: Libraries whose DEBUG lines (every poll of the event loop, every statement, every HTTP/2
+#: frame) would bury tickwork's own at TICKWORK_LOG_LEVEL=DEBUG: they log from INFO up.
+QUIET_LIBRARIES = ("asyncio", "grpc", "aiosqlite", "sqlalchemy", "alembic", "aiosmtplib")
+
+
 def setup_logging(level: int = logging.INFO, *, json_format: bool = False) -> None:
-    """Send logs to stderr in the chosen format (idempotent)."""
+    """Send logs to stderr in the chosen format (idempotent). At DEBUG, only tickwork's own
+    loggers log DEBUG lines; the libraries of :data:`QUIET_LIBRARIES` stay at INFO."""
     handler = logging.StreamHandler()
     handler.setFormatter(
         JsonFormatter()
@@ -110,3 +116,5 @@ def setup_logging(level: int = logging.INFO, *, json_format: bool = False) -> No
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
+    for name in QUIET_LIBRARIES:
+        logging.getLogger(name).setLevel(max(level, logging.INFO))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 from tests.harness import Server, WorkerProc, wait_for
 from tickwork import Client, Job, JobStatus, SkipReason
@@ -104,3 +105,20 @@ def test_queue_skip_logic_returns_same_job(api_client: Client) -> None:
     (second,) = api_client.run("q")
     assert second.skipped and second.skip_reason == SkipReason.SKIP_REASON_ALREADY_QUEUED
     assert second.job_id == first.job_id
+
+
+def test_debug_logging_shows_tickwork_s_lines_not_every_library_s(tmp_path: Path) -> None:
+    """TICKWORK_LOG_LEVEL=DEBUG adds tickwork's own detail (each assignment, each finish);
+    asyncio, gRPC, SQLAlchemy and aiosqlite keep to INFO and above, so it stays readable."""
+    srv = Server(tmp_path, env={"TICKWORK_LOG_LEVEL": "DEBUG"}).wait_healthy()
+    try:
+        with Client(srv.address) as client:
+            client.create_task("hello", "shell", {"argv": ["echo", "hello"]})
+            (run,) = client.run("hello")
+            assert client.wait(run.job_id, timeout=30).status == JobStatus.JOB_STATUS_SUCCEEDED
+        output = srv.output()
+    finally:
+        srv.stop()
+    debug = [line.split()[3] for line in output.splitlines() if " DEBUG " in line]
+    assert debug, output[-2000:]
+    assert all(name.split(".")[0] in ("scheduler_svc", "worker_svc") for name in debug), debug
