@@ -117,4 +117,5 @@ def setup_logging(level: int = logging.INFO, *, json_format: bool = False) -> No
     root.handlers[:] = [handler]
     root.setLevel(level)
     for name in QUIET_LIBRARIES:
-        logging.getLogger(name).setLevel(max(level, logging.INFO))
+        library = logging.getLogger(name)  # SQLAlchemy sets its own to WARNING: kept
+        library.setLevel(max(level, logging.INFO, library.level))
