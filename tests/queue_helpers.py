@@ -58,6 +58,21 @@ async def claim(h: Harness, worker_id: str = "test-worker", ttl_s: float = 30.0)
     return claimed[0]
 
 
+async def create_flaky(
+    h: Harness, max_attempts: int, backoff_base_seconds: float, backoff_cap_seconds: float
+) -> None:
+    """Create the task ``flaky``: a shell ``false`` (it always fails) with this retry policy
+    (seconds)."""
+    await h.client.create_task(
+        "flaky",
+        "shell",
+        {"argv": ["false"]},
+        max_attempts=max_attempts,
+        backoff_base_seconds=backoff_base_seconds,
+        backoff_cap_seconds=backoff_cap_seconds,
+    )
+
+
 async def finish(h: Harness, job: JobRecord, status: str, error: str = "") -> FinishResult:
     """Report a claimed job's outcome as the worker stream would."""
     return await h.service.app.finish_job(job.id, job.lease_token or "", status, error, "")

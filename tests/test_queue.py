@@ -21,6 +21,7 @@ from tests.queue_helpers import (
     Request,
     Response,
     claim,
+    create_flaky,
     eventually,
     finish,
     inprocess_worker,
@@ -332,14 +333,7 @@ async def test_running_a_task_whose_retry_waits_wakes_a_waiting_poll(
             return ready
 
         monkeypatch.setattr(store, "next_ready_time", next_ready_time)
-        await h.client.create_task(
-            "flaky",
-            "shell",
-            {"argv": ["false"]},
-            max_attempts=2,
-            backoff_base_seconds=600,
-            backoff_cap_seconds=600,
-        )
+        await create_flaky(h, 2, 600, 600)
         await h.client.run("flaky")
         retry = (await finish(h, await claim(h), "FAILED", "boom")).retry
         assert retry is not None and retry.not_before is not None

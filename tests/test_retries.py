@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from scheduler_svc.store import backoff_delay_s
 from tests.inprocess import inprocess
-from tests.queue_helpers import claim, finish
+from tests.queue_helpers import claim, create_flaky, finish
 from tickwork import InvalidArgument, JobStatus, SkipReason, Trigger
 
 UTC = dt.UTC
@@ -48,14 +48,7 @@ async def test_backoff_is_exponential_capped_and_stops_at_max_attempts(
     async with inprocess(tmp_path, database_url, T0) as h:
         jitter = PinnedJitter(1.0)  # always the top of the jitter range
         h.service.app.store.rng = jitter
-        await h.client.create_task(
-            "flaky",
-            "shell",
-            {"argv": ["false"]},
-            max_attempts=5,
-            backoff_base_seconds=2,
-            backoff_cap_seconds=5,
-        )
+        await create_flaky(h, 5, 2, 5)
         (run,) = await h.client.run("flaky")
         delays = []
         job = await claim(h)
@@ -100,14 +93,7 @@ async def test_backoff_is_exponential_capped_and_stops_at_max_attempts(
 async def test_a_retry_is_never_immediate(tmp_path: Path, database_url: str) -> None:
     async with inprocess(tmp_path, database_url, T0) as h:
         h.service.app.store.rng = PinnedJitter(0.0)  # the bottom of the jitter range
-        await h.client.create_task(
-            "flaky",
-            "shell",
-            {"argv": ["false"]},
-            max_attempts=3,
-            backoff_base_seconds=0.1,
-            backoff_cap_seconds=0.2,
-        )
+        await create_flaky(h, 3, 0.1, 0.2)
         await h.client.run("flaky")
         job = await claim(h)
         result = await finish(h, job, "FAILED", "boom")
@@ -119,14 +105,7 @@ async def test_a_retry_is_never_immediate(tmp_path: Path, database_url: str) -> 
 async def test_jittered_delays_stay_within_their_bounds(tmp_path: Path, database_url: str) -> None:
     async with inprocess(tmp_path, database_url, T0) as h:
         h.service.app.store.rng = random.Random(4)
-        await h.client.create_task(
-            "flaky",
-            "shell",
-            {"argv": ["false"]},
-            max_attempts=8,
-            backoff_base_seconds=3,
-            backoff_cap_seconds=40,
-        )
+        await create_flaky(h, 8, 3, 40)
         await h.client.run("flaky")
         job = await claim(h)
         delays = []
@@ -230,14 +209,7 @@ async def test_running_a_task_whose_scheduler_retry_waits_runs_it_now_and_it_sti
     job), and it keeps its scheduler trigger, so its final failure counts."""
     async with inprocess(tmp_path, database_url, T0) as h:
         h.service.app.store.rng = PinnedJitter(1.0)
-        await h.client.create_task(
-            "flaky",
-            "shell",
-            {"argv": ["false"]},
-            max_attempts=2,
-            backoff_base_seconds=600,
-            backoff_cap_seconds=600,
-        )
+        await create_flaky(h, 2, 600, 600)
         await h.client.create_task("urgent", "shell", {"argv": ["true"]}, task_priority=300)
         await h.client.create_schedule("s", ["flaky"], cron="*/5 * * * *")
         await h.client.create_schedule("u", ["urgent"], cron="*/5 * * * *")
@@ -270,14 +242,7 @@ async def test_running_a_task_whose_api_retry_waits_makes_that_retry_ready_now(
 ) -> None:
     async with inprocess(tmp_path, database_url, T0) as h:
         h.service.app.store.rng = PinnedJitter(1.0)
-        await h.client.create_task(
-            "flaky",
-            "shell",
-            {"argv": ["false"]},
-            max_attempts=3,
-            backoff_base_seconds=60,
-            backoff_cap_seconds=60,
-        )
+        await create_flaky(h, 3, 60, 60)
         await h.client.run("flaky")
         retry = (await finish(h, await claim(h), "FAILED", "boom")).retry
         assert retry is not None and retry.not_before is not None
