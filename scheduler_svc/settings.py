@@ -218,6 +218,11 @@ def _check_smtp(smtp: SmtpSettings) -> None:
             "SMTP_HOST, SMTP_TO: SMTP_HOST is set but SMTP_TO is empty, so no email would "
             "be sent; set SMTP_TO (comma-separated addresses) or unset SMTP_HOST"
         )
+    if smtp.recipients and not smtp.host:
+        raise SettingsError(
+            "SMTP_TO, SMTP_HOST: SMTP_TO is set but SMTP_HOST is empty, so no email would "
+            "be sent; set SMTP_HOST (the SMTP server) or unset SMTP_TO"
+        )
 
 
 def _check_address(address: str, variable: str) -> None:

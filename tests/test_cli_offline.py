@@ -3,6 +3,7 @@ the messages for an unreachable server or a bad config file."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import io
 import os
 import subprocess
@@ -167,6 +168,11 @@ def test_help_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     for command in ("serve", "worker", "apply", "tasks", "jobs", "schedules", "cron"):
         assert command in out
+
+
+def test_version_is_the_installed_distributions(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"tickwork {importlib.metadata.version('tickwork')}\n"
 
 
 def test_bad_status_name_is_a_validation_error(capsys: pytest.CaptureFixture[str]) -> None:

@@ -155,6 +155,7 @@ def refused_up_front(result: subprocess.CompletedProcess[str], tmp_path: Path) -
             "SMTP_STARTTLS, SMTP_TLS: choose one",
         ),
         ({"SMTP_HOST": "mail"}, "SMTP_HOST, SMTP_TO: "),
+        ({"SMTP_TO": "ops@example.com"}, "SMTP_TO, SMTP_HOST: "),
     ],
 )
 def test_a_setting_out_of_range_is_refused_up_front(

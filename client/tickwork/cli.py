@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.metadata
 import json
 import os
 import sys
@@ -167,6 +168,15 @@ def _client(args: argparse.Namespace) -> Client:
     return Client(args.server, token=args.token, tls=tls if tls is not None else False)
 
 
+def _installed_version() -> str:
+    """The installed distribution's version (pyproject.toml's), or "unknown" when tickwork
+    runs from a source tree that was never installed."""
+    try:
+        return importlib.metadata.version("tickwork")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Build the argument parser (exposed for documentation and tests)."""
     server_help = f"tickwork API address (default: ${rq.SERVER_ENV} or {rq.DEFAULT_SERVER})"
@@ -175,6 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="tickwork: run tasks on cron and interval schedules, and on demand.",
     )
     parser.add_argument("--server", metavar="HOST:PORT", default=None, help=server_help)
+    parser.add_argument("--version", action="version", version=f"tickwork {_installed_version()}")
     _connection_options(parser, None)
     # Lets every networked subcommand take --server (and the others) after its name too.
     net = argparse.ArgumentParser(add_help=False)
