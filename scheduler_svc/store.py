@@ -1191,15 +1191,23 @@ class Store:
     ) -> list[FireResult]:
         if not requests:
             return []
-        wanted = {r.schedule_id for r in requests}
-        found = set(
-            conn.execute(sa.select(schedules.c.id).where(schedules.c.id.in_(wanted))).scalars()
-        )
         all_task_ids = {t for r in requests if not r.missed for t in r.task_ids}
         by_id = {
             row.id: _FiringTask(*row)
             for row in conn.execute(_FIRING_TASKS, {"b_task_ids": list(all_task_ids)})
         }
+        # The schedules after their tasks (LOCK_ORDER), FOR KEY SHARE on PostgreSQL: a
+        # DeleteSchedule under way is waited for and its schedule is then not found. Read
+        # unlocked, it was found, and the fire's row then failed its foreign key when the
+        # delete committed: the whole call failed, every other schedule's fire with it.
+        found_query = sa.select(schedules.c.id).where(
+            schedules.c.id.in_({r.schedule_id for r in requests})
+        )
+        if self.db.dialect.skip_locked:
+            found_query = found_query.order_by(schedules.c.id).with_for_update(
+                read=True, key_share=True
+            )
+        found = set(conn.execute(found_query).scalars())
         live = [r for r in requests if r.schedule_id in found]
         recorded = self._record_fires_bulk(conn, live, by_id, now)
         out = []

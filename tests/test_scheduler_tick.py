@@ -8,6 +8,7 @@ import datetime as dt
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import asyncpg
 import pytest
 
 from scheduler_svc.records import ScheduleRecord
@@ -438,3 +439,48 @@ async def test_a_tick_racing_task_deletes_neither_fails_nor_deadlocks(
         for i in range(40):
             (fire,) = await h.client.list_fires(f"s{i:02d}")
             assert {r.task_name for r in fire.runs} <= {f"a{i:02d}", f"b{i:02d}"}
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+async def test_a_tick_racing_a_schedule_delete_fires_every_other_schedule(
+    tmp_path: Path, database_url: str
+) -> None:
+    """A DeleteSchedule that has deleted its row but not committed when a tick records the
+    fires: the tick found that schedule (read unlocked), so its fire's row failed the
+    foreign key once the delete committed, and the whole EnqueueFires ended UNAVAILABLE:
+    every other due schedule of the batch went unfired in that tick. Now the schedules
+    are read FOR KEY SHARE: the tick waits for the delete and reports that schedule not
+    found; the others fire."""
+    async with inprocess(tmp_path, database_url, T0) as h:
+        for name in ("doomed", "kept-1", "kept-2"):
+            await h.client.create_task(name, "shell", {"argv": ["true"]})
+            await h.client.create_schedule(name, [name], cron="* * * * *")
+        doomed = (await h.client.get_schedule("doomed")).id
+        dsn = database_url.replace("+asyncpg", "")
+        deleter, admin = await asyncpg.connect(dsn), await asyncpg.connect(dsn)
+        try:
+            delete = deleter.transaction()
+            await delete.start()
+            await deleter.execute("DELETE FROM schedules WHERE id = $1", doomed)
+            tick = asyncio.create_task(h.tick(at("2026-06-01T10:01:00.100+00:00")))
+            deadline = asyncio.get_running_loop().time() + 10
+            waiting = (
+                "SELECT count(*) FROM pg_stat_activity"
+                " WHERE datname = $1 AND wait_event_type = 'Lock'"
+            )
+            while not await admin.fetchval(waiting, database_url.rsplit("/", 1)[1]):
+                assert asyncio.get_running_loop().time() < deadline, "the tick never waited"
+                assert not tick.done(), tick
+                await asyncio.sleep(0.01)
+            await delete.commit()
+            await tick
+        finally:
+            await deleter.close()
+            await admin.close()
+        for name in ("kept-1", "kept-2"):
+            (fire,) = await h.client.list_fires(name)
+            assert fire.outcome == FireOutcome.FIRE_OUTCOME_ENQUEUED
+            assert fire.fire_time.ToDatetime(tzinfo=UTC) == at("2026-06-01T10:01:00+00:00")
+            schedule = await h.client.get_schedule(name)
+            assert schedule.next_run_time.ToDatetime(tzinfo=UTC) == at("2026-06-01T10:02:00+00:00")
+        assert sorted(j.task_name for j in await h.client.list_jobs()) == ["kept-1", "kept-2"]
