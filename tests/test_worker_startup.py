@@ -51,3 +51,28 @@ def test_a_server_without_a_port_is_dialed_on_50051(tmp_path: Path) -> None:
         assert "connecting to 127.0.0.9:50051 " in proc.output(), proc.output()
     finally:
         proc.stop()
+
+
+@pytest.mark.parametrize(
+    ("variable", "flag"),
+    [
+        ("TICKWORK_TLS_CA_FILE", "--tls-ca"),
+        ("TICKWORK_TLS_CLIENT_CERT_FILE", "--tls-cert"),
+        ("TICKWORK_TLS_CLIENT_KEY_FILE", "--tls-key"),
+    ],
+)
+def test_an_unreadable_tls_file_is_refused(tmp_path: Path, variable: str, flag: str) -> None:
+    """A TLS file the worker cannot read is a setting it cannot honour: exit 2 at start with
+    one line naming the variable, not a crash with a traceback when it first dials."""
+    pem = tmp_path / "present.pem"
+    pem.write_text("-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n")
+    env = {
+        "TICKWORK_TLS_CLIENT_CERT_FILE": str(pem),
+        "TICKWORK_TLS_CLIENT_KEY_FILE": str(pem),
+        variable: str(tmp_path / "missing.pem"),
+    }
+    result = worker(**env)
+    assert result.returncode == 2, result
+    assert "Traceback" not in result.stderr, result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert f"{variable} ({flag}): cannot read {tmp_path / 'missing.pem'}" in line, line

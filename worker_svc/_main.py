@@ -9,6 +9,7 @@ import signal
 import sys
 
 from tickwork._channel import TlsConfig
+from tickwork.errors import InvalidArgument
 from worker_svc.settings import WorkerSettings
 from worker_svc.worker import Worker
 
@@ -123,8 +124,13 @@ def main(
     _configure_logging(json_format=fmt == "json")
     try:
         settings = WorkerSettings.from_env(server, token=token, tls=tls)
+        if settings.tls is not None:
+            settings.tls.check_files()
     except ValueError as exc:
         logger.error("invalid worker settings: %s", exc)
+        return 2
+    except InvalidArgument as exc:
+        logger.error("invalid worker settings: %s", exc.details)
         return 2
     try:
         asyncio.run(_run_until_signalled(settings))

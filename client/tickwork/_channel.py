@@ -75,6 +75,26 @@ class TlsConfig:
             certificate_chain=_read(self.cert_file) if self.cert_file else None,
         )
 
+    def check_files(self) -> None:
+        """Read every file now, so that a process (the worker) can refuse an unreadable one
+        at start instead of failing when it first dials.
+
+        Raises:
+            InvalidArgument: ``VARIABLE (--flag): cannot read PATH: why``.
+        """
+        for path, variable, flag in (
+            (self.ca_file, TLS_CA_ENV, "--tls-ca"),
+            (self.cert_file, TLS_CERT_ENV, "--tls-cert"),
+            (self.key_file, TLS_KEY_ENV, "--tls-key"),
+        ):
+            if path:
+                try:
+                    Path(path).expanduser().read_bytes()
+                except OSError as err:
+                    raise InvalidArgument(
+                        f"{variable} ({flag}): cannot read {path}: {err.strerror}"
+                    ) from None
+
     def options(self) -> list[tuple[str, str]]:
         """Channel options (the server name override, when set)."""
         return [("grpc.ssl_target_name_override", self.server_name)] if self.server_name else []
