@@ -9,6 +9,7 @@ import copy
 import datetime as dt
 import subprocess
 import sys
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -22,7 +23,7 @@ from alembic.migration import MigrationContext
 from scheduler_svc import migrate, store
 from scheduler_svc.db import Database, fires, jobs, metadata, schedule_tasks, schedules, tasks
 from scheduler_svc.migrate import head_revision
-from tests.databases import run_sql
+from tests.databases import PG_ADMIN, run_sql
 from tests.harness import REPO, Server, base_env
 from tests.test_replicas import REPLICA_ENV, Replicas, pg_url  # noqa: F401 - pg_url is a fixture
 
@@ -101,6 +102,21 @@ def test_db_commands_report_an_unreachable_database() -> None:
         result.stderr
     )
     assert "secret" not in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("action", ["current", "upgrade"])
+def test_db_commands_report_a_missing_database_in_one_line(action: str) -> None:
+    """A PostgreSQL server that answers but has no such database: one line, as serve says
+    it (not SQLAlchemy's text with its "Background on this error" link on a second line)."""
+    base = PG_ADMIN.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://")
+    name = f"tw_test_missing_{uuid.uuid4().hex[:12]}"
+    result = tickwork_db(f"{base}/{name}", action)
+    assert result.returncode == 1, result
+    assert "Traceback" not in result.stderr, result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("error: cannot reach the database at postgresql+asyncpg://"), line
+    assert f'database "{name}" does not exist' in line, line
+    assert "sqlalche.me" not in line, line
 
 
 @pytest.mark.parametrize(

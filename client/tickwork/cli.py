@@ -552,6 +552,7 @@ def _cmd_db(action: str, out: TextIO) -> int:
     from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
     from scheduler_svc import errors, migrate
+    from scheduler_svc.server import DatabaseUnreachable
     from scheduler_svc.settings import SettingsError, check_database_url
 
     try:
@@ -569,14 +570,14 @@ def _cmd_db(action: str, out: TextIO) -> int:
     try:
         before, after = _on_database(action)
     except errors.StorageError as err:
-        cause = err.__cause__ or err
-        print(f"error: cannot reach the database at {shown}: {cause}", file=sys.stderr)
+        print(f"error: {DatabaseUnreachable(_database_url(), err)}", file=sys.stderr)
         return EXIT_FAILED
     except errors.TickworkError as err:
         print(f"error: {err.message}", file=sys.stderr)
         return EXIT_FAILED
     except (SQLAlchemyError, OSError) as err:
-        print(f"error: cannot reach the database at {shown}: {err}", file=sys.stderr)
+        # one line, as serve says it (SQLAlchemy's text adds a "Background on this error" line)
+        print(f"error: {DatabaseUnreachable(_database_url(), err)}", file=sys.stderr)
         return EXIT_FAILED
     head = migrate.head_revision()
     if action == "upgrade":
