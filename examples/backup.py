@@ -36,9 +36,12 @@ def sqlite_path(database_url: str) -> Path:
             ``pg_dump``, or an in-memory database).
     """
     scheme, sep, rest = database_url.partition(":///")
-    if not sep or not scheme.split("+", 1)[0] == "sqlite":
+    if not sep or scheme.split("+", 1)[0] != "sqlite":
+        # Only the scheme: the rest may hold a password, and this message becomes the job's
+        # error, which every viewer can read.
+        shown = database_url.partition(":")[0] or "?"
         raise ValueError(
-            f"DATABASE_URL {database_url!r} is not a SQLite file URL; "
+            f"DATABASE_URL ({shown}://...) is not a SQLite file URL; "
             "back PostgreSQL up with pg_dump instead"
         )
     path = rest.split("?", 1)[0]
