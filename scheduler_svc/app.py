@@ -61,6 +61,7 @@ class App:
         #: None: changes are seen by other replicas at their next poll.
         self.replicas: ReplicaWakeups | None = None
         self._background: set[asyncio.Task[None]] = set()
+        self._stream_ends: set[asyncio.Future[None]] = set()
 
     async def enqueue(
         self,
@@ -260,6 +261,19 @@ class App:
         if next_run_at is not None and wakes_at is not None and wakes_at <= next_run_at:
             return
         self.hub.schedules.fire()
+
+    def stream_ends_with(self, ended: asyncio.Future[None]) -> None:
+        """Register a worker stream, which resolves ``ended`` once its clean-up (giving
+        the worker lease up, a database write) is done; see :meth:`streams_ended`."""
+        self._stream_ends.add(ended)
+        ended.add_done_callback(self._stream_ends.discard)
+
+    async def streams_ended(self, timeout_s: float) -> None:
+        """Wait up to ``timeout_s`` for the clean-up of every worker stream; used on
+        shutdown, after the gRPC server has ended the streams and before the database is
+        closed."""
+        if self._stream_ends:
+            await asyncio.wait(list(self._stream_ends), timeout=timeout_s)
 
     async def drain(self) -> None:
         """Wait for background work (emails) to finish; used on shutdown."""

@@ -216,6 +216,8 @@ class Service:
                 with suppress(Exception, asyncio.CancelledError):
                     await asyncio.wait_for(asyncio.shield(task), grace_s)
         await server_stopped
+        # The streams the server ended give the worker lease up before the database closes.
+        await self.app.streams_ended(timeout_s=5.0)
         if self.app.replicas is not None:
             # The other replicas hear of what this one let go (the worker lease) at once.
             await self.app.replicas.flush(timeout_s=1.0)

@@ -4,6 +4,8 @@ accepting work and loses no accepted job (a restart on the same database runs it
 
 from __future__ import annotations
 
+import asyncio
+import datetime as dt
 import signal
 import time
 from collections.abc import Iterator
@@ -11,7 +13,9 @@ from pathlib import Path
 
 import grpc
 import pytest
+import sqlalchemy as sa
 
+from scheduler_svc.db import Database, leases
 from tests.harness import Server, WorkerProc, wait_for
 from tests.queue_helpers import (
     DEADLINE_S,
@@ -219,3 +223,54 @@ def test_sigterm_on_an_embedded_server_refuses_work_and_finishes_its_job(
         srv.stop()
         if restarted is not None:
             restarted.stop()
+
+
+def worker_lease(database_url: str) -> tuple[str, dt.datetime]:
+    """The ``worker`` lease row: (holder, expires_at in UTC)."""
+
+    def select(conn: sa.Connection) -> tuple[str, dt.datetime]:
+        query = sa.select(leases.c.holder, leases.c.expires_at).where(leases.c.name == "worker")
+        row = conn.execute(query).one()
+        return str(row.holder), row.expires_at
+
+    async def read() -> tuple[str, dt.datetime]:
+        db = Database(database_url)
+        try:
+            return await db.read(select)
+        finally:
+            await db.dispose()
+
+    return asyncio.run(read())
+
+
+def test_sigterm_on_the_server_releases_the_dedicated_workers_lease(
+    tmp_path: Path, database_url: str
+) -> None:
+    """A dedicated worker's stream still open when the server's grace ends is closed by the
+    server as any stream is: its session gives the worker lease up before the database is
+    closed (no "cannot schedule new futures after shutdown" traceback), so the worker
+    that reconnects to the restarted service is active at once, not a lease TTL later."""
+    gate = tmp_path / "gate"
+    env = {**SERVER_ENV, "WORKER_IS_ENABLED": "false", "TICKWORK_LEASE_TTL_SECONDS": "60"}
+    srv = Server(tmp_path, env=env, database_url=database_url, name="api")
+    worker: WorkerProc | None = None
+    try:
+        srv.wait_healthy()
+        with Client(srv.address, timeout=10) as client:
+            gated_task(client, "running", gate)  # never finishes: the gate is never made
+            worker = WorkerProc(tmp_path, srv.address, env={"WORKER_POLL_INTERVAL_SECONDS": "1"})
+            (running,) = client.run("running")
+            wait_status(client, running.job_id, JobStatus.JOB_STATUS_RUNNING)
+            holder, _ = worker_lease(database_url)
+            assert holder
+        srv.kill(signal.SIGTERM)
+        assert exit_code(srv) == 0
+        stopped = dt.datetime.now(dt.UTC)
+        assert "Traceback" not in srv.output(), srv.output()
+        holder_after, expires_at = worker_lease(database_url)
+        assert holder_after == holder
+        assert expires_at <= stopped, (expires_at, stopped)  # released, not left to expire
+    finally:
+        if worker is not None:
+            worker.stop()
+        srv.stop()

@@ -358,7 +358,19 @@ class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):
             finally:
                 session.out.put_nowait(None)
 
+        async def end() -> None:
+            reader.cancel()
+            with suppress(asyncio.CancelledError, Exception):
+                await reader
+            await session.close()
+
         reader = asyncio.create_task(read(), name="worker-read")
+        # A stopping service cancels this stream when its grace ends and then closes the
+        # database: it waits for this (App.streams_ended) first, so that the session still gives
+        # the worker lease up (a worker reconnecting to the restarted service is active at
+        # once) instead of failing on a closed database.
+        ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.app.stream_ends_with(ended)
         try:
             await session.start()
             while True:
@@ -369,7 +381,6 @@ class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):
             if reader.done() and not reader.cancelled() and reader.exception() is not None:
                 raise reader.exception()  # type: ignore[misc]
         finally:
-            reader.cancel()
-            with suppress(asyncio.CancelledError, Exception):
-                await reader
-            await asyncio.shield(session.close())
+            ending = asyncio.ensure_future(end())
+            ending.add_done_callback(lambda _: None if ended.done() else ended.set_result(None))
+            await asyncio.shield(ending)
