@@ -551,3 +551,31 @@ def test_numeric_page_tokens_take_ascii_digits_only(shared_seeded: tuple[Server,
                     call(bad)
                 assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT, repr(bad)
                 assert (err.value.details() or "").startswith("page_token: malformed"), repr(bad)
+
+
+@pytest.mark.parametrize(
+    ("method", "field"),
+    [
+        ("tickwork.v1.TaskService/DeleteTask", "task_id"),
+        ("tickwork.v1.ScheduleService/DeleteSchedule", "schedule_id"),
+        ("tickwork.v1.ScheduleService/ListFires", "schedule_id"),
+        ("tickwork.v1.JobService/GetJob", "job_id"),
+        ("tickwork.v1.JobService/CancelJob", "job_id"),
+        ("tickwork.v1.JobService/WatchJob", "job_id"),
+    ],
+)
+def test_a_missing_id_is_invalid_argument(
+    shared_seeded: tuple[Server, Client], method: str, field: str
+) -> None:
+    """An empty request (``grpcurl -d '{}'``) names no object: INVALID_ARGUMENT "required",
+    as GetTask and UpdateTask answer, not NOT_FOUND "no job with id 0"."""
+    server, _ = shared_seeded
+    before = snapshot(server)
+    with grpc.insecure_channel(server.address) as channel, pytest.raises(grpc.RpcError) as err:
+        if method.endswith("WatchJob"):
+            list(channel.unary_stream(f"/{method}", None, None)(b"", timeout=10))
+        else:
+            channel.unary_unary(f"/{method}", None, None)(b"", timeout=10)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT, err.value
+    assert err.value.details() == f"{field}: required", err.value.details()
+    assert snapshot(server) == before

@@ -199,6 +199,14 @@ def fire(r: FireRecord) -> schedule_pb2.Fire:
     )
 
 
+def required_id(value: int, field: str) -> int:
+    """An id a request must give: 0 (left out, as in ``grpcurl -d '{}'``) is
+    INVALID_ARGUMENT "required", not a lookup of "id 0" that answers NOT_FOUND."""
+    if value == 0:
+        raise InvalidArgument("required", field=field)
+    return value
+
+
 def page_size(value: int) -> int:
     """A requested page size: 0 means 100; at most 1000 (see :func:`fit_page`)."""
     if value < 0:

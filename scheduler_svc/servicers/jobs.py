@@ -28,7 +28,9 @@ class JobServicer(job_pb2_grpc.JobServiceServicer):
 
     @rpc_errors
     async def GetJob(self, request: job_pb2.GetJobRequest, context: Ctx) -> job_pb2.GetJobResponse:
-        return job_pb2.GetJobResponse(job=cv.job(await self.app.store.get_job(request.job_id)))
+        return job_pb2.GetJobResponse(
+            job=cv.job(await self.app.store.get_job(cv.required_id(request.job_id, "job_id")))
+        )
 
     @rpc_errors
     async def ListJobs(
@@ -56,6 +58,7 @@ class JobServicer(job_pb2_grpc.JobServiceServicer):
     async def WatchJob(
         self, request: job_pb2.WatchJobRequest, context: Ctx
     ) -> AsyncIterator[job_pb2.WatchJobResponse]:
+        cv.required_id(request.job_id, "job_id")
         last = None
         while True:
             signal = self.app.hub.job_signal(request.job_id)
@@ -71,6 +74,8 @@ class JobServicer(job_pb2_grpc.JobServiceServicer):
     async def CancelJob(
         self, request: job_pb2.CancelJobRequest, context: Ctx
     ) -> job_pb2.CancelJobResponse:
-        job = await self.app.store.cancel_job(request.job_id, self.app.clock())
+        job = await self.app.store.cancel_job(
+            cv.required_id(request.job_id, "job_id"), self.app.clock()
+        )
         self.app.hub.job_changed(job.id)
         return job_pb2.CancelJobResponse(job=cv.job(job))

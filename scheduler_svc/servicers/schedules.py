@@ -285,7 +285,7 @@ class ScheduleServicer(schedule_pb2_grpc.ScheduleServiceServicer):
     async def DeleteSchedule(
         self, request: schedule_pb2.DeleteScheduleRequest, context: Ctx
     ) -> schedule_pb2.DeleteScheduleResponse:
-        await self.app.store.delete_schedule(request.schedule_id)
+        await self.app.store.delete_schedule(cv.required_id(request.schedule_id, "schedule_id"))
         self.app.schedules_changed()
         return schedule_pb2.DeleteScheduleResponse()
 
@@ -317,6 +317,7 @@ class ScheduleServicer(schedule_pb2_grpc.ScheduleServiceServicer):
     async def ListFires(
         self, request: schedule_pb2.ListFiresRequest, context: Ctx
     ) -> schedule_pb2.ListFiresResponse:
+        cv.required_id(request.schedule_id, "schedule_id")
         size = cv.page_size(request.page_size)
         before = None
         if request.page_token:

@@ -130,7 +130,7 @@ class TaskServicer(task_pb2_grpc.TaskServiceServicer):
     async def DeleteTask(
         self, request: task_pb2.DeleteTaskRequest, context: Ctx
     ) -> task_pb2.DeleteTaskResponse:
-        await self.app.store.delete_task(request.task_id)
+        await self.app.store.delete_task(cv.required_id(request.task_id, "task_id"))
         self.app.schedules_changed()
         return task_pb2.DeleteTaskResponse()
 
