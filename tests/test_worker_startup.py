@@ -76,3 +76,13 @@ def test_an_unreadable_tls_file_is_refused(tmp_path: Path, variable: str, flag: 
     assert "Traceback" not in result.stderr, result.stderr
     [line] = result.stderr.strip().splitlines()
     assert f"{variable} ({flag}): cannot read {tmp_path / 'missing.pem'}" in line, line
+
+
+def test_an_unknown_log_format_is_refused() -> None:
+    """As ``tickwork serve`` refuses it: a misspelt TICKWORK_LOG_FORMAT (say "jsonl") would
+    otherwise give text lines to a log pipeline that expects JSON."""
+    result = worker(TICKWORK_LOG_FORMAT="jsonl")
+    assert result.returncode == 2, result
+    assert "Traceback" not in result.stderr, result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert "TICKWORK_LOG_FORMAT: expected one of text, json, got 'jsonl'" in line, line

@@ -120,8 +120,14 @@ def main(
     Returns:
         int: the exit code: 0 after a stop, 2 for invalid settings, 1 if the worker crashed.
     """
-    fmt = log_format or os.environ.get("TICKWORK_LOG_FORMAT", "text").strip().lower()
+    fmt = (log_format or os.environ.get("TICKWORK_LOG_FORMAT", "")).strip().lower() or "text"
     _configure_logging(json_format=fmt == "json")
+    if fmt not in ("text", "json"):  # refused as tickwork serve refuses it
+        logger.error(
+            "invalid worker settings: TICKWORK_LOG_FORMAT: expected one of text, json, got %r",
+            fmt,
+        )
+        return 2
     try:
         settings = WorkerSettings.from_env(server, token=token, tls=tls)
         if settings.tls is not None:
