@@ -60,6 +60,25 @@ def nested(depth: int) -> dict[str, Any]:
 
 CASES: list[tuple[str, Callable[[Client], object], grpc.StatusCode, str]] = [
     (
+        # A Struct holds numbers as doubles: 2**53 + 1 would arrive as 2**53, silently.
+        "integer param a double cannot hold",
+        lambda c: c.create_task(
+            "x",
+            "python",
+            {"callable": "json:dumps", "kwargs": {"obj": [1, 2**53 + 1]}},
+        ),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "task.params: kwargs.obj[1]",
+    ),
+    (
+        "integer param a double cannot hold, in an update",
+        lambda c: c.update_task(
+            "existing", params={"argv": ["echo"], "timeout_seconds": -(10**17)}
+        ),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "task.params: timeout_seconds",
+    ),
+    (
         "job id beyond int64",
         lambda c: c.get_job(2**63),
         grpc.StatusCode.INVALID_ARGUMENT,

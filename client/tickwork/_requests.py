@@ -330,12 +330,39 @@ def to_struct(params: Mapping[str, Any], field: str = "params") -> Struct:
             f"{field}: nested more than {MAX_NESTING} objects or lists deep (protobuf's "
             "limit on message depth)"
         )
+    inexact = _inexact_integer(params, "")
+    if inexact is not None:
+        path, number = inexact
+        raise InvalidArgument(
+            f"{field}: {path}: {number} is beyond ±2**53, where numbers stop being exact (a "
+            "Struct holds them as doubles); give it as a string"
+        )
     struct = Struct()
     try:
         struct.update(dict(params))
     except (ValueError, TypeError, AttributeError) as err:
         raise InvalidArgument(f"{field}: not JSON-representable: {err}") from None
     return struct
+
+
+def _inexact_integer(value: object, path: str) -> tuple[str, int] | None:
+    """The path and value of the first int in ``value`` that a double cannot hold exactly
+    (it would arrive changed: 2**53 + 1 as 2**53), or None."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (path, value) if abs(value) > 2**53 else None
+    if isinstance(value, Mapping):
+        items: Iterable[tuple[str, Any]] = (
+            (f"{path}.{k}" if path else str(k), v) for k, v in value.items()
+        )
+    elif isinstance(value, list | tuple):
+        items = ((f"{path}[{i}]", v) for i, v in enumerate(value))
+    else:
+        return None
+    for child_path, child in items:
+        found = _inexact_integer(child, child_path)
+        if found is not None:
+            return found
+    return None
 
 
 def to_timestamp(value: datetime, field: str) -> Timestamp:
@@ -438,7 +465,7 @@ def build_task(
     _of_type(max_attempts, int, "max_attempts")
     _of_type(backoff_base_seconds, int | float, "backoff_base_seconds")
     _of_type(backoff_cap_seconds, int | float, "backoff_cap_seconds")
-    task = Task(params=to_struct(params))
+    task = Task(params=to_struct(params, "task.params"))
     for field, value in (
         ("name", name),
         ("description", description),
@@ -512,7 +539,7 @@ def update_task_request(current: Task, fields: TaskFields) -> UpdateTaskRequest:
         if key in _RETRY_FIELDS:
             continue
         if key == "params":
-            task.params.CopyFrom(to_struct(fields["params"]))
+            task.params.CopyFrom(to_struct(fields["params"], "task.params"))
         else:
             _assign(task, key, value)
         paths.append(key)
