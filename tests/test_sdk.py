@@ -390,7 +390,7 @@ def test_cli_tasks_get_and_abort(
     }
     assert fields["name"] == "cli-long" and fields["handler"] == "shell"
     assert fields["params"] == '{"argv": ["sleep", "60"]}'
-    assert '"maxAttempts": 3' in fields["retry_policy"]
+    assert '"max_attempts": 3' in fields["retry_policy"]  # as in an apply file
     assert fields["description"] == "sleeps a minute"
 
     assert main([*base, "tasks", "abort", "cli-long"]) == 0
@@ -404,6 +404,38 @@ def test_cli_tasks_get_and_abort(
 
     assert main([*base, "tasks", "get", "no-such-task"]) == 1
     assert capsys.readouterr().err.startswith("error: NOT_FOUND: ")
+
+
+def test_cli_enables_disables_and_deletes_schedules_and_tasks(
+    server: Server, tw: Client, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What an apply file cannot do: stop a schedule, and remove what it no longer names."""
+    base = ["--server", server.address]
+    tw.create_task("cli-gone", "shell", {"argv": ["true"]})
+    tw.create_schedule("cli-hourly", ["cli-gone"], cron="0 * * * *")
+
+    assert main([*base, "schedules", "disable", "cli-hourly"]) == 0
+    assert capsys.readouterr().out == "schedule cli-hourly: disabled\n"
+    schedule = tw.get_schedule("cli-hourly")
+    assert not schedule.enabled and not schedule.HasField("next_run_time")
+    assert main([*base, "schedules", "enable", "cli-hourly"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("schedule cli-hourly: enabled, next run ") and out.endswith(":00:00Z\n")
+    assert tw.get_schedule("cli-hourly").enabled
+
+    # The schedule's only task cannot go first: the refusal says what to do.
+    assert main([*base, "tasks", "delete", "cli-gone"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: FAILED_PRECONDITION: ") and "cli-hourly" in err
+    assert main([*base, "schedules", "delete", "cli-hourly"]) == 0
+    assert capsys.readouterr().out == "schedule cli-hourly: deleted\n"
+    assert main([*base, "tasks", "delete", "cli-gone"]) == 0
+    assert capsys.readouterr().out == "task cli-gone: deleted\n"
+    assert [t.name for t in tw.list_tasks() if t.name == "cli-gone"] == []
+
+    for argv in (["schedules", "delete", "cli-hourly"], ["tasks", "delete", "cli-gone"]):
+        assert main([*base, *argv]) == 1
+        assert capsys.readouterr().err.startswith("error: NOT_FOUND: ")
 
 
 def test_cli_apply_names_where_in_the_file_the_server_refused(

@@ -278,7 +278,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-f", "--file", metavar="FILE", required=True, help="TOML config file")
     p.set_defaults(func=_cmd_apply)
 
-    tasks = sub.add_parser("tasks", help="list, inspect, run, abort, enable and disable tasks")
+    tasks = sub.add_parser(
+        "tasks", help="list, inspect, run, abort, enable, disable and delete tasks"
+    )
     tsub = tasks.add_subparsers(dest="tasks_command", metavar="ACTION", required=True)
     p = tsub.add_parser("list", parents=[net], help="list tasks")
     p.set_defaults(func=_cmd_tasks_list)
@@ -320,6 +322,16 @@ def build_parser() -> argparse.ArgumentParser:
         p = tsub.add_parser(action, parents=[net], help=f"{action} a task")
         p.add_argument("name", metavar="NAME", help="task name")
         p.set_defaults(func=_cmd_tasks_enable, enabled=enabled)
+    p = tsub.add_parser(
+        "delete",
+        parents=[net],
+        help="delete a task, its jobs and its place in schedules",
+        description="Delete a task with all its jobs (their history too) and its place in "
+        "schedules. Refused (FAILED_PRECONDITION) while it has a running job, or when it is "
+        "the only task of a schedule: delete or change that schedule first.",
+    )
+    p.add_argument("name", metavar="NAME", help="task name")
+    p.set_defaults(func=_cmd_tasks_delete)
 
     jobs = sub.add_parser("jobs", help="list, inspect, watch and cancel jobs")
     jsub = jobs.add_subparsers(dest="jobs_command", metavar="ACTION", required=True)
@@ -351,7 +363,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("job_id", type=_positive_int, metavar="ID")
     p.set_defaults(func=_cmd_jobs_cancel)
 
-    schedules = sub.add_parser("schedules", help="list schedules and their fires")
+    schedules = sub.add_parser(
+        "schedules", help="list, enable, disable and delete schedules; show their fires"
+    )
     ssub = schedules.add_subparsers(dest="schedules_command", metavar="ACTION", required=True)
     p = ssub.add_parser("list", parents=[net], help="list schedules with their next run")
     p.set_defaults(func=_cmd_schedules_list)
@@ -361,6 +375,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", metavar="NAME", help="schedule name")
     p.add_argument("--limit", type=_positive_int, default=20, metavar="N", help="default 20")
     p.set_defaults(func=_cmd_schedules_fires)
+    for action, enabled in (("enable", True), ("disable", False)):
+        p = ssub.add_parser(
+            action,
+            parents=[net],
+            help=f"{action} a schedule",
+            description="Enable or disable a schedule. Its next run is computed from now: "
+            "enabling never catches up the time it was disabled.",
+        )
+        p.add_argument("name", metavar="NAME", help="schedule name")
+        p.set_defaults(func=_cmd_schedules_enable, enabled=enabled)
+    p = ssub.add_parser(
+        "delete",
+        parents=[net],
+        help="delete a schedule and its fire history (its tasks stay)",
+    )
+    p.add_argument("name", metavar="NAME", help="schedule name")
+    p.set_defaults(func=_cmd_schedules_delete)
 
     p = sub.add_parser(
         "cron",
@@ -765,6 +796,30 @@ def _cmd_tasks_enable(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+def _cmd_tasks_delete(args: argparse.Namespace, out: TextIO) -> int:
+    with _client(args) as client:
+        client.delete_task(args.name)
+    print(f"task {args.name}: deleted", file=out)
+    return EXIT_OK
+
+
+def _cmd_schedules_enable(args: argparse.Namespace, out: TextIO) -> int:
+    with _client(args) as client:
+        schedule = client.update_schedule(args.name, enabled=args.enabled)
+    state = "enabled" if schedule.enabled else "disabled"
+    if schedule.HasField("next_run_time"):
+        state += f", next run {_when(schedule, 'next_run_time')}"
+    print(f"schedule {schedule.name}: {state}", file=out)
+    return EXIT_OK
+
+
+def _cmd_schedules_delete(args: argparse.Namespace, out: TextIO) -> int:
+    with _client(args) as client:
+        client.delete_schedule(args.name)
+    print(f"schedule {args.name}: deleted", file=out)
+    return EXIT_OK
+
+
 def _cmd_jobs_list(args: argparse.Namespace, out: TextIO) -> int:
     statuses = [s for text in args.status for s in text.split(",") if s.strip()]
     with _client(args) as client:
@@ -801,7 +856,9 @@ def _print_fields(message: Message, out: TextIO, skip: Sequence[str] = ()) -> No
         if isinstance(value, Timestamp):
             text = _when(message, f.name)
         elif isinstance(value, Message):
-            text = json.dumps(json_format.MessageToDict(value), ensure_ascii=False)
+            # snake_case keys, as in an apply file (max_attempts, not maxAttempts)
+            as_dict = json_format.MessageToDict(value, preserving_proto_field_name=True)
+            text = json.dumps(as_dict, ensure_ascii=False)
         elif f.enum_type is not None:
             number = f.enum_type.values_by_number.get(value)
             prefix = f.enum_type.values[0].name.removesuffix("UNSPECIFIED")
