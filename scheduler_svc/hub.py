@@ -83,6 +83,7 @@ class Hub:
         self.firing = False
         self._jobs: dict[int, Signal] = {}
         self._abort_handlers: dict[int, Callable[[int, str], None]] = {}
+        self._abort_handler_removed = Signal()
 
     @property
     def queue(self) -> Ticket:
@@ -110,7 +111,8 @@ class Hub:
     def on_abort(self, job_id: int, handler: Callable[[int, str], None] | None) -> None:
         """Register (or, with None, remove) the stream callback that aborts ``job_id``."""
         if handler is None:
-            self._abort_handlers.pop(job_id, None)
+            if self._abort_handlers.pop(job_id, None) is not None:
+                self._abort_handler_removed.fire()
         else:
             self._abort_handlers[job_id] = handler
 
@@ -121,3 +123,20 @@ class Hub:
             return False
         handler(job_id, reason)
         return True
+
+    def running_jobs(self) -> list[int]:
+        """Ids of the jobs that worker streams of this process have been assigned and not
+        yet reported (those :meth:`request_abort` can reach)."""
+        return list(self._abort_handlers)
+
+    async def running_jobs_reported(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` seconds until no worker stream of this process has a job
+        unreported (each outcome recorded, or its stream ended). True when none has."""
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        while True:
+            ticket = self._abort_handler_removed.ticket()
+            if not self._abort_handlers:
+                return True
+            remaining = deadline - asyncio.get_running_loop().time()
+            if remaining <= 0 or not await ticket.wait(remaining):
+                return not self._abort_handlers

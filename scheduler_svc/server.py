@@ -76,6 +76,9 @@ SERVICE_NAMES = (
 
 #: How often the reaper looks for expired job leases, at most, seconds.
 REAP_INTERVAL_S = 1.0
+#: On stop, how long a job told to abort after the shutdown grace may take to report
+#: ABORTED (a shell job's SIGTERM-to-SIGKILL grace is WORKER_ABORT_GRACE_SECONDS, 5 s).
+ABORT_REPORT_S = 10.0
 
 
 class Service:
@@ -198,6 +201,23 @@ class Service:
             if self._socket_dir:
                 shutil.rmtree(self._socket_dir, ignore_errors=True)
 
+    async def _let_running_jobs_end(self, grace_s: float) -> None:
+        """The jobs that workers connected here are running (a dedicated worker's too) get
+        ``grace_s`` seconds to finish and report; the rest are then told to abort
+        ("service stopping") and get :data:`ABORT_REPORT_S` to report ABORTED, so that a
+        restart does not leave them to fail "lease lost", which counts toward auto-disable."""
+        if await self.app.hub.running_jobs_reported(grace_s):
+            return
+        for job_id in self.app.hub.running_jobs():
+            log.warning(
+                "running job told to abort: the service is stopping",
+                extra={"job_id": job_id, "grace_s": grace_s},
+            )
+            self.app.hub.request_abort(
+                job_id, f"service stopping (its shutdown grace of {grace_s:g} s ran out)"
+            )
+        await self.app.hub.running_jobs_reported(ABORT_REPORT_S)
+
     async def _stop(self, grace_s: float) -> None:
         self.app.stop_dispatch()  # no job is handed out any more; queued ones stay queued
         if self.scheduler is not None:
@@ -205,10 +225,13 @@ class Service:
         if self.worker is not None:
             self.worker.stop()
         # New RPCs are refused from here on; open streams (a worker reporting its running
-        # job) are served for the grace: the embedded worker's shutdown grace, if longer.
+        # job) are served for the grace: the running jobs' shutdown grace, if longer.
+        job_grace_s = self.settings.worker_shutdown_grace_s
         if self.worker is not None:
-            grace_s = max(grace_s, self.worker.settings.shutdown_grace_s + 10)
+            job_grace_s = max(job_grace_s, self.worker.settings.shutdown_grace_s)
+        grace_s = max(grace_s, job_grace_s + ABORT_REPORT_S + 5)
         server_stopped = asyncio.create_task(self.server.stop(grace_s))
+        await self._let_running_jobs_end(job_grace_s)
         for task in self._tasks:
             if task.get_name() == "embedded-worker":
                 # The running job gets the worker's shutdown grace, then is aborted and

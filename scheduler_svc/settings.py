@@ -104,6 +104,10 @@ class Settings:
     lease_ttl_s: float = 15.0
     heartbeat_interval_s: float = 3.0
     scheduler_lease_ttl_s: float = 10.0
+    #: On stop, how long jobs that workers connected here are running may take to finish
+    #: and report before they are told to abort (WORKER_SHUTDOWN_GRACE_SECONDS, which the
+    #: embedded worker also reads for its own job).
+    worker_shutdown_grace_s: float = 30.0
     smtp: SmtpSettings = SmtpSettings()
     #: {sha256 hex of a token: who it is}; access control is on when not empty.
     tokens: Mapping[str, Principal] = field(default_factory=dict, repr=False)
@@ -135,6 +139,8 @@ class Settings:
             raise SettingsError(
                 "TICKWORK_HEARTBEAT_INTERVAL_SECONDS: must be > 0 and below the lease TTL"
             )
+        if not self.worker_shutdown_grace_s >= 0:
+            raise SettingsError("WORKER_SHUTDOWN_GRACE_SECONDS: must be >= 0")
         if self.scheduler_lease_ttl_s <= 0:
             # The leader renews every TTL/3: 0 would renew in a busy loop.
             raise SettingsError("TICKWORK_SCHEDULER_LEASE_TTL_SECONDS: must be > 0")
@@ -189,6 +195,7 @@ class Settings:
             "lease_ttl_s": _float(e, "TICKWORK_LEASE_TTL_SECONDS", 15.0),
             "heartbeat_interval_s": _float(e, "TICKWORK_HEARTBEAT_INTERVAL_SECONDS", 3.0),
             "scheduler_lease_ttl_s": _float(e, "TICKWORK_SCHEDULER_LEASE_TTL_SECONDS", 10.0),
+            "worker_shutdown_grace_s": _float(e, "WORKER_SHUTDOWN_GRACE_SECONDS", 30.0),
             "smtp": smtp,
             "tokens": _tokens(e),
             "tls_cert_file": e.get("TICKWORK_TLS_CERT_FILE", "").strip(),

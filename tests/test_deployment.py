@@ -116,6 +116,18 @@ def test_compose_modes_match_the_readme_table() -> None:
     check_modes((REPO / "README.md").read_text(), compose)
 
 
+def test_compose_lets_a_running_job_finish_before_it_kills() -> None:
+    """SIGTERM gives a running job WORKER_SHUTDOWN_GRACE_SECONDS (30 s by default), then
+    its abort a few seconds more: Docker's default of 10 s before SIGKILL would cut both."""
+    compose = yaml.safe_load((REPO / "compose.yaml").read_text())
+    for name, service in compose["services"].items():
+        if "build" not in service:
+            continue  # not a tickwork image (PostgreSQL)
+        period = service.get("stop_grace_period", "10s")
+        seconds = int(period.removesuffix("s"))
+        assert seconds >= 40, f"{name}: stop_grace_period {period}"
+
+
 def test_compose_file_is_valid_for_docker_compose() -> None:
     tool = shutil.which("docker-compose")
     if tool is None:

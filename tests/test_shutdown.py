@@ -24,7 +24,7 @@ from tests.queue_helpers import (
     wait_logged,
     wait_status,
 )
-from tickwork import Client, JobStatus, TickworkError
+from tickwork import Client, Job, JobStatus, TickworkError
 
 SERVER_ENV = {
     "WORKER_POLL_INTERVAL_SECONDS": "1",
@@ -251,7 +251,12 @@ def test_sigterm_on_the_server_releases_the_dedicated_workers_lease(
     closed (no "cannot schedule new futures after shutdown" traceback), so the worker
     that reconnects to the restarted service is active at once, not a lease TTL later."""
     gate = tmp_path / "gate"
-    env = {**SERVER_ENV, "WORKER_IS_ENABLED": "false", "TICKWORK_LEASE_TTL_SECONDS": "60"}
+    env = {
+        **SERVER_ENV,
+        "WORKER_IS_ENABLED": "false",
+        "TICKWORK_LEASE_TTL_SECONDS": "60",
+        "WORKER_SHUTDOWN_GRACE_SECONDS": "1",
+    }
     srv = Server(tmp_path, env=env, database_url=database_url, name="api")
     worker: WorkerProc | None = None
     try:
@@ -274,3 +279,67 @@ def test_sigterm_on_the_server_releases_the_dedicated_workers_lease(
         if worker is not None:
             worker.stop()
         srv.stop()
+
+
+def dedicated_server_stopped_mid_job(
+    tmp_path: Path, database_url: str, argv: list[str], shutdown_grace_s: float
+) -> Job:
+    """Start a service without its worker and a dedicated worker, run a shell task of
+    ``argv``, SIGTERM the service while the job runs (it must exit 0), restart the service
+    on the same database without a worker and return the job as recorded. The job lease
+    TTL is 60 s: a job left RUNNING would still be RUNNING."""
+    env = {
+        **SERVER_ENV,
+        "WORKER_IS_ENABLED": "false",
+        "TICKWORK_LEASE_TTL_SECONDS": "60",
+        "WORKER_SHUTDOWN_GRACE_SECONDS": str(shutdown_grace_s),
+    }
+    srv = Server(tmp_path, env=env, database_url=database_url, name="api-1")
+    worker: WorkerProc | None = None
+    restarted: Server | None = None
+    try:
+        srv.wait_healthy()
+        with Client(srv.address, timeout=10) as client:
+            client.create_task("running", "shell", {"argv": argv})
+            worker = WorkerProc(tmp_path, srv.address, env={"WORKER_POLL_INTERVAL_SECONDS": "1"})
+            (run,) = client.run("running")
+            wait_status(client, run.job_id, JobStatus.JOB_STATUS_RUNNING)
+        srv.kill(signal.SIGTERM)
+        assert exit_code(srv) == 0, srv.output()
+        worker.stop()
+        restarted = Server(
+            tmp_path, env=env, database_url=database_url, name="api-2", port=srv.port
+        ).wait_healthy()
+        with Client(restarted.address, timeout=10) as client:
+            return client.get_job(run.job_id)
+    finally:
+        if worker is not None:
+            worker.stop()
+        srv.stop()
+        if restarted is not None:
+            restarted.stop()
+
+
+def test_sigterm_on_the_server_lets_a_dedicated_workers_job_finish_within_the_grace(
+    tmp_path: Path, database_url: str
+) -> None:
+    """The job outlives the gRPC default of 5 s: the service keeps its stream open for
+    WORKER_SHUTDOWN_GRACE_SECONDS and records the outcome before it exits."""
+    job = dedicated_server_stopped_mid_job(
+        tmp_path, database_url, ["sh", "-c", "sleep 7; echo finished"], shutdown_grace_s=30
+    )
+    assert job.status == JobStatus.JOB_STATUS_SUCCEEDED, job
+    assert job.output_tail.strip() == "finished"
+
+
+def test_sigterm_on_the_server_aborts_a_dedicated_workers_job_after_the_grace(
+    tmp_path: Path, database_url: str
+) -> None:
+    """Past the grace the job is told to abort and ends ABORTED, recorded before the
+    service exits: not left RUNNING to fail "lease lost" later, which would count toward
+    auto-disable."""
+    job = dedicated_server_stopped_mid_job(
+        tmp_path, database_url, ["sleep", "120"], shutdown_grace_s=1
+    )
+    assert job.status == JobStatus.JOB_STATUS_ABORTED, job
+    assert job.error == "service stopping (its shutdown grace of 1 s ran out)"
