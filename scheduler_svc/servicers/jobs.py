@@ -69,6 +69,12 @@ class JobServicer(job_pb2_grpc.JobServiceServicer):
             if job.status in FINAL_STATES:
                 return
             await signal.wait(WATCH_REFRESH_S)
+            if not self.app.dispatching:
+                # Stopping: a watch would hold the shutdown for the whole grace. The SDK
+                # watches again once the service (or another replica) answers.
+                await context.abort(
+                    grpc.StatusCode.UNAVAILABLE, "the service is stopping; watch the job again"
+                )
 
     @rpc_errors
     async def CancelJob(
