@@ -138,3 +138,39 @@ def test_server_text_with_control_characters_prints_escaped(embedded: Server) ->
         assert not any(c in text for c in "\x1b\x07\r"), repr(text)
         assert not any(line.startswith("FAKE LINE") for line in text.splitlines()), text
     assert "\\x1b[2J" in waited  # the job's output, shown escaped
+
+
+def test_wait_follows_the_job_through_a_service_restart(tmp_path: Path) -> None:
+    """`--wait` on a queued job while the service restarts: the watch waits for the service
+    and goes on, and the exit status is the job's, not "cannot reach tickwork"."""
+    first = Server(tmp_path, env={"WORKER_IS_ENABLED": "false"}, name="before").wait_healthy()
+    second: Server | None = None
+    proc: subprocess.Popen[str] | None = None
+    try:
+        with Client(first.address) as tw:
+            tw.create_task("later", "shell", {"argv": ["echo", "ran after the restart"]})
+        proc = run_wait(first.address, "later")
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        while "QUEUED" not in line:  # no worker: it stays queued
+            assert line, "the CLI ended before showing the queued job"
+            line = proc.stdout.readline()
+        # The watch does not hold the shutdown (for the 45 s grace jobs may get): it is
+        # ended UNAVAILABLE, and the CLI watches again.
+        stopping = time.monotonic()
+        assert first.stop(timeout_s=30) == 0
+        assert time.monotonic() - stopping < 10
+        assert proc.poll() is None, proc.communicate()
+        second = Server(
+            tmp_path, env={"WORKER_POLL_INTERVAL_SECONDS": "1"}, name="after", port=first.port
+        ).wait_healthy()
+        rest, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 0, rest
+        assert "SUCCEEDED" in rest and "| ran after the restart" in rest, rest
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        first.stop()
+        if second is not None:
+            second.stop()

@@ -7,7 +7,16 @@ through :mod:`tickwork._requests`.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+import asyncio
+from collections.abc import (
+    AsyncGenerator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Mapping,
+    Sequence,
+)
+from contextlib import aclosing
 from dataclasses import dataclass
 from datetime import datetime
 from types import TracebackType
@@ -253,11 +262,17 @@ class AsyncClient:
 
         return await self._collect(fetch, limit)
 
-    async def watch(self, job_id: int, timeout: float | None = None) -> AsyncIterator[Job]:  # noqa: ASYNC109
+    async def watch(
+        self,
+        job_id: int,
+        timeout: float | None = None,  # noqa: ASYNC109 - a deadline for the whole watch
+    ) -> AsyncGenerator[Job, None]:
         """Stream a job's states: the current one at once, then every change (status or
         output) until it has ended; then the iteration stops.
 
-        Leaving the ``async for`` early cancels the stream.
+        A watch that has shown a state survives the service restarting (or a replica going
+        away): it waits for the service and goes on, the first state after that being the
+        job's current one. Leaving the ``async for`` early cancels the stream.
 
         Args:
             job_id (int): the job.
@@ -266,29 +281,40 @@ class AsyncClient:
         Raises:
             NotFound: no such job (on the first item).
             JobTimeout: the job had not ended within ``timeout`` (it goes on running).
+            Unavailable: the service could not be reached before the first state.
         """
-        call = self._stubs().jobs.WatchJob(
-            WatchJobRequest(job_id=rq.check_job_id(job_id)),
-            timeout=timeout,
-            metadata=self._metadata,
-        )
+        request = WatchJobRequest(job_id=rq.check_job_id(job_id))
+        deadline = rq.watch_deadline(timeout)
         last: Job | None = None
-        try:
-            async for response in call:
-                last = response.job
-                yield response.job
-        except grpc.RpcError as err:
-            error = from_rpc_error(err)
-            if timeout is not None and error.code == grpc.StatusCode.DEADLINE_EXCEEDED:
-                raise JobTimeout(job_id, timeout, last) from None
-            raise error from None
-        finally:
-            call.cancel()
+        resumed = 0
+        while True:
+            call = self._stubs().jobs.WatchJob(
+                request,
+                timeout=rq.remaining_s(deadline),
+                metadata=self._metadata,
+                wait_for_ready=resumed > 0,
+            )
+            try:
+                async for response in call:
+                    last = response.job
+                    yield response.job
+                return
+            except grpc.RpcError as err:
+                error = from_rpc_error(err)
+                if timeout is not None and error.code == grpc.StatusCode.DEADLINE_EXCEEDED:
+                    raise JobTimeout(job_id, timeout, last) from None
+                delay = rq.resume_delay_s(error, last, resumed)
+                if delay is None:
+                    raise error from None
+            finally:
+                call.cancel()
+            resumed += 1
+            await asyncio.sleep(delay)
 
     async def wait(self, job_id: int, timeout: float | None = None) -> Job:  # noqa: ASYNC109
         """Wait until the job has ended and return it (SUCCEEDED, FAILED, ABORTED or
         CANCELLED). A failed job's retry is a new job (``retry_of_job_id``): this returns
-        the attempt asked for.
+        the attempt asked for. Like :meth:`watch`, it waits through a service restart.
 
         Args:
             job_id (int): the job.
@@ -298,25 +324,10 @@ class AsyncClient:
             JobTimeout: the job had not ended within ``timeout`` (it goes on running).
             NotFound: no such job.
         """
-        timeout = rq.wait_timeout(timeout)
-        last: Job | None = None
-        call = self._stubs().jobs.WatchJob(
-            WatchJobRequest(job_id=rq.check_job_id(job_id)),
-            timeout=timeout,
-            metadata=self._metadata,
-        )
-        try:
-            async for response in call:
-                last = response.job
-                if rq.is_terminal(last):
-                    return last
-        except grpc.RpcError as err:
-            error = from_rpc_error(err)
-            if timeout is not None and error.code == grpc.StatusCode.DEADLINE_EXCEEDED:
-                raise JobTimeout(job_id, timeout, last) from None
-            raise error from None
-        finally:
-            call.cancel()
+        async with aclosing(self.watch(job_id, rq.wait_timeout(timeout))) as states:
+            async for job in states:
+                if rq.is_terminal(job):
+                    return job
         job = await self.get_job(job_id)
         if rq.is_terminal(job):
             return job

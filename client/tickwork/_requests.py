@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Required, TypedDict, cast
 
+import grpc
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.field_mask_pb2 import FieldMask
 from google.protobuf.struct_pb2 import Struct
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from tickwork.errors import InvalidArgument
+from tickwork.errors import InvalidArgument, TickworkError
 from tickwork.v1.common_pb2 import TaskRun, Trigger
 from tickwork.v1.job_pb2 import Job, JobStatus, ListJobsRequest
 from tickwork.v1.schedule_pb2 import (
@@ -386,6 +388,27 @@ def to_datetime(ts: Timestamp) -> datetime:
 def is_terminal(job: Job) -> bool:
     """True when the job has ended (SUCCEEDED, FAILED, ABORTED or CANCELLED)."""
     return job.status in TERMINAL_STATUSES
+
+
+def resume_delay_s(error: TickworkError, last: Job | None, resumed: int) -> float | None:
+    """Whether a job watch that failed with ``error`` is taken up again, and after how many
+    seconds: only when it was UNAVAILABLE (the service restarting, a replica going away)
+    after the watch had already shown a state (``last``), so a wrong address or a service
+    that is down from the start still fails at once. ``resumed`` is how many times this
+    watch has been taken up already: the delay grows from 0.1 s to 2 s. None: raise."""
+    if error.code != grpc.StatusCode.UNAVAILABLE or last is None:
+        return None
+    return float(min(2.0, 0.1 * 2**resumed))
+
+
+def watch_deadline(timeout: float | None) -> float | None:
+    """The ``time.monotonic()`` at which a watch of ``timeout`` seconds gives up."""
+    return None if timeout is None else time.monotonic() + timeout
+
+
+def remaining_s(deadline: float | None) -> float | None:
+    """Seconds left until ``deadline`` (from :func:`watch_deadline`), at least 0."""
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
 
 
 def page_size(limit: int | None, collected: int) -> int:

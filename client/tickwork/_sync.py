@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
@@ -225,7 +226,9 @@ class Client:
         """Stream a job's states: the current one at once, then every change (status or
         output) until it has ended; then the iterator stops.
 
-        Breaking out of the loop cancels the stream.
+        A watch that has shown a state survives the service restarting (or a replica going
+        away): it waits for the service and goes on, the first state after that being the
+        job's current one. Breaking out of the loop cancels the stream.
 
         Args:
             job_id (int): the job.
@@ -234,29 +237,40 @@ class Client:
         Raises:
             NotFound: no such job (on the first ``next()``).
             JobTimeout: the job had not ended within ``timeout`` (it goes on running).
+            Unavailable: the service could not be reached before the first state.
         """
-        call = self._jobs.WatchJob(
-            WatchJobRequest(job_id=rq.check_job_id(job_id)),
-            timeout=timeout,
-            metadata=self._metadata,
-        )
+        request = WatchJobRequest(job_id=rq.check_job_id(job_id))
+        deadline = rq.watch_deadline(timeout)
         last: Job | None = None
-        try:
-            for response in call:
-                last = response.job
-                yield response.job
-        except grpc.RpcError as err:
-            error = from_rpc_error(err)
-            if timeout is not None and error.code == grpc.StatusCode.DEADLINE_EXCEEDED:
-                raise JobTimeout(job_id, timeout, last) from None
-            raise error from None
-        finally:
-            call.cancel()  # type: ignore[no-untyped-call]  # grpc-stubs leaves it untyped
+        resumed = 0
+        while True:
+            call = self._jobs.WatchJob(
+                request,
+                timeout=rq.remaining_s(deadline),
+                metadata=self._metadata,
+                wait_for_ready=resumed > 0,
+            )
+            try:
+                for response in call:
+                    last = response.job
+                    yield response.job
+                return
+            except grpc.RpcError as err:
+                error = from_rpc_error(err)
+                if timeout is not None and error.code == grpc.StatusCode.DEADLINE_EXCEEDED:
+                    raise JobTimeout(job_id, timeout, last) from None
+                delay = rq.resume_delay_s(error, last, resumed)
+                if delay is None:
+                    raise error from None
+            finally:
+                call.cancel()  # type: ignore[no-untyped-call]  # grpc-stubs leaves it untyped
+            resumed += 1
+            time.sleep(delay)
 
     def wait(self, job_id: int, timeout: float | None = None) -> Job:
         """Block until the job has ended and return it (SUCCEEDED, FAILED, ABORTED or
         CANCELLED). A failed job's retry is a new job (``retry_of_job_id``): this returns
-        the attempt asked for.
+        the attempt asked for. Like :meth:`watch`, it waits through a service restart.
 
         Args:
             job_id (int): the job.
@@ -266,25 +280,9 @@ class Client:
             JobTimeout: the job had not ended within ``timeout`` (it goes on running).
             NotFound: no such job.
         """
-        timeout = rq.wait_timeout(timeout)
-        last: Job | None = None
-        call = self._jobs.WatchJob(
-            WatchJobRequest(job_id=rq.check_job_id(job_id)),
-            timeout=timeout,
-            metadata=self._metadata,
-        )
-        try:
-            for response in call:
-                last = response.job
-                if rq.is_terminal(last):
-                    return last
-        except grpc.RpcError as err:
-            error = from_rpc_error(err)
-            if timeout is not None and error.code == grpc.StatusCode.DEADLINE_EXCEEDED:
-                raise JobTimeout(job_id, timeout, last) from None
-            raise error from None
-        finally:
-            call.cancel()  # type: ignore[no-untyped-call]  # grpc-stubs leaves it untyped
+        for job in self.watch(job_id, rq.wait_timeout(timeout)):
+            if rq.is_terminal(job):
+                return job
         job = self.get_job(job_id)
         if rq.is_terminal(job):
             return job

@@ -289,7 +289,8 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[net],
         help="run a task now (manual lane)",
         description="Run a task now. With --wait, show the job's progress live (state, "
-        "elapsed time, output as it arrives; a failed attempt's retry is followed) and exit "
+        "elapsed time, output as it arrives; a failed attempt's retry is followed; a "
+        "service restart is waited out) and exit "
         "with its outcome: 0 SUCCEEDED, 1 FAILED, 3 ABORTED, 4 CANCELLED, 5 still running "
         "when --timeout ran out.",
     )
