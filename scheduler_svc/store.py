@@ -1639,6 +1639,7 @@ class Store:
             values: dict[str, Any] = {"consecutive_failure_count": count}
             if auto_disable_count > 0 and count >= auto_disable_count and task.enabled:
                 values["enabled"] = False
+                values["updated_at"] = now  # a change of the task's definition, by the service
                 values["disabled_reason"] = (
                     f"disabled after {count} consecutive failures; last error: {error[:500]}"
                 )

@@ -66,6 +66,9 @@ async def test_the_default_count_of_five_disables_the_task(
         assert task.consecutive_failure_count == 5
         assert "5 consecutive failures" in task.disabled_reason
         assert "disk full" in task.disabled_reason
+        # update_time is when it was disabled: the last failure's finish.
+        (last,) = await h.client.list_jobs(task="flaky", limit=1)
+        assert task.update_time == last.finish_time
 
         # The scheduler no longer enqueues it; the fire says why.
         schedule = await h.client.get_schedule("s")
