@@ -153,6 +153,8 @@ def test_cron_bad_input_exits_2_with_the_message(args: list[str], needle: str) -
         ["tasks", "run", "x", "--wait", "--timeout", "soon"],
         ["apply"],
         ["cron", "0 2 * * *", "--count", "0"],
+        ["health", "--timeout", "0"],
+        ["health", "--timeout", "inf"],
         ["cron", "0 2 * * *", "--count", "1001"],
     ],
 )

@@ -105,6 +105,13 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _positive_seconds(text: str) -> float:
+    value = _seconds(text)
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected seconds > 0, got {text!r}")
+    return value
+
+
 def _count(text: str) -> int:
     value = _positive_int(text)
     if value > 1000:
@@ -228,7 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="check the service's gRPC health (for container health checks)",
         description="Ask the gRPC health service at --server; exit 0 when SERVING, 1 otherwise.",
     )
-    p.add_argument("--timeout", type=_seconds, default=3.0, metavar="S", help="default 3")
+    p.add_argument("--timeout", type=_positive_seconds, default=3.0, metavar="S", help="default 3")
     p.set_defaults(func=_cmd_health)
 
     token = sub.add_parser("token", help="make access tokens")
