@@ -79,6 +79,19 @@ CASES: list[tuple[str, Callable[[Client], object], grpc.StatusCode, str]] = [
         "task.params: timeout_seconds",
     ),
     (
+        # 0 on the wire is "unset": the server would store the default, 1, silently.
+        "max_attempts 0",
+        lambda c: c.create_task("x", "shell", {"argv": ["true"]}, max_attempts=0),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "max_attempts: must be above 0",
+    ),
+    (
+        "backoff base 0, in an update",
+        lambda c: c.update_task("existing", backoff_base_seconds=0),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "backoff_base_seconds: must be above 0",
+    ),
+    (
         "job id beyond int64",
         lambda c: c.get_job(2**63),
         grpc.StatusCode.INVALID_ARGUMENT,

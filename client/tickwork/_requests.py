@@ -503,8 +503,23 @@ def build_task(
         ("backoff_base_seconds", backoff_base_seconds),
         ("backoff_cap_seconds", backoff_cap_seconds),
     ):
-        _assign(task.retry_policy, field, value)
+        _assign_retry(task.retry_policy, field, value)
     return task
+
+
+def _assign_retry(retry: RetryPolicy, field: str, value: object) -> None:
+    """Set a retry policy field. 0 is refused: on the wire it means "unset", which the
+    server reads as the default (1 attempt, 10 s, 600 s), not as the 0 asked for.
+
+    Raises:
+        InvalidArgument: ``field: ...`` for 0, a wrong type or a number out of range.
+    """
+    if value == 0 and not isinstance(value, bool):
+        raise InvalidArgument(
+            f"{field}: must be above 0 (0 would be read as the default)"
+            + (": 1 means no retry" if field == "max_attempts" else "")
+        )
+    _assign(retry, field, value)
 
 
 TASK_MASK = (
@@ -573,7 +588,7 @@ def update_task_request(current: Task, fields: TaskFields) -> UpdateTaskRequest:
             retry.max_attempts, retry.backoff_base_seconds, retry.backoff_cap_seconds = 1, 10, 600
         for key in _RETRY_FIELDS:
             if key in fields:
-                _assign(retry, key, fields[key])  # type: ignore[literal-required]
+                _assign_retry(retry, key, fields[key])  # type: ignore[literal-required]
         task.retry_policy.CopyFrom(retry)
         paths.append("retry_policy")
     return UpdateTaskRequest(task=task, update_mask=FieldMask(paths=paths))
