@@ -375,6 +375,30 @@ def test_name_ordered_listings_page_with_their_own_tokens_only(
                 assert (err.value.details() or "").startswith("page_token: malformed")
 
 
+def test_a_page_token_naming_a_nul_character_is_invalid_argument(
+    shared_seeded: tuple[Server, Client],
+) -> None:
+    # A well-formed token of a name with a NUL in it: PostgreSQL cannot compare against a
+    # NUL, and answered UNAVAILABLE ("database error") instead of refusing the token.
+    import base64
+
+    from tickwork.v1 import schedule_pb2, schedule_pb2_grpc, task_pb2, task_pb2_grpc
+
+    server, _ = shared_seeded
+    token = base64.urlsafe_b64encode(b"after:a\x00b").decode()
+    for call in (
+        lambda ch: task_pb2_grpc.TaskServiceStub(ch).ListTasks(
+            task_pb2.ListTasksRequest(page_token=token)
+        ),
+        lambda ch: schedule_pb2_grpc.ScheduleServiceStub(ch).ListSchedules(
+            schedule_pb2.ListSchedulesRequest(page_token=token)
+        ),
+    ):
+        err = raw_call(server, call)
+        assert err.code() == grpc.StatusCode.INVALID_ARGUMENT, err.details()
+        assert (err.details() or "").startswith("page_token: malformed")
+
+
 @pytest.mark.parametrize(("what", "call", "code", "field"), CASES, ids=[c[0] for c in CASES])
 def test_bad_input_is_rejected_cleanly(
     shared_seeded: tuple[Server, Client],

@@ -289,7 +289,9 @@ def after_name(page_token: str) -> str:
         text = base64.b64decode(page_token, altchars=b"-_", validate=True).decode()
     except (binascii.Error, ValueError):
         text = ""
-    if not text.startswith(_AFTER):
+    # A NUL character is in no name (names refuse control characters), and PostgreSQL
+    # cannot compare against one: a token holding one is not ours either.
+    if not text.startswith(_AFTER) or "\x00" in text:
         raise InvalidArgument(
             "malformed; pass the next_page_token of the previous page", field="page_token"
         )
