@@ -141,6 +141,19 @@ def retry_policy(max_attempts: int, base_s: float, cap_s: float) -> tuple[int, f
     return max_attempts, base, cap
 
 
+#: The longest cron expression stored, in characters (its column's length).
+MAX_CRON_CHARS = 200
+
+
+def cron_text(value: str, field: str) -> str:
+    """A cron expression to store, its whitespace normalized: at most
+    :data:`MAX_CRON_CHARS` characters (PostgreSQL refuses a longer one for the column)."""
+    text = " ".join(value.split())
+    if len(text) > MAX_CRON_CHARS:
+        raise InvalidArgument(f"is {len(text)} characters; at most {MAX_CRON_CHARS}", field=field)
+    return text
+
+
 def cron(expression: str, timezone: str, prefix: str = "schedule.") -> CronSchedule:
     """A valid cron expression in a valid IANA zone that fires at least once.
 

@@ -302,6 +302,20 @@ CASES: list[tuple[str, Callable[[Client], object], grpc.StatusCode, str]] = [
         "schedule.timezone",
     ),
     (
+        # A valid expression longer than its column: PostgreSQL refused the INSERT
+        # (UNAVAILABLE, "database error") and SQLite stored it.
+        "cron expression longer than its column",
+        lambda c: c.create_schedule("s", ["existing"], cron="0 0 * * " + ",".join(["1"] * 100)),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "schedule.cron_expression: is 207 characters; at most 200",
+    ),
+    (
+        "cron expression longer than its column on update",
+        lambda c: c.update_schedule("nightly", cron="0 0 * * " + ",".join(["1"] * 100)),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "schedule.cron_expression",
+    ),
+    (
         "oversized name is not echoed whole",
         lambda c: c.get_task("x" * 100_000),
         grpc.StatusCode.NOT_FOUND,

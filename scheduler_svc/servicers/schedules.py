@@ -94,7 +94,9 @@ def schedule_values(s: schedule_pb2.Schedule, paths: tuple[str, ...]) -> dict[st
         elif path == "description":
             out["description"] = validation.description(s.description, "schedule.description")
         elif path == "cron_expression":
-            out["cron_expression"] = " ".join(s.cron_expression.split())
+            out["cron_expression"] = validation.cron_text(
+                s.cron_expression, "schedule.cron_expression"
+            )
         elif path == "interval_seconds":
             if s.interval_seconds:
                 validation.interval_seconds(s.interval_seconds)
