@@ -96,6 +96,23 @@ def free_text(value: str, field: str) -> str:
     return value
 
 
+#: The longest worker id a Hello may give: the id, "#" and an 8-digit session nonce name
+#: the stream as the ``worker`` lease holder and on the jobs it runs (200 characters).
+MAX_WORKER_ID_CHARS = MAX_NAME_CHARS - 9
+
+
+def worker_id(value: str, field: str = "hello.worker_id") -> str:
+    """A worker id: non-empty, at most :data:`MAX_WORKER_ID_CHARS` characters, no control
+    or format characters (it is stored, and printed in the logs)."""
+    if not value:
+        raise InvalidArgument("must not be empty", field=field)
+    if len(value) > MAX_WORKER_ID_CHARS:
+        raise InvalidArgument(f"must be at most {MAX_WORKER_ID_CHARS} characters", field=field)
+    if any(unicodedata.category(ch) in ("Cc", "Cf") for ch in value):
+        raise InvalidArgument("must not contain control or format characters", field=field)
+    return value
+
+
 def description(value: str, field: str) -> str:
     """A description: free text of at most :data:`MAX_DESCRIPTION_CHARS` characters."""
     if len(value) > MAX_DESCRIPTION_CHARS:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -648,4 +649,79 @@ def test_a_missing_id_is_invalid_argument(
             channel.unary_unary(f"/{method}", None, None)(b"", timeout=10)
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT, err.value
     assert err.value.details() == f"{field}: required", err.value.details()
+
+
+async def _stream_status(
+    server: Server, messages: list[dict[str, dict[str, Any]]]
+) -> tuple[grpc.StatusCode, str]:
+    """Open a worker stream, send ``messages`` (one ConnectRequest field each, as a dict),
+    and return the status the server ended it with."""
+    from tests.queue_helpers import DEADLINE_S, Request, raw_worker
+
+    kinds = {"hello": Request.Hello, "outcome": Request.Outcome, "log_lines": Request.LogLines}
+    async with raw_worker(server.address, "bad-input") as w:
+        for message in messages:
+            await w.send(**{kind: kinds[kind](**fields) for kind, fields in message.items()})
+        code = await asyncio.wait_for(w.call.code(), DEADLINE_S)
+        return code, await w.call.details() or ""
+
+
+BAD_STREAMS: list[tuple[str, list[dict[str, dict[str, Any]]], grpc.StatusCode, str]] = [
+    (
+        "a worker id longer than its column",
+        [{"hello": {"worker_id": "w" * 250}}],
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "hello.worker_id: must be at most 191 characters",
+    ),
+    (
+        "a worker id with a NUL",
+        [{"hello": {"worker_id": "w\x00"}}],
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "hello.worker_id",
+    ),
+    (
+        "a second Hello",
+        [{"hello": {"worker_id": "w"}}, {"hello": {"worker_id": "w"}}],
+        grpc.StatusCode.FAILED_PRECONDITION,
+        "hello: sent twice",
+    ),
+    (
+        "an outcome under a lease token with a NUL",
+        [
+            {"hello": {"worker_id": "w"}},
+            {"outcome": {"job_id": 1, "lease_token": "\x00", "status": 4}},
+        ],
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "outcome.lease_token",
+    ),
+    (
+        "log lines under a lease token with a NUL",
+        [
+            {"hello": {"worker_id": "w"}},
+            {"log_lines": {"job_id": 1, "lease_token": "a\x00", "lines": ["x"]}},
+        ],
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "log_lines.lease_token",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("what", "messages", "code", "field"), BAD_STREAMS, ids=[c[0] for c in BAD_STREAMS]
+)
+def test_bad_worker_stream_input_ends_the_stream_with_its_status(
+    shared_seeded: tuple[Server, Client],
+    what: str,
+    messages: list[dict[str, dict[str, Any]]],
+    code: grpc.StatusCode,
+    field: str,
+) -> None:
+    # These ended the stream UNKNOWN with the exception's text: the SQL and its parameters
+    # for the database's refusals (PostgreSQL), the class name for a domain error.
+    server, _ = shared_seeded
+    before = snapshot(server)
+    got, details = asyncio.run(_stream_status(server, messages))
+    assert got == code, details
+    assert field in details
+    assert "SQL" not in details and "Unexpected" not in details
     assert snapshot(server) == before

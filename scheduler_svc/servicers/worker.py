@@ -17,13 +17,13 @@ from typing import Any
 
 import grpc
 
-from scheduler_svc import maintenance
+from scheduler_svc import maintenance, validation
 from scheduler_svc.app import App
-from scheduler_svc.errors import FailedPrecondition
+from scheduler_svc.errors import FailedPrecondition, InvalidArgument
 from scheduler_svc.hub import Ticket
 from scheduler_svc.records import JobRecord, TaskRecord
 from scheduler_svc.servicers import _convert as cv
-from scheduler_svc.servicers._errors import rpc_errors
+from scheduler_svc.servicers._errors import rpc_errors, translate
 from tickwork.v1 import worker_pb2, worker_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -102,6 +102,10 @@ class WorkerSession:
     async def handle(self, msg: Req) -> None:
         """Handle one message from the worker."""
         kind = msg.WhichOneof("message")
+        if kind in ("heartbeat", "log_lines", "outcome"):
+            # Tokens are ours (hex); one with a NUL matches nothing, and PostgreSQL cannot
+            # even compare against it: refused here, not a database error.
+            validation.free_text(getattr(msg, kind).lease_token, f"{kind}.lease_token")
         if kind == "poll_job":
             self._poll_for_job()
         elif kind == "cancel_poll":
@@ -117,7 +121,7 @@ class WorkerSession:
         elif kind == "outcome":
             await self._outcome(msg.outcome)
         elif kind == "hello":
-            raise FailedPrecondition("hello sent twice", field="hello")
+            raise FailedPrecondition("sent twice; a stream has one Hello", field="hello")
 
     def _poll_for_job(self) -> None:
         """Start answering a poll (PollJob, or an Outcome with poll_next), unless one is
@@ -304,7 +308,8 @@ class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):
     async def PurgeHistory(
         self, request: worker_pb2.PurgeHistoryRequest, context: Ctx
     ) -> worker_pb2.PurgeHistoryResponse:
-        task = await self.app.store.running_job_task(request.job_id, request.lease_token)
+        token = validation.free_text(request.lease_token, "lease_token")
+        task = await self.app.store.running_job_task(request.job_id, token)
         if task is None:
             raise FailedPrecondition(
                 f"no running job {request.job_id} under that lease token", field="job_id"
@@ -344,6 +349,10 @@ class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):
             await context.abort(
                 grpc.StatusCode.INVALID_ARGUMENT, "hello: the first message must be a Hello"
             )
+        try:
+            validation.worker_id(first.hello.worker_id)
+        except InvalidArgument as err:
+            await context.abort(*translate(err, "WorkerService.Connect"))
         session = WorkerSession(
             self.app,
             first.hello.worker_id,
@@ -380,6 +389,13 @@ class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):
                 yield item
             if reader.done() and not reader.cancelled() and reader.exception() is not None:
                 raise reader.exception()  # type: ignore[misc]
+        except grpc.aio.AbortError:
+            raise
+        except Exception as err:
+            # The stream ends with the error's own status and a short message (a domain
+            # error's, or UNAVAILABLE for the database), never the exception's text: that
+            # was UNKNOWN with the SQL and its parameters.
+            await context.abort(*translate(err, "WorkerService.Connect"))
         finally:
             ending = asyncio.ensure_future(end())
             ending.add_done_callback(lambda _: None if ended.done() else ended.set_result(None))
