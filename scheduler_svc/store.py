@@ -1025,20 +1025,16 @@ class Store:
 
     # ------------------------------------------------------------------ queue
 
-    def _active_job(self, conn: Connection, task_id: int) -> sa.Row[Any] | None:
-        query = jobs.select().where(jobs.c.task_id == task_id, jobs.c.status.in_(ACTIVE_STATES))
-        if self.db.dialect.skip_locked:
-            query = query.with_for_update()
-        return conn.execute(query).first()
-
     def _active_jobs(self, conn: Connection, task_ids: Iterable[int]) -> dict[int, Any]:
         """The queued or running job of each of ``task_ids`` that has one (id, task_id,
-        status, lane, not_before), locked on PostgreSQL until the transaction ends."""
+        status, lane, not_before), locked on PostgreSQL until the transaction ends, in job
+        id order (every writer that locks several jobs does so in that order, so two never
+        wait for each other)."""
         query = sa.select(
             jobs.c.id, jobs.c.task_id, jobs.c.status, jobs.c.lane, jobs.c.not_before
         ).where(jobs.c.status.in_(ACTIVE_STATES), jobs.c.task_id.in_(list(task_ids)))
         if self.db.dialect.skip_locked:
-            query = query.with_for_update()
+            query = query.order_by(jobs.c.id).with_for_update()
         return {row.task_id: row for row in conn.execute(query).all()}
 
     def _enqueue_manual(
@@ -1805,22 +1801,26 @@ class Store:
         missing = [t for t in task_ids if t not in found]
         if missing:
             raise NotFound(f"no task with id {missing[0]}", field="task_ids")
+        # Every active job locked at once, in job id order: locked one by one in request
+        # order, two aborts naming the same tasks in other orders deadlocked (PostgreSQL
+        # failed one of them after a second: UNAVAILABLE).
+        active = self._active_jobs(conn, set(task_ids))
+        cancelled: set[int] = set()
         for task_id in task_ids:
-            active = self._active_job(conn, task_id)
-            if active is None:
+            row = active.get(task_id)
+            if row is None or task_id in cancelled:
                 out.append((task_id, 0, "NONE"))
-                continue
-            m = active._mapping
-            if m["status"] == QUEUED:
+            elif row.status == QUEUED:
                 conn.execute(
                     jobs.update()
-                    .where(jobs.c.id == m["id"])
+                    .where(jobs.c.id == row.id)
                     .values(status=db.CANCELLED, finished_at=now, error="aborted by operator")
                 )
-                out.append((task_id, m["id"], "CANCELLED"))
+                cancelled.add(task_id)
+                out.append((task_id, row.id, "CANCELLED"))
             else:
-                conn.execute(jobs.update().where(jobs.c.id == m["id"]).values(abort_requested=True))
-                out.append((task_id, m["id"], "ABORT_REQUESTED"))
+                conn.execute(jobs.update().where(jobs.c.id == row.id).values(abort_requested=True))
+                out.append((task_id, row.id, "ABORT_REQUESTED"))
         return out
 
     @_reads

@@ -9,12 +9,18 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from asyncio import Task
+from collections.abc import Awaitable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
+import sqlalchemy as sa
 from google.protobuf.timestamp_pb2 import Timestamp
+from sqlalchemy.ext.asyncio import create_async_engine
 
+from scheduler_svc.db import Database, jobs
+from scheduler_svc.store import Store
 from tests.harness import Server, WorkerProc, base_env, wait_for
 from tests.inprocess import Harness, inprocess
 from tests.queue_helpers import (
@@ -42,6 +48,7 @@ from worker_svc import Worker, WorkerSettings
 from worker_svc.handlers import JobContext
 
 UTC = dt.UTC
+T = TypeVar("T")
 T0 = dt.datetime(2026, 6, 1, 10, 0, 30, tzinfo=UTC)
 FIRE = dt.datetime(2026, 6, 1, 10, 5, 0, tzinfo=UTC)
 
@@ -575,3 +582,62 @@ async def test_a_task_named_twice_in_one_run_is_enqueued_once_and_then_skipped(
             assert [(r.job_id, r.skipped, r.skip_reason) for r in runs] == [
                 (running.id, True, SkipReason.SKIP_REASON_ALREADY_RUNNING)
             ] * 2
+
+
+# -- lock order on PostgreSQL: calls naming the same tasks in other orders never deadlock --
+
+
+async def _three_tasks(s: Store) -> list[int]:
+    ids = []
+    for name in ("a", "m", "z"):
+        task = await s.create_task({"name": name, "handler": "shell", "params": {}}, T0)
+        ids.append(task.id)
+    return ids
+
+
+async def _both_wait_on_the_blocker(db: Database, calls: list[Awaitable[T]]) -> list[Task[T]]:
+    """Start ``calls`` and return once each waits on a lock (the blocker's)."""
+    started = [asyncio.ensure_future(call) for call in calls]
+
+    async def waiting() -> bool:
+        rows: int = await db.read(
+            lambda conn: conn.execute(
+                sa.text(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                    " AND datname = current_database()"
+                )
+            ).scalar_one()
+        )
+        return rows >= len(calls)
+
+    await eventually(waiting, what="both calls waiting on the blocker")
+    return started
+
+
+async def test_aborts_naming_tasks_in_other_orders_do_not_deadlock(database: Database) -> None:
+    # Each abort locked the tasks' jobs one by one in request order: a..z against z..a
+    # deadlocked, and PostgreSQL failed one of them after a second (UNAVAILABLE).
+    if not database.dialect.skip_locked:
+        pytest.skip("SQLite runs one write transaction at a time")
+    s = Store(database)
+    a, m, z = await _three_tasks(s)
+    runs = (await s.enqueue([a, m, z], "API", T0)).runs
+    blocker = create_async_engine(database.url)
+    try:
+        async with blocker.connect() as conn, conn.begin() as tx:
+            # Another transaction holds m's job: both aborts take their first job and wait.
+            await conn.execute(
+                sa.select(jobs.c.id).where(jobs.c.id == runs[1].job_id).with_for_update()
+            )
+            calls = await _both_wait_on_the_blocker(
+                database, [s.abort_tasks([a, m, z], T0), s.abort_tasks([z, m, a], T0)]
+            )
+            await tx.rollback()
+        first, second = await asyncio.gather(*calls, return_exceptions=True)
+    finally:
+        await blocker.dispose()
+    assert not isinstance(first, BaseException), first
+    assert not isinstance(second, BaseException), second
+    assert {action for _, _, action in first + second} == {"CANCELLED", "NONE"}
+    cancelled = sorted(job for _, job, action in first + second if action == "CANCELLED")
+    assert cancelled == sorted(r.job_id for r in runs)
