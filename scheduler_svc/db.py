@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import logging
 import sqlite3
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -25,6 +26,8 @@ from sqlalchemy.engine import Dialect as SaDialect
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from scheduler_svc.errors import StorageError
+
+log = logging.getLogger(__name__)
 
 UTC = dt.UTC
 
@@ -432,6 +435,16 @@ READ_THREADS = 2
 R = TypeVar("R")
 
 
+#: How many times a PostgreSQL write transaction is run when it is chosen as a deadlock's
+#: victim (rolled back whole, so running it again is safe).
+DEADLOCK_ATTEMPTS = 3
+
+
+def _is_deadlock(exc: sa.exc.DBAPIError) -> bool:
+    """Whether PostgreSQL broke a deadlock by failing this transaction (SQLSTATE 40P01)."""
+    return getattr(exc.orig, "sqlstate", None) == "40P01"
+
+
 #: Seconds :meth:`Database.dispose` waits for the PostgreSQL transactions still running.
 DISPOSE_WAIT_S = 10.0
 
@@ -530,13 +543,31 @@ class Database:
         its own (``autocommit``), counted as running until it ends (:meth:`dispose` waits
         for it).
 
+        A write transaction that PostgreSQL fails to break a deadlock is run again, up to
+        :data:`DEADLOCK_ATTEMPTS` times in all.
+
         Raises:
             StorageError, sa.exc.DBAPIError: see :meth:`_transaction`.
         """
         self._running += 1
         self._none_running.clear()
         try:
-            return await self._transaction(fn, write, autocommit, queue)
+            attempt = 1
+            while True:
+                try:
+                    return await self._transaction(fn, write, autocommit, queue)
+                except sa.exc.DBAPIError as exc:
+                    # Lock order (store.LOCK_ORDER) keeps row locks from deadlocking, but
+                    # not the one-active-job index: two runs inserting the same tasks'
+                    # jobs in other orders (their queue order) may each wait for the
+                    # other's uncommitted job. PostgreSQL fails one of them; it was rolled
+                    # back whole, so it runs again (and finds the other's jobs).
+                    if not write or attempt >= DEADLOCK_ATTEMPTS or not _is_deadlock(exc):
+                        raise
+                    log.warning(
+                        "deadlock: the transaction is run again", extra={"attempt": attempt}
+                    )
+                    attempt += 1
         finally:
             self._running -= 1
             if not self._running:

@@ -20,7 +20,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from scheduler_svc.db import Database, jobs
-from scheduler_svc.store import Store
+from scheduler_svc.store import Store, _job_row
 from tests.harness import Server, WorkerProc, base_env, wait_for
 from tests.inprocess import Harness, inprocess
 from tests.queue_helpers import (
@@ -641,3 +641,34 @@ async def test_aborts_naming_tasks_in_other_orders_do_not_deadlock(database: Dat
     assert {action for _, _, action in first + second} == {"CANCELLED", "NONE"}
     cancelled = sorted(job for _, job, action in first + second if action == "CANCELLED")
     assert cancelled == sorted(r.job_id for r in runs)
+
+
+async def test_runs_naming_tasks_in_other_orders_do_not_deadlock(database: Database) -> None:
+    # A run inserts its new jobs in request order (their queue order), each against the
+    # one-active-job-per-task index. Two runs of [a, m, z] and [z, m, a], both inserting m
+    # behind a transaction that holds an uncommitted job of m, then waited for each other
+    # (a's job against z's): PostgreSQL failed one after a second (UNAVAILABLE).
+    if not database.dialect.skip_locked:
+        pytest.skip("SQLite runs one write transaction at a time")
+    s = Store(database)
+    a, m, z = await _three_tasks(s)
+    blocker = create_async_engine(database.url)
+    try:
+        async with blocker.connect() as conn, conn.begin() as tx:
+            task_m = await s.get_task(m)
+            await conn.execute(
+                jobs.insert().values(_job_row(task_m, trigger="API", lane=0, now=T0))
+            )
+            calls = await _both_wait_on_the_blocker(
+                database, [s.enqueue([a, m, z], "API", T0), s.enqueue([z, m, a], "API", T0)]
+            )
+            await tx.rollback()
+        first, second = await asyncio.gather(*calls, return_exceptions=True)
+    finally:
+        await blocker.dispose()
+    assert not isinstance(first, BaseException), first
+    assert not isinstance(second, BaseException), second
+    # One job per task, the same one reported to both.
+    assert {r.task_id: r.job_id for r in first.runs} == {r.task_id: r.job_id for r in second.runs}
+    queued = await s.queued_jobs_in_order(T0)
+    assert sorted(j.task_id for j in queued) == [a, m, z]
