@@ -670,20 +670,29 @@ class Store:
         found = conn.scalar(found_query)
         if found is None:
             raise NotFound(f"no task with id {task_id}", field="task_id")
-        running = conn.scalar(
-            sa.select(jobs.c.id).where(jobs.c.task_id == task_id, jobs.c.status == RUNNING)
+        running_query = sa.select(jobs.c.id).where(
+            jobs.c.task_id == task_id, jobs.c.status == RUNNING
         )
+        self._refuse_running(conn.scalar(running_query), task_id)
+        self._check_not_a_schedules_last_task(conn, task_id)
+        # Never a running job: a claim that committed since the read above (it waited for
+        # no lock of ours) made one, which this DELETE, waiting for the claim's row lock,
+        # re-checks and leaves; it is then seen below and the delete refused.
+        conn.execute(jobs.delete().where(jobs.c.task_id == task_id, jobs.c.status != RUNNING))
+        self._refuse_running(conn.scalar(running_query), task_id)
+        conn.execute(schedule_tasks.delete().where(schedule_tasks.c.task_id == task_id))
+        if conn.execute(tasks.delete().where(tasks.c.id == task_id)).rowcount != 1:
+            # Deleted by a concurrent call since the read above: that call succeeded.
+            raise NotFound(f"no task with id {task_id}", field="task_id")
+
+    @staticmethod
+    def _refuse_running(running: int | None, task_id: int) -> None:
+        """Raise FailedPrecondition when ``running`` (a running job of the task) is set."""
         if running is not None:
             raise FailedPrecondition(
                 f"task {task_id} has a running job ({running}); abort it first",
                 field="task_id",
             )
-        self._check_not_a_schedules_last_task(conn, task_id)
-        conn.execute(jobs.delete().where(jobs.c.task_id == task_id))
-        conn.execute(schedule_tasks.delete().where(schedule_tasks.c.task_id == task_id))
-        if conn.execute(tasks.delete().where(tasks.c.id == task_id)).rowcount != 1:
-            # Deleted by a concurrent call since the read above: that call succeeded.
-            raise NotFound(f"no task with id {task_id}", field="task_id")
 
     def _check_not_a_schedules_last_task(self, conn: Connection, task_id: int) -> None:
         """Raise FailedPrecondition naming the schedules ``task_id`` is the only task of.

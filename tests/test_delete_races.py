@@ -3,17 +3,26 @@ run racing a delete is a clean NOT_FOUND (no ERROR in the server log)."""
 
 from __future__ import annotations
 
+import asyncio
+import datetime as dt
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 import pytest
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import create_async_engine
 
+from scheduler_svc.db import RUNNING, Database, jobs
+from scheduler_svc.errors import FailedPrecondition
+from scheduler_svc.store import Store
 from tests.harness import Server
+from tests.queue_helpers import eventually
 from tickwork import Client, TickworkError
 from tickwork.v1 import task_pb2, task_pb2_grpc
 
 ROUNDS = 10
+T0 = dt.datetime(2026, 6, 1, 10, 0, 0, tzinfo=dt.UTC)
 THREADS = 8
 
 
@@ -68,3 +77,47 @@ def test_a_run_racing_a_delete_is_a_clean_not_found(api_server: Server, api_clie
         assert set(codes[1:]) <= {grpc.StatusCode.OK, grpc.StatusCode.NOT_FOUND}, codes
     log = api_server.output()
     assert " ERROR " not in log and "Traceback" not in log, log[-5000:]
+
+
+async def test_a_delete_racing_the_claim_of_its_job_never_deletes_a_running_job(
+    database: Database,
+) -> None:
+    # DeleteTask read "no running job", then deleted the task's jobs: a claim committed in
+    # between (the worker had been handed the job) had its RUNNING job deleted under it,
+    # and the task with it, contrary to "FAILED_PRECONDITION while a job runs".
+    if not database.dialect.skip_locked:
+        pytest.skip("SQLite runs one write transaction at a time")
+    s = Store(database)
+    task = await s.create_task({"name": "t", "handler": "shell", "params": {}}, T0)
+    (run,) = (await s.enqueue([task.id], "API", T0)).runs
+    claimer = create_async_engine(database.url)
+    try:
+        async with claimer.connect() as conn, conn.begin() as tx:
+            # A claim under way: the job is RUNNING in a transaction not committed yet.
+            await conn.execute(
+                jobs.update()
+                .where(jobs.c.id == run.job_id)
+                .values(status=RUNNING, started_at=T0, lease_token="t", worker_id="w")
+            )
+            delete = asyncio.ensure_future(s.delete_task(task.id))
+
+            async def delete_waits() -> bool:
+                count: int = await database.read(
+                    lambda c: c.execute(
+                        sa.text(
+                            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type ="
+                            " 'Lock' AND datname = current_database()"
+                        )
+                    ).scalar_one()
+                )
+                return count >= 1
+
+            await eventually(delete_waits, what="the delete waiting on the claim")
+            await tx.commit()
+        with pytest.raises(FailedPrecondition) as info:
+            await delete
+    finally:
+        await claimer.dispose()
+    assert info.value.field == "task_id" and "running job" in str(info.value)
+    assert (await s.get_job(run.job_id)).status == RUNNING
+    assert (await s.get_task(task.id)).id == task.id
