@@ -1217,10 +1217,13 @@ class Store:
         recorded = self._record_fires_bulk(conn, live, by_id, now)
         out = []
         for request in requests:
+            key = (request.schedule_id, request.fire_time)
             if request.schedule_id not in found:
                 out.append(FireResult(request, (), schedule_found=False))
-            elif (request.schedule_id, request.fire_time) in recorded:
-                out.append(recorded[(request.schedule_id, request.fire_time)])
+            elif key in recorded:
+                # Its first request in this batch; a repeat is answered as a duplicate
+                # from the row, as a repeat in a later call is.
+                out.append(recorded.pop(key))
             else:
                 out.append(self._recorded_fire(conn, request))
         return out
@@ -1255,7 +1258,14 @@ class Store:
             returning=("id", "schedule_id", "fire_time"),
         )
         fire_ids = {(sid, bulk.read_when(when)): fid for fid, sid, when in returned}
-        claimed = [r for r in requests if (r.schedule_id, r.fire_time) in fire_ids]
+        # The first request of each (schedule, fire time) claimed it; one named again in
+        # the same batch is a repeat (it decided the fire as SKIPPED, "already queued" by
+        # the job the first one had just enqueued, and its outcome overwrote the first's).
+        first: dict[tuple[int, dt.datetime], FireRequest] = {}
+        for r in requests:
+            if (r.schedule_id, r.fire_time) in fire_ids:
+                first.setdefault((r.schedule_id, r.fire_time), r)
+        claimed = list(first.values())
         missed_rows = [
             (r.schedule_id, bulk.when(t), "MISSED", "[]", recorded_at)
             for r in claimed

@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 import asyncpg
 import pytest
 
-from scheduler_svc.records import ScheduleRecord
+from scheduler_svc.records import FireRequest, ScheduleRecord
 from scheduler_svc.scheduler import fire_batches
 from tests.databases import run_sql_async
 from tests.inprocess import Harness, inprocess
@@ -531,3 +531,23 @@ async def test_a_tick_racing_a_schedule_delete_fires_every_other_schedule(
             schedule = await h.client.get_schedule(name)
             assert schedule.next_run_time.ToDatetime(tzinfo=UTC) == at("2026-06-01T10:02:00+00:00")
         assert sorted(j.task_name for j in await h.client.list_jobs()) == ["kept-1", "kept-2"]
+
+
+async def test_a_fire_named_twice_in_one_batch_is_enqueued_once_and_then_a_duplicate(
+    tmp_path: Path, database_url: str
+) -> None:
+    # EnqueueFires with the same (schedule, fire time) twice: the second request decided
+    # the fire SKIPPED, "already queued" by the job the first had just enqueued, and its
+    # outcome overwrote the first's: ListFires said SKIPPED, both results said skipped.
+    async with inprocess(tmp_path, database_url, T0) as h:
+        task = await h.client.create_task("t", "shell", {"argv": ["true"]})
+        schedule = await h.client.create_schedule("s", [task.id], cron="* * * * *")
+        fire = FireRequest(schedule.id, at("2026-06-01T10:01:00+00:00"), (task.id,), False, ())
+        first, again = await h.service.app.enqueue_fires([fire, fire])
+        ((run,),) = {first.runs}
+        assert run.skip_reason is None and run.job_id and not first.duplicate_fire
+        assert again.duplicate_fire and [r.job_id for r in again.runs] == [run.job_id]
+        (recorded,) = await h.client.list_fires("s")
+        assert recorded.outcome == FireOutcome.FIRE_OUTCOME_ENQUEUED
+        assert [r.job_id for r in recorded.runs] == [run.job_id]
+        assert not recorded.runs[0].skipped
