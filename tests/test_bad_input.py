@@ -695,6 +695,16 @@ BAD_STREAMS: list[tuple[str, list[dict[str, dict[str, Any]]], grpc.StatusCode, s
         "outcome.lease_token",
     ),
     (
+        # Named "statuses" (ListJobs' field), which no Outcome has.
+        "an outcome with a status the enum does not define",
+        [
+            {"hello": {"worker_id": "w"}},
+            {"outcome": {"job_id": 1, "lease_token": "t", "status": 99}},
+        ],
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "outcome.status: unknown job status 99",
+    ),
+    (
         "log lines under a lease token with a NUL",
         [
             {"hello": {"worker_id": "w"}},

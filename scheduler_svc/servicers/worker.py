@@ -243,7 +243,7 @@ class WorkerSession:
             self._abort(job_id, "aborted by operator")
 
     async def _outcome(self, m: Req.Outcome) -> None:
-        status = cv.job_status_name(m.status)
+        status = cv.job_status_name(m.status, "outcome.status")
         if status not in _OUTCOMES:
             status = "FAILED"
         # poll_next: the next job is taken in the transaction that records this outcome.
