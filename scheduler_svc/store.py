@@ -914,12 +914,28 @@ class Store:
         values: dict[str, Any],
         task_ids: Sequence[int] | None,
         now: dt.datetime,
+        *,
+        complete: Callable[[ScheduleRecord], dict[str, Any]] | None = None,
     ) -> ScheduleRecord:
         """Update the given columns (and the task list when ``task_ids`` is not None).
+
+        With ``complete``, the schedule is read first in this transaction, its row locked
+        (FOR UPDATE on PostgreSQL, after the tasks: LOCK_ORDER), and ``complete(current)``
+        returns the further columns to set (the next run) or raises (InvalidArgument: the
+        merge is invalid): so the update is validated against the schedule it changes,
+        not one read before another update committed.
 
         Raises NotFound(field="schedule.id" or "schedule.task_ids"), AlreadyExists.
         """
         task_names = None if task_ids is None else self._lock_tasks(conn, task_ids)
+        if complete is not None:
+            query = schedules.select().where(schedules.c.id == schedule_id)
+            if self.db.dialect.skip_locked:
+                query = query.with_for_update()
+            current = conn.execute(query).first()
+            if current is None:
+                raise NotFound(f"no schedule with id {schedule_id}", field="schedule_id")
+            values = {**values, **complete(self._schedules(conn, [current])[0])}
         try:
             result = conn.execute(
                 schedules.update()

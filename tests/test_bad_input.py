@@ -649,6 +649,7 @@ def test_a_missing_id_is_invalid_argument(
             channel.unary_unary(f"/{method}", None, None)(b"", timeout=10)
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT, err.value
     assert err.value.details() == f"{field}: required", err.value.details()
+    assert snapshot(server) == before
 
 
 async def _stream_status(

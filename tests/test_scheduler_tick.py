@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+from collections.abc import Awaitable
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import asyncpg
+import grpc
 import pytest
 
 from scheduler_svc.records import FireRequest, ScheduleRecord
@@ -551,3 +553,64 @@ async def test_a_fire_named_twice_in_one_batch_is_enqueued_once_and_then_a_dupli
         assert recorded.outcome == FireOutcome.FIRE_OUTCOME_ENQUEUED
         assert [r.job_id for r in recorded.runs] == [run.job_id]
         assert not recorded.runs[0].skipped
+
+
+async def test_concurrent_schedule_updates_never_store_a_schedule_without_timing(
+    tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # UpdateSchedule read the schedule, validated the merge, and wrote only its own fields
+    # in another transaction. Update A (interval_seconds = 0; the cron still times it) and
+    # update B (cron_expression = ""; the interval still times it) were each valid on what
+    # they read, and together stored a schedule with neither: enabled, never firing.
+    from google.protobuf.field_mask_pb2 import FieldMask
+
+    from tickwork.v1 import schedule_pb2, schedule_pb2_grpc
+
+    async with inprocess(tmp_path, database_url, T0) as h:
+        task = await h.client.create_task("t", "shell", {"argv": ["true"]})
+        created = await h.client.create_schedule("s", [task.id], cron="0 * * * *")
+        await h.client.update_schedule("s", cron="0 * * * *", interval_seconds=60)
+        async with grpc.aio.insecure_channel(h.service.address) as channel:
+            stub = schedule_pb2_grpc.ScheduleServiceStub(channel)
+
+            def update(paths: list[str], **fields: object) -> Awaitable[object]:
+                return stub.UpdateSchedule(
+                    schedule_pb2.UpdateScheduleRequest(
+                        schedule=schedule_pb2.Schedule(id=created.id, **fields),  # type: ignore[arg-type]
+                        update_mask=FieldMask(paths=paths),
+                    )
+                )
+
+            b_done: list[object] = []
+            b_started: list[bool] = []
+
+            async def update_b() -> None:
+                try:
+                    b_done.append(await update(["cron_expression"], cron_expression=""))
+                except grpc.aio.AioRpcError as err:
+                    b_done.append(err.code())
+
+            store = h.service.app.store
+            real_get = store.get_schedule
+
+            async def get_then_b(schedule_id: int) -> object:
+                found = await real_get(schedule_id)
+                if not b_started:  # B commits between A's read and A's write
+                    b_started.append(True)
+                    await update_b()
+                return found
+
+            monkeypatch.setattr(store, "get_schedule", get_then_b)
+            try:
+                await update(["interval_seconds"], interval_seconds=0)
+                a = "OK"
+            except grpc.aio.AioRpcError as err:
+                a = err.code().name
+            monkeypatch.setattr(store, "get_schedule", real_get)
+            if not b_started:
+                await update_b()
+        stored = await h.client.get_schedule("s")
+        assert stored.cron_expression or stored.interval_seconds >= 1, (a, b_done, stored)
+        # Exactly one of them was refused: the second, on what the first had stored.
+        refused = [a != "OK", b_done[0] == grpc.StatusCode.INVALID_ARGUMENT]
+        assert refused.count(True) == 1, (a, b_done)

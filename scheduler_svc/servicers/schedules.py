@@ -274,12 +274,22 @@ class ScheduleServicer(schedule_pb2_grpc.ScheduleServiceServicer):
         paths = tuple(request.update_mask.paths) or WRITABLE
         values = schedule_values(request.schedule, paths)
         task_ids = check_task_ids(list(request.schedule.task_ids)) if "task_ids" in paths else None
-        current = await self.app.store.get_schedule(sid)
-        merged = dataclasses.replace(current, **values)
-        check_timing(merged, paths)
-        if TIMING & set(paths) and any(getattr(current, k) != getattr(merged, k) for k in TIMING):
-            values["next_run_at"] = next_run_on_update(current, merged, self.app.clock())
-        stored = await self.app.store.update_schedule(sid, values, task_ids, self.app.clock())
+
+        def complete(current: ScheduleRecord) -> dict[str, Any]:
+            # Run by the store in the update's transaction, on the schedule as it is then
+            # (row locked): two updates each valid on what it read no longer combine into
+            # an invalid schedule (e.g. one clearing the cron, one the interval).
+            merged = dataclasses.replace(current, **values)
+            check_timing(merged, paths)
+            if TIMING & set(paths) and any(
+                getattr(current, k) != getattr(merged, k) for k in TIMING
+            ):
+                return {"next_run_at": next_run_on_update(current, merged, self.app.clock())}
+            return {}
+
+        stored = await self.app.store.update_schedule(
+            sid, values, task_ids, self.app.clock(), complete=complete
+        )
         self.app.schedules_changed()
         return schedule_pb2.UpdateScheduleResponse(schedule=self._out(stored))
 
