@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import functools
 import logging
 import sqlite3
 from collections.abc import AsyncIterator, Callable
@@ -381,10 +382,27 @@ def _mark_unused(_dbapi_connection: Any, record: Any) -> None:
     record.info[_UNUSED] = True
 
 
-def _ping_on_checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
-    """Pool ``checkout`` hook (PostgreSQL): one ``SELECT 1`` round trip on a pooled
-    connection about to be used again; one the server dropped is replaced before anything
-    runs on it. A connection just opened (its handshake is the check) is not pinged.
+#: PostgreSQL: the longest one statement may take, seconds (asyncpg's ``command_timeout``),
+#: then it fails (UNAVAILABLE) and its connection is thrown away. Every statement of the
+#: service is short; the bound is for a connection the network has silently dropped (a
+#: partition, a failover that sends no reset), on which a statement would otherwise wait
+#: for the kernel's TCP timeout, about 15 minutes, with the scheduler loop or a worker's
+#: outcome behind it. Migrations run without it (see :mod:`scheduler_svc.migrate`).
+STATEMENT_TIMEOUT_S = 30.0
+
+#: PostgreSQL: the longest the checkout ping of a pooled connection may take, seconds; a
+#: connection that does not answer is replaced, as one the server closed.
+PING_TIMEOUT_S = 5.0
+
+
+def _ping_on_checkout(
+    timeout_s: float | None, dbapi_connection: Any, record: Any, _proxy: Any
+) -> None:
+    """Pool ``checkout`` hook (PostgreSQL; bound to its ``timeout_s`` with
+    :func:`functools.partial`): one ``SELECT 1`` round trip on a pooled connection about to
+    be used again; one the server dropped, or that does not answer within ``timeout_s``
+    seconds, is replaced before anything runs on it. A connection just opened (its
+    handshake is the check) is not pinged.
 
     Every reuse is pinged, however recent: skipping the ping for a connection given back
     under a second ago (asyncpg's ``is_closed()`` checked instead) was tried and undone. A
@@ -404,7 +422,7 @@ def _ping_on_checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
     if record.info.pop(_UNUSED, False):
         return
     try:
-        dbapi_connection.run_async(lambda driver: driver.execute("SELECT 1"))
+        dbapi_connection.run_async(lambda driver: driver.execute("SELECT 1", timeout=timeout_s))
     except Exception as exc:
         raise sa.exc.DisconnectionError(f"pooled connection unusable: {exc}") from exc
 
@@ -469,8 +487,21 @@ class Database:
     by shutdown and its connection left for the garbage collector.
     """
 
-    def __init__(self, url: str) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        statement_timeout_s: float | None = STATEMENT_TIMEOUT_S,
+        ping_timeout_s: float | None = PING_TIMEOUT_S,
+    ) -> None:
+        """Open (lazily: connections come with the first transaction) the database of
+        ``url``, a SQLAlchemy URL of a SQLite file or of PostgreSQL (asyncpg).
+
+        ``statement_timeout_s`` and ``ping_timeout_s`` (seconds; None: no limit) bound a
+        PostgreSQL statement and the checkout ping: see :data:`STATEMENT_TIMEOUT_S`.
+        """
         self.url = url
+        self.statement_timeout_s = statement_timeout_s
         self.dialect = dialect_of(url)
         self._sqlite: sa.Engine | None = None
         self._async: AsyncEngine | None = None
@@ -484,15 +515,24 @@ class Database:
             # connection was used: pinging only connections idle a while was tried twice
             # and undone: a database restart, or a backend killed, then failed live
             # transactions, and a failed outcome breaks the worker's stream.
-            self._async = create_async_engine(url, pool_size=10, max_overflow=10)
+            limits = {"command_timeout": statement_timeout_s}
+            self._async = create_async_engine(
+                url, pool_size=10, max_overflow=10, connect_args=limits
+            )
             # The queue's own pool: see QUEUE_SESSION_SETTINGS.
-            self._queue = create_async_engine(url, pool_size=2, max_overflow=10)
+            self._queue = create_async_engine(
+                url, pool_size=2, max_overflow=10, connect_args=limits
+            )
             event.listen(self._queue.sync_engine.pool, "connect", _set_queue_session)
             self._running = 0  # PostgreSQL transactions under way (see dispose)
             self._none_running = asyncio.Event()
             for engine in (self._async, self._queue):
                 event.listen(engine.sync_engine.pool, "connect", _mark_unused)
-                event.listen(engine.sync_engine.pool, "checkout", _ping_on_checkout)
+                event.listen(
+                    engine.sync_engine.pool,
+                    "checkout",
+                    functools.partial(_ping_on_checkout, ping_timeout_s),
+                )
 
     async def write(self, fn: Callable[[Connection], R], *, queue: bool = False) -> R:
         """Run ``fn(conn)`` in a read-write transaction; committed when it returns, rolled
@@ -604,6 +644,12 @@ class Database:
                     return await aconn.run_sync(run)
         except sa.exc.DBAPIError:
             raise
+        except TimeoutError as exc:
+            # asyncpg's command_timeout: the statement's connection is thrown away.
+            raise StorageError(
+                f"database statement took over {self.statement_timeout_s} s (the server "
+                "unreachable or overloaded); the server log has the details"
+            ) from exc
         except Exception as exc:
             if began:
                 raise

@@ -48,8 +48,17 @@ async def upgrade(db: Database) -> str | None:
     Raises FailedPrecondition when the database is at a revision this code does not know
     (written by a newer tickwork): refusing is safer than guessing. The check and the
     upgrade run in one transaction under the migration lock, so replicas starting together
-    on an empty database migrate it once and the others find it current.
+    on an empty database migrate it once and the others find it current. On PostgreSQL they
+    run on connections of their own without the statement timeout
+    (:data:`scheduler_svc.db.STATEMENT_TIMEOUT_S`): an index built on a long history, or
+    the wait for another replica's migration, may take longer.
     """
+    if db.dialect.name == "postgresql" and db.statement_timeout_s is not None:
+        unbounded = Database(db.url, statement_timeout_s=None)
+        try:
+            return await upgrade(unbounded)
+        finally:
+            await unbounded.dispose()
     cfg = alembic_config()
     known = known_revisions()
 

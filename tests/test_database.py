@@ -89,6 +89,63 @@ async def test_an_unreachable_postgresql_is_unavailable_not_internal(database_ur
 
 @requires_postgresql
 @on_postgresql
+async def test_a_silently_dropped_connection_costs_seconds_not_the_tcp_timeout(
+    database_url: str, database: Database
+) -> None:
+    """A network partition (or a failover that sends no reset) leaves pooled connections
+    that never answer: each would hold a call until the kernel gives up, about 15 minutes.
+    The checkout ping gives up after its timeout and the pool opens a new connection; a
+    statement caught mid-transaction fails UNAVAILABLE after the statement timeout, and
+    the next call runs on a new connection."""
+    read = lambda conn: conn.execute(sa.select(leases.c.name)).all()  # noqa: E731
+    loop = asyncio.get_running_loop()
+    async with PgProxy.to(database_url).running() as proxy:
+        proxied = Database(proxy.url(database_url), statement_timeout_s=3.0, ping_timeout_s=0.5)
+        try:
+            await asyncio.gather(*(proxied.read(read) for _ in range(3)))  # three pooled
+            proxy.hold()  # they no longer reach the server; new connections do
+            began = loop.time()
+            for _ in range(4):
+                assert await asyncio.wait_for(proxied.read(read), 30) is not None
+            assert loop.time() - began < 15
+
+            def slow_then_more(conn: sa.Connection) -> int:
+                conn.execute(sa.text("SELECT pg_sleep(1.5)"))
+                return int(conn.scalar(sa.text("SELECT 2")))
+
+            async def partition_soon() -> None:
+                await asyncio.sleep(0.2)  # while pg_sleep runs: SELECT 2 is black-holed
+                proxy.hold()
+
+            partition = asyncio.create_task(partition_soon())
+            began = loop.time()
+            with pytest.raises(StorageError) as caught:
+                await asyncio.wait_for(proxied.write(slow_then_more), 30)
+            await partition
+            assert loop.time() - began < 15
+            assert _answer(caught.value) == grpc.StatusCode.UNAVAILABLE
+            assert "took over 3.0 s" in caught.value.message
+            assert await asyncio.wait_for(proxied.write(slow_then_more), 30) == 2
+            assert proxied.connections_in_use() == 0
+        finally:
+            await proxied.dispose()
+
+
+@requires_postgresql
+@on_postgresql
+async def test_migrations_run_without_the_statement_timeout(database_url: str) -> None:
+    """Building an index on a long history may take longer than any API statement may."""
+    bounded = Database(database_url, statement_timeout_s=1e-6)
+    try:
+        with pytest.raises(StorageError):  # the bound is real: nothing finishes within it
+            await bounded.read(lambda conn: conn.scalar(sa.text("SELECT 1")))
+        assert await migrate.upgrade(bounded) == migrate.head_revision()
+    finally:
+        await bounded.dispose()
+
+
+@requires_postgresql
+@on_postgresql
 async def test_connections_lost_as_soon_as_they_open_are_unavailable_not_internal(
     database_url: str, database: Database
 ) -> None:
