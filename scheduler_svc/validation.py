@@ -22,11 +22,20 @@ CATCH_UP_POLICIES = ("SKIP", "RUN_ONCE")
 
 def name(value: str, field: str) -> str:
     """A unique name: non-empty after trimming, at most 200 characters, no control chars."""
-    text = value.strip()
+    return _label(value.strip(), field, MAX_NAME_CHARS)
+
+
+def _label(text: str, field: str, max_chars: int) -> str:
+    """``text`` if it is non-empty, at most ``max_chars`` characters and free of control
+    and format characters (it is stored and printed in tables and logs).
+
+    Raises:
+        InvalidArgument: naming ``field``.
+    """
     if not text:
         raise InvalidArgument("must not be empty", field=field)
-    if len(text) > MAX_NAME_CHARS:
-        raise InvalidArgument(f"must be at most {MAX_NAME_CHARS} characters", field=field)
+    if len(text) > max_chars:
+        raise InvalidArgument(f"must be at most {max_chars} characters", field=field)
     if any(unicodedata.category(ch) in ("Cc", "Cf") for ch in text):
         raise InvalidArgument("must not contain control or format characters", field=field)
     return text
@@ -104,13 +113,7 @@ MAX_WORKER_ID_CHARS = MAX_NAME_CHARS - 9
 def worker_id(value: str, field: str = "hello.worker_id") -> str:
     """A worker id: non-empty, at most :data:`MAX_WORKER_ID_CHARS` characters, no control
     or format characters (it is stored, and printed in the logs)."""
-    if not value:
-        raise InvalidArgument("must not be empty", field=field)
-    if len(value) > MAX_WORKER_ID_CHARS:
-        raise InvalidArgument(f"must be at most {MAX_WORKER_ID_CHARS} characters", field=field)
-    if any(unicodedata.category(ch) in ("Cc", "Cf") for ch in value):
-        raise InvalidArgument("must not contain control or format characters", field=field)
-    return value
+    return _label(value, field, MAX_WORKER_ID_CHARS)
 
 
 def description(value: str, field: str) -> str:
