@@ -59,27 +59,6 @@ def first_fire_after(schedule: ScheduleRecord, now: dt.datetime) -> dt.datetime 
     return now + dt.timedelta(seconds=schedule.interval_seconds)
 
 
-def next_run_on_update(
-    current: ScheduleRecord, updated: ScheduleRecord, now: dt.datetime
-) -> dt.datetime | None:
-    """The next run of ``updated`` (a timing or enabled change of ``current``) at ``now``.
-
-    A window already due (``current.next_run_at`` <= ``now``) that no tick has fired yet
-    is not dropped by an update that keeps the schedule enabled: a cron schedule's next run
-    becomes the new timing's first fire time at or after that due time (still due when it
-    is <= ``now``; the next tick then fires it or applies the catch-up policy, as for any
-    due schedule), an interval schedule keeps its due run. Otherwise (not due, or enabled
-    just now) it is :func:`first_fire_after` ``now``: re-enabling never catches up the time
-    a schedule was disabled.
-    """
-    due = current.next_run_at
-    if not (updated.enabled and current.enabled and due is not None and due <= now):
-        return first_fire_after(updated, now)
-    if updated.cron_expression:
-        return next_cron_fire(updated, due - dt.timedelta(microseconds=1))
-    return due
-
-
 @dataclass(frozen=True)
 class FirePlan:
     """What the scheduler does with a due schedule.

@@ -267,39 +267,6 @@ async def test_interval_is_anchored_to_the_finish_of_the_previous_run(
         assert schedule.next_run_time.ToDatetime(tzinfo=UTC) == finished + dt.timedelta(seconds=60)
 
 
-@pytest.mark.parametrize(
-    ("change", "fired", "next_run"),
-    [
-        # The same fire times in another zone: the due 10:05 window still fires.
-        ({"timezone": "Europe/Berlin"}, "2026-06-01T10:05:00+00:00", "2026-06-01T10:10:00+00:00"),
-        # Now an interval schedule (the SDK clears the cron expression): the due run is
-        # kept, the next one comes 30 s after the tick that fired it (10:05:01).
-        ({"interval_seconds": 30}, "2026-06-01T10:05:00+00:00", "2026-06-01T10:05:31+00:00"),
-        # A new expression that also fires at 10:05: it fires.
-        ({"cron": "*/15 * * * *"}, None, "2026-06-01T10:15:00+00:00"),
-        ({"cron": "5 * * * *"}, "2026-06-01T10:05:00+00:00", "2026-06-01T11:05:00+00:00"),
-        # A new expression whose first fire at or after 10:05 is later: nothing is due.
-        ({"cron": "0 * * * *"}, None, "2026-06-01T11:00:00+00:00"),
-    ],
-)
-async def test_an_update_does_not_drop_a_due_window_no_tick_has_fired(
-    tmp_path: Path, database_url: str, change: dict[str, object], fired: str | None, next_run: str
-) -> None:
-    """Between a window coming due and the tick that fires it (a lease handover, a long
-    tick), a timing update recomputes the next run from the due window, not from now."""
-    async with inprocess(tmp_path, database_url, T0) as h:
-        await one_task_schedule(h, "*/5 * * * *")
-        h.clock.set(at("2026-06-01T10:05:01+00:00"))  # due, not yet ticked
-        await h.client.update_schedule("s", **change)  # type: ignore[arg-type]
-        await h.tick()
-        jobs = await h.client.list_jobs()
-        assert [j.fire_time.ToDatetime(tzinfo=UTC).isoformat() for j in jobs] == (
-            [fired] if fired else []
-        )
-        schedule = await h.client.get_schedule("s")
-        assert schedule.next_run_time.ToDatetime(tzinfo=UTC) == at(next_run)
-
-
 async def test_re_enabling_a_due_schedule_does_not_catch_up(
     tmp_path: Path, database_url: str
 ) -> None:

@@ -14,7 +14,7 @@ from scheduler_svc import validation
 from scheduler_svc.app import App
 from scheduler_svc.cron import CronError, DstNote
 from scheduler_svc.errors import AlreadyExists, InvalidArgument, TickworkError
-from scheduler_svc.firing import cron_schedule, next_run_on_update
+from scheduler_svc.firing import cron_schedule
 from scheduler_svc.records import ScheduleRecord
 from scheduler_svc.servicers import _convert as cv
 from scheduler_svc.servicers._errors import rpc_errors
@@ -284,7 +284,7 @@ class ScheduleServicer(schedule_pb2_grpc.ScheduleServiceServicer):
             if TIMING & set(paths) and any(
                 getattr(current, k) != getattr(merged, k) for k in TIMING
             ):
-                return {"next_run_at": next_run_on_update(current, merged, self.app.clock())}
+                return {"next_run_at": self.app.next_run(merged)}
             return {}
 
         stored = await self.app.store.update_schedule(
