@@ -447,7 +447,12 @@ def test_a_standby_worker_takes_over_and_jobs_never_overlap(
             wait_logged(standby, "as the standby worker")
             (long_run,) = client.run("long")
             wait_status(client, long_run.job_id, JobStatus.JOB_STATUS_RUNNING)
-            # Kill once the job's process group is registered with the worker's guard (the
+            # Kill once the script has made the marker and got to its sleep: killed before
+            # then (a loaded machine may not schedule the new shell for a while after the
+            # worker logged its start), the first attempt leaves no marker, and the retry
+            # takes the long "long-killed" branch instead.
+            wait_for(lambda: processes_with(f"sleep {sleep_s}"), what="the job's process")
+            # And once the job's process group is registered with the worker's guard (the
             # log line follows the registration): a SIGKILL in the milliseconds between the
             # program's start and its registration leaves the program running (a known gap).
             wait_logged(active, f"job {long_run.job_id}: started")
