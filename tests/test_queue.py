@@ -340,6 +340,9 @@ async def test_running_a_task_whose_retry_waits_wakes_a_waiting_poll(
             return ready
 
         monkeypatch.setattr(store, "next_ready_time", next_ready_time)
+        # The jitter drawn at its ceiling: a backoff of 600 s, never under the poll's 30 s
+        # (a uniform draw was under it one time in twenty).
+        monkeypatch.setattr(store.rng, "uniform", lambda low, high: high)
         await create_flaky(h, 2, 600, 600)
         await h.client.run("flaky")
         retry = (await finish(h, await claim(h), "FAILED", "boom")).retry
