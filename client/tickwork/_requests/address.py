@@ -1,0 +1,45 @@
+"""Where the SDK dials: the ``HOST:PORT`` of the tickwork API, from the argument or the
+environment, with tickwork's port added to a bare host."""
+
+from __future__ import annotations
+
+import os
+
+DEFAULT_SERVER = "127.0.0.1:50051"
+"""Address used when neither an argument nor ``TICKWORK_SERVER`` gives one."""
+
+SERVER_ENV = "TICKWORK_SERVER"
+"""Environment variable holding the default ``HOST:PORT`` of the tickwork API."""
+
+
+DEFAULT_PORT = 50051
+"""The port the service listens on unless told otherwise (``TICKWORK_LISTEN``)."""
+
+
+def resolve_server(server: str | None) -> str:
+    """Return the ``HOST:PORT`` to dial: ``server``, else ``$TICKWORK_SERVER``, else the
+    default ``127.0.0.1:50051``; a host given without a port gets tickwork's port 50051
+    (see :func:`with_default_port`)."""
+    return with_default_port(server or os.environ.get(SERVER_ENV) or DEFAULT_SERVER)
+
+
+def with_default_port(target: str) -> str:
+    """``target`` with ``:50051`` added when it is a bare host name or address
+    (``localhost``, ``10.0.0.5``, ``[::1]``); gRPC would otherwise dial port 443. A target
+    with a port, or a gRPC name-resolver URI (``unix:``, ``dns:``, ``ipv4:``, ``ipv6:``,
+    ``scheme://...``), is returned as it is.
+
+    Args:
+        target (str): the address as the user gave it.
+
+    Returns:
+        str: the address to dial.
+    """
+    target = target.strip()
+    if not target or "://" in target or target.startswith(("unix:", "dns:", "ipv4:", "ipv6:")):
+        return target
+    if target.startswith("["):  # [IPv6] or [IPv6]:PORT
+        return target if "]:" in target else f"{target}:{DEFAULT_PORT}"
+    if ":" in target:  # HOST:PORT (a bare IPv6 address has several colons: left alone)
+        return target
+    return f"{target}:{DEFAULT_PORT}"

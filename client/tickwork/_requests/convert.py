@@ -1,0 +1,98 @@
+"""Python values to protobuf and back: JSON-like params to ``Struct``, aware datetimes to
+``Timestamp`` (UTC) and back."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from google.protobuf.struct_pb2 import Struct
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from tickwork.errors import InvalidArgument
+
+#: Deepest nesting of objects and lists in params: each level is three protobuf message
+#: levels (Struct, map entry, Value) and protobuf decodes at most 100.
+MAX_NESTING = 30
+
+
+def _nesting(value: object, depth: int = 1) -> int:
+    """How deep dicts and lists nest in ``value`` (a scalar is 0, ``{}`` is 1); stops
+    counting past :data:`MAX_NESTING`."""
+    if depth > MAX_NESTING + 1:
+        return depth
+    children: Iterable[Any]
+    if isinstance(value, Mapping):
+        children = value.values()
+    elif isinstance(value, list | tuple):
+        children = value
+    else:
+        return depth - 1
+    return max((_nesting(child, depth + 1) for child in children), default=depth)
+
+
+def to_struct(params: Mapping[str, Any], field: str = "params") -> Struct:
+    """Convert a JSON-like mapping into a ``google.protobuf.Struct``.
+
+    Numbers become doubles (JSON semantics). Raises InvalidArgument naming ``field`` when a
+    value is not JSON-representable.
+    """
+    if not isinstance(params, Mapping):
+        raise InvalidArgument(f"{field}: expected a mapping, got {type(params).__name__}")
+    if _nesting(params) > MAX_NESTING:
+        raise InvalidArgument(
+            f"{field}: nested more than {MAX_NESTING} objects or lists deep (protobuf's "
+            "limit on message depth)"
+        )
+    inexact = _inexact_integer(params, "")
+    if inexact is not None:
+        path, number = inexact
+        raise InvalidArgument(
+            f"{field}: {path}: {number} is beyond ±2**53, where numbers stop being exact (a "
+            "Struct holds them as doubles); give it as a string"
+        )
+    struct = Struct()
+    try:
+        struct.update(dict(params))
+    except (ValueError, TypeError, AttributeError) as err:
+        raise InvalidArgument(f"{field}: not JSON-representable: {err}") from None
+    return struct
+
+
+def _inexact_integer(value: object, path: str) -> tuple[str, int] | None:
+    """The path and value of the first int in ``value`` that a double cannot hold exactly
+    (it would arrive changed: 2**53 + 1 as 2**53), or None."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (path, value) if abs(value) > 2**53 else None
+    if isinstance(value, Mapping):
+        items: Iterable[tuple[str, Any]] = (
+            (f"{path}.{k}" if path else str(k), v) for k, v in value.items()
+        )
+    elif isinstance(value, list | tuple):
+        items = ((f"{path}[{i}]", v) for i, v in enumerate(value))
+    else:
+        return None
+    for child_path, child in items:
+        found = _inexact_integer(child, child_path)
+        if found is not None:
+            return found
+    return None
+
+
+def to_timestamp(value: datetime, field: str) -> Timestamp:
+    """Convert an aware datetime into a Timestamp.
+
+    Raises:
+        InvalidArgument: ``value`` is naive (its zone would be a guess).
+    """
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidArgument(f"{field}: needs a timezone-aware datetime, got {value!r}")
+    ts = Timestamp()
+    ts.FromDatetime(value.astimezone(UTC))
+    return ts
+
+
+def to_datetime(ts: Timestamp) -> datetime:
+    """Convert a Timestamp into an aware UTC datetime."""
+    return ts.ToDatetime(tzinfo=UTC)
