@@ -1,8 +1,12 @@
-"""The asyncio client: :class:`AsyncClient`, on a ``grpc.aio`` channel.
+"""The asyncio client, :class:`AsyncClient`: the one hand-written client of the SDK.
 
-Same methods, arguments, answers and errors as :class:`tickwork.Client`; each is a
-coroutine, and :meth:`AsyncClient.watch` is an async iterator. Request building is shared
-through :mod:`tickwork._requests`.
+:mod:`tickwork._sync` (:class:`~tickwork.Client`, blocking) is generated from this file by
+``scripts/unasync.py``: edit this file, then run ``python scripts/unasync.py``; CI runs it
+with ``--check``. The generator rewrites tokens (``async def`` to ``def``, ``await`` away,
+``AsyncClient`` to ``Client``, ``asyncio.sleep`` to ``time.sleep``, ...), so code here must
+read right once they are gone; what the two clients do differently lives behind the
+transport seam (:mod:`tickwork._async_transport` and :mod:`tickwork._sync_transport`).
+Request building and answer reading are shared through :mod:`tickwork._requests`.
 """
 
 from __future__ import annotations
@@ -17,14 +21,13 @@ from collections.abc import (
     Sequence,
 )
 from contextlib import aclosing
-from dataclasses import dataclass
 from datetime import datetime
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self, TypeVar, Unpack
+from typing import Any, Self, TypeVar, Unpack
 
 import grpc
-from grpc import aio
 
+from tickwork import _async_transport as transport
 from tickwork import _channel as ch
 from tickwork import _requests as rq
 from tickwork._channel import TlsConfig
@@ -37,7 +40,6 @@ from tickwork.v1.job_pb2 import (
     JobStatus,
     WatchJobRequest,
 )
-from tickwork.v1.job_pb2_grpc import JobServiceStub
 from tickwork.v1.schedule_pb2 import (
     CatchUpPolicy,
     CreateScheduleRequest,
@@ -48,7 +50,6 @@ from tickwork.v1.schedule_pb2 import (
     ListSchedulesRequest,
     Schedule,
 )
-from tickwork.v1.schedule_pb2_grpc import ScheduleServiceStub
 from tickwork.v1.task_pb2 import (
     AbortTasksRequest,
     CreateTaskRequest,
@@ -57,48 +58,45 @@ from tickwork.v1.task_pb2 import (
     Task,
     TaskAbort,
 )
-from tickwork.v1.task_pb2_grpc import TaskServiceStub
-
-if TYPE_CHECKING:
-    from tickwork.v1.job_pb2_grpc import JobServiceAsyncStub
-    from tickwork.v1.schedule_pb2_grpc import ScheduleServiceAsyncStub
-    from tickwork.v1.task_pb2_grpc import TaskServiceAsyncStub
 
 __all__ = ["AsyncClient"]
 
 _T = TypeVar("_T")
 
 
-@dataclass(frozen=True)
-class _Stubs:
-    channel: aio.Channel
-    tasks: TaskServiceAsyncStub
-    jobs: JobServiceAsyncStub
-    schedules: ScheduleServiceAsyncStub
-
-
 class AsyncClient:
-    """asyncio client of the tickwork API.
+    """The asyncio client of the tickwork API.
 
-    Use it as an async context manager, or await :meth:`close`::
+    Use it as an async context manager, or close it with :meth:`close`::
 
         async with AsyncClient("127.0.0.1:50051") as tw:
             [run] = await tw.run("health-check")
             job = await tw.wait(run.job_id, timeout=60)
 
-    The channel is opened on the first call, inside the running event loop, so the client
-    may be constructed anywhere. Tasks and schedules are referred to by id (``int``) or name
-    (``str``); times are aware datetimes or UTC Timestamps; durations are seconds. Every
-    method raises a :class:`~tickwork.errors.TickworkError` subclass on failure.
+    Its channel opens on first use, inside the running event loop: construct it anywhere.
+
+    Tasks and schedules are referred to by id (``int``) or name (``str``). Times are aware
+    ``datetime`` objects or protobuf Timestamps in UTC; durations are seconds. Every method
+    raises a :class:`~tickwork.errors.TickworkError` subclass on failure (``Unavailable``
+    when the server cannot be reached, ``DeadlineExceeded`` past ``timeout``), never a raw
+    ``grpc.RpcError``.
 
     Args:
         server (str | None): ``HOST:PORT``; default ``$TICKWORK_SERVER``, else
-            ``127.0.0.1:50051``.
+            ``127.0.0.1:50051``. A host without a port gets port 50051.
         timeout (float | None): deadline of each unary call, seconds; ``None`` for none.
             Streams (:meth:`watch`, :meth:`wait`) are not bounded by it.
-        token (str | None): bearer token; default ``$TICKWORK_TOKEN`` (as for
-            :class:`~tickwork.Client`).
-        tls (TlsConfig | bool | None): transport security, as for :class:`~tickwork.Client`.
+        token (str | None): bearer token sent with every call; default ``$TICKWORK_TOKEN``
+            (none when unset). A server with access control answers ``Unauthenticated``
+            without one and ``PermissionDenied`` when its role may not make the call.
+        tls (TlsConfig | bool | None): ``None`` (default): as the environment says
+            (``TICKWORK_TLS``, ``TICKWORK_TLS_CA_FILE``, ...; plaintext when unset);
+            ``False``: plaintext; ``True``: TLS with the system's roots; a
+            :class:`~tickwork.TlsConfig`: TLS with that CA and client certificate.
+
+    Raises:
+        InvalidArgument: ``TICKWORK_TLS`` is not a boolean, a client certificate has no
+            key, or (when the channel opens) a TLS file cannot be read.
     """
 
     def __init__(
@@ -112,8 +110,7 @@ class AsyncClient:
         self.server: str = rq.resolve_server(server)
         self.timeout = timeout
         self._metadata = ch.auth_metadata(ch.resolve_token(token))
-        self._tls = ch.resolve_tls(tls)
-        self._open: _Stubs | None = None
+        self._connection = transport.Connection(self.server, ch.resolve_tls(tls))
 
     async def __aenter__(self) -> Self:
         self._stubs()
@@ -129,25 +126,21 @@ class AsyncClient:
 
     async def close(self) -> None:
         """Close the channel; calls in flight are cancelled. Idempotent."""
-        stubs, self._open = self._open, None
-        if stubs is not None:
-            await stubs.channel.close(None)
+        await self._connection.close()
 
     def __repr__(self) -> str:
         return f"AsyncClient({self.server!r})"
 
     # -- plumbing ---------------------------------------------------------------------------
 
-    def _stubs(self) -> _Stubs:
-        if self._open is None:
-            channel = ch.aio_channel(self.server, self._tls)
-            self._open = _Stubs(
-                channel=channel,
-                tasks=TaskServiceStub(channel),
-                jobs=JobServiceStub(channel),
-                schedules=ScheduleServiceStub(channel),
-            )
-        return self._open
+    def _stubs(self) -> transport.Stubs:
+        """The open channel and the API's stubs on it."""
+        return self._connection.stubs()
+
+    @property
+    def _channel(self) -> transport.Channel:
+        """The open channel, for stubs beyond this client's (the CLI's health check)."""
+        return self._stubs().channel
 
     async def _call(self, method: Callable[..., Awaitable[_T]], request: Any) -> _T:
         """Invoke a unary stub method with the client's deadline, translating errors."""
@@ -172,12 +165,18 @@ class AsyncClient:
     async def _task_id(self, ref: rq.Ref) -> int:
         """Resolve a task reference to its id (GetTask for a name). Raises NotFound."""
         ref = rq.check_ref(ref, "task")
-        return ref if isinstance(ref, int) else (await self.get_task(ref)).id
+        if isinstance(ref, int):
+            return ref
+        task = await self.get_task(ref)
+        return task.id
 
     async def _schedule_id(self, ref: rq.Ref) -> int:
         """Resolve a schedule reference to its id (GetSchedule for a name). Raises NotFound."""
         ref = rq.check_ref(ref, "schedule")
-        return ref if isinstance(ref, int) else (await self.get_schedule(ref)).id
+        if isinstance(ref, int):
+            return ref
+        schedule = await self.get_schedule(ref)
+        return schedule.id
 
     # -- running and jobs -------------------------------------------------------------------
 
@@ -211,10 +210,12 @@ class AsyncClient:
             *tasks (int | str): task ids or names (names are resolved with GetTask first).
 
         Returns:
-            list[TaskAbort]: one per task, in argument order, with the job and ``action``.
+            list[TaskAbort]: one per task, in argument order, with the job and ``action``
+            (CANCELLED, ABORT_REQUESTED, or NONE when nothing was queued or running).
 
         Raises:
             NotFound: an unknown task.
+            InvalidArgument: a bad reference.
         """
         ids = [await self._task_id(t) for t in rq.task_refs(tasks)]
         request = AbortTasksRequest(task_ids=ids)
@@ -222,10 +223,17 @@ class AsyncClient:
         return list(response.aborts)
 
     async def get_job(self, job_id: int) -> Job:
-        """Return one job. Raises NotFound."""
-        response = await self._call(
-            self._stubs().jobs.GetJob, GetJobRequest(job_id=rq.check_job_id(job_id))
-        )
+        """Return one job: its status, attempt, output tail and times (UTC Timestamps).
+
+        Args:
+            job_id (int): the job.
+
+        Raises:
+            NotFound: no such job.
+            InvalidArgument: ``job_id`` is not a positive int64.
+        """
+        request = GetJobRequest(job_id=rq.check_job_id(job_id))
+        response = await self._call(self._stubs().jobs.GetJob, request)
         return response.job
 
     async def list_jobs(
@@ -272,16 +280,20 @@ class AsyncClient:
 
         A watch that has shown a state survives the service restarting (or a replica going
         away): it waits for the service and goes on, the first state after that being the
-        job's current one. Leaving the ``async for`` early cancels the stream.
+        job's current one. Leaving the ``async for`` loop early cancels the stream.
 
         Args:
             job_id (int): the job.
             timeout (float | None): stop watching after this many seconds; ``None``: never.
 
+        Yields:
+            Job: each state of the job, the last one ended (unless ``timeout`` passed).
+
         Raises:
             NotFound: no such job (on the first item).
             JobTimeout: the job had not ended within ``timeout`` (it goes on running).
             Unavailable: the service could not be reached before the first state.
+            InvalidArgument: ``job_id`` is not a positive int64.
         """
         request = WatchJobRequest(job_id=rq.check_job_id(job_id))
         deadline = rq.watch_deadline(timeout)
@@ -307,7 +319,7 @@ class AsyncClient:
                 if delay is None:
                     raise error from None
             finally:
-                call.cancel()
+                transport.cancel(call)
             resumed += 1
             await asyncio.sleep(delay)
 
@@ -318,11 +330,13 @@ class AsyncClient:
 
         Args:
             job_id (int): the job.
-            timeout (float | None): give up after this many seconds; ``None`` waits forever.
+            timeout (float | None): give up after this many seconds; ``None``, ``inf`` or
+                more than ten years wait forever.
 
         Raises:
             JobTimeout: the job had not ended within ``timeout`` (it goes on running).
             NotFound: no such job.
+            InvalidArgument: a bad ``job_id``, or a negative or NaN ``timeout``.
         """
         async with aclosing(self.watch(job_id, rq.wait_timeout(timeout))) as states:
             async for job in states:
@@ -338,12 +352,17 @@ class AsyncClient:
     async def cancel_job(self, job_id: int) -> Job:
         """Cancel a queued job and return it (now CANCELLED).
 
+        Args:
+            job_id (int): the job.
+
         Raises:
             NotFound: no such job.
             FailedPrecondition: the job is not queued (abort a running one with :meth:`abort`).
+            InvalidArgument: ``job_id`` is not a positive int64.
         """
         request = CancelJobRequest(job_id=rq.check_job_id(job_id))
-        return (await self._call(self._stubs().jobs.CancelJob, request)).job
+        response = await self._call(self._stubs().jobs.CancelJob, request)
+        return response.job
 
     # -- tasks ------------------------------------------------------------------------------
 
@@ -393,15 +412,25 @@ class AsyncClient:
             backoff_cap_seconds=backoff_cap_seconds,
         )
         request = CreateTaskRequest(task=task)
-        return (await self._call(self._stubs().tasks.CreateTask, request)).task
+        response = await self._call(self._stubs().tasks.CreateTask, request)
+        return response.task
 
     async def get_task(self, task: int | str) -> Task:
-        """Return a task by id or name. Raises NotFound."""
+        """Return a task by id or name, with its failure count and retry policy.
+
+        Args:
+            task (int | str): the task's id or name.
+
+        Raises:
+            NotFound: no such task.
+            InvalidArgument: a bad reference.
+        """
         request = rq.get_task_request(task)
-        return (await self._call(self._stubs().tasks.GetTask, request)).task
+        response = await self._call(self._stubs().tasks.GetTask, request)
+        return response.task
 
     async def list_tasks(self) -> list[Task]:
-        """Return every task, in ascending name order (all pages)."""
+        """Return every task, in ascending name order (all pages are followed)."""
 
         async def fetch(size: int, token: str) -> tuple[Sequence[Task], str]:
             request = ListTasksRequest(page_size=size, page_token=token)
@@ -419,6 +448,10 @@ class AsyncClient:
         change the retry policy, keeping the values not given. Re-enabling resets the
         failure count.
 
+        Args:
+            task (int | str): the task's id or name.
+            **fields (TaskFields): the new values (durations in seconds).
+
         Raises:
             NotFound: no such task.
             InvalidArgument: no field, or a bad value.
@@ -427,10 +460,14 @@ class AsyncClient:
         """
         current = await self.get_task(task)
         request = rq.update_task_request(current, fields)
-        return (await self._call(self._stubs().tasks.UpdateTask, request)).task
+        response = await self._call(self._stubs().tasks.UpdateTask, request)
+        return response.task
 
     async def delete_task(self, task: int | str) -> None:
         """Delete a task with all its jobs (their history too) and its place in schedules.
+
+        Args:
+            task (int | str): the task's id or name.
 
         Raises:
             NotFound: no such task.
@@ -441,11 +478,26 @@ class AsyncClient:
         await self._call(self._stubs().tasks.DeleteTask, request)
 
     async def enable_task(self, task: int | str) -> Task:
-        """Enable a task (resetting its failure count) and return it. Raises NotFound."""
+        """Enable a task, resetting its failure count, and return it.
+
+        Args:
+            task (int | str): the task's id or name.
+
+        Raises:
+            NotFound: no such task.
+        """
         return await self.update_task(task, enabled=True)
 
     async def disable_task(self, task: int | str) -> Task:
-        """Disable a task: the scheduler stops enqueueing it. Returns it. Raises NotFound."""
+        """Disable a task, so that the scheduler stops enqueueing it, and return it (a manual
+        or API run still runs it).
+
+        Args:
+            task (int | str): the task's id or name.
+
+        Raises:
+            NotFound: no such task.
+        """
         return await self.update_task(task, enabled=False)
 
     # -- schedules --------------------------------------------------------------------------
@@ -468,8 +520,8 @@ class AsyncClient:
             name (str): unique, non-empty.
             tasks (Sequence[int | str]): the tasks it runs (ids or names), at least one.
             cron (str | None): 5 fields, or 6 with seconds first, or a macro (``@daily``).
-            interval_seconds (int | None): run this long after the previous run finished;
-                used when ``cron`` is not given.
+            interval_seconds (int | None): run this many seconds after the previous run
+                finished; used when ``cron`` is not given.
             timezone (str): IANA zone the expression is read in.
             catch_up_policy (CatchUpPolicy | str): after downtime, ``"SKIP"`` the missed
                 windows or ``"RUN_ONCE"``.
@@ -493,7 +545,8 @@ class AsyncClient:
             enabled=enabled,
         )
         request = CreateScheduleRequest(schedule=schedule)
-        return (await self._call(self._stubs().schedules.CreateSchedule, request)).schedule
+        response = await self._call(self._stubs().schedules.CreateSchedule, request)
+        return response.schedule
 
     async def create_schedules(self, schedules: Sequence[rq.NewSchedule]) -> list[Schedule]:
         """Create up to 1,000 schedules in one transaction, all or none (a bulk import),
@@ -519,16 +572,25 @@ class AsyncClient:
             except TickworkError as err:
                 raise type(err)(f"schedules[{i}].tasks: {err.details}", err.code) from None
         request = rq.batch_create_schedules_request(schedules, ids)
-        stub = self._stubs().schedules
-        return list((await self._call(stub.BatchCreateSchedules, request)).schedules)
+        response = await self._call(self._stubs().schedules.BatchCreateSchedules, request)
+        return list(response.schedules)
 
     async def get_schedule(self, schedule: int | str) -> Schedule:
-        """Return a schedule by id or name. Raises NotFound."""
+        """Return a schedule by id or name, with its next run time (UTC) and description.
+
+        Args:
+            schedule (int | str): the schedule's id or name.
+
+        Raises:
+            NotFound: no such schedule.
+            InvalidArgument: a bad reference.
+        """
         request = rq.get_schedule_request(schedule)
-        return (await self._call(self._stubs().schedules.GetSchedule, request)).schedule
+        response = await self._call(self._stubs().schedules.GetSchedule, request)
+        return response.schedule
 
     async def list_schedules(self) -> list[Schedule]:
-        """Return every schedule, in ascending name order (all pages)."""
+        """Return every schedule, in ascending name order (all pages are followed)."""
 
         async def fetch(size: int, token: str) -> tuple[Sequence[Schedule], str]:
             request = ListSchedulesRequest(page_size=size, page_token=token)
@@ -545,7 +607,11 @@ class AsyncClient:
         Keywords: ``name``, ``description``, ``cron``, ``interval_seconds``, ``timezone``,
         ``catch_up_policy``, ``enabled``, ``tasks`` (ids or names, replacing the list).
         ``interval_seconds`` without ``cron`` also clears the cron expression. The server
-        recomputes the next run time when the timing or enabled state changes.
+        recomputes the next run time (UTC) when the timing or enabled state changes.
+
+        Args:
+            schedule (int | str): the schedule's id or name.
+            **fields (ScheduleFields): the new values.
 
         Raises:
             NotFound: no such schedule or task.
@@ -556,16 +622,28 @@ class AsyncClient:
         schedule_id = await self._schedule_id(schedule)
         task_ids = [await self._task_id(t) for t in fields["tasks"]] if "tasks" in fields else None
         request = rq.update_schedule_request(schedule_id, fields, task_ids)
-        return (await self._call(self._stubs().schedules.UpdateSchedule, request)).schedule
+        response = await self._call(self._stubs().schedules.UpdateSchedule, request)
+        return response.schedule
 
     async def delete_schedule(self, schedule: int | str) -> None:
-        """Delete a schedule and its fire history (its tasks stay). Raises NotFound."""
+        """Delete a schedule and its fire history; its tasks stay.
+
+        Args:
+            schedule (int | str): the schedule's id or name.
+
+        Raises:
+            NotFound: no such schedule.
+        """
         request = DeleteScheduleRequest(schedule_id=await self._schedule_id(schedule))
         await self._call(self._stubs().schedules.DeleteSchedule, request)
 
     async def list_fires(self, schedule: int | str, limit: int = 100) -> list[Fire]:
         """Return a schedule's recorded fires, newest fire time first: what came of each
         (enqueued job ids, skipped and why, or missed under catch-up SKIP).
+
+        Args:
+            schedule (int | str): the schedule's id or name.
+            limit (int): at most this many fires (pages are followed until reached).
 
         Raises:
             NotFound: no such schedule.
