@@ -155,12 +155,12 @@ def generate() -> str:
     """The text ``_sync.py`` must have.
 
     Raises:
-        UnasyncError: a rule matched nothing, or an async token survived.
+        UnasyncError: a rule matched nothing, an async token survived, or ruff failed.
     """
     used: set[int] = set()
     body = unasync_text(_without_module_docstring(ASYNC_SOURCE.read_text()), used)
-    unused = [RULES[i][0] if i < len(RULES) else UNWRAP for i in range(len(RULES) + 1)]
-    unused = [rule for i, rule in enumerate(unused) if i not in used]
+    names = [pattern for pattern, _ in RULES] + [UNWRAP]
+    unused = [name for index, name in enumerate(names) if index not in used]
     if unused:
         raise UnasyncError(f"rules that match nothing in {ASYNC_SOURCE.name}: {unused}")
     code = HEADER + SYNC_DOCSTRING + "\n" + body
