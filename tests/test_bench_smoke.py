@@ -1,6 +1,6 @@
 """Every benchmark of ``bench/`` runs at tiny size, so none of them rots.
 
-Each metric runs as the README's command would run it (``python -m bench --size tiny``), in
+Each metric runs as docs/benchmarks.md's command would run it (``python -m bench --size tiny``), in
 a subprocess, and must exit 0 and write finite figures. The peers come with the ``bench``
 extra that CI installs: a missing peer fails here, loudly, instead of being skipped.
 """

@@ -1,6 +1,8 @@
 """Every case of tests/data/cron_cases.jsonl (from public bug reports) through CronSchedule.
 
-A copy of the project's shared cron_cases.jsonl; see its README for the fields. Fire times are
+One JSON object a line: ``id``, ``source`` (the bug report), ``expr``, ``tz``, ``start``,
+``expected_next`` (the next fire times after start), ``expect_error``,
+``expected_description``, ``seconds_position`` ("first" for 6 fields), ``note``. Fire times are
 compared as ISO 8601 strings (offset included), descriptions by their essentials (time of day,
 weekday and month names, ordinals, numbers, "last ...", and whether the day fields are OR-ed),
 since cron-descriptor's wording may differ from the case's.

@@ -1,4 +1,4 @@
-"""The cron dialect (DESIGN.md "Cron dialect"): every syntax line and every rejection.
+"""The cron dialect (docs/guide/cron.md, "The dialect"): every syntax line and every rejection.
 
 Fire times are compared as ISO strings in UTC unless a zone matters. Rejections assert the
 field named by CronError and the reason in its message.

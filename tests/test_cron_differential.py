@@ -6,8 +6,8 @@ until 2019), Asia/Kolkata and UTC. For every example:
 
 1. our next six fire times equal a brute-force oracle that enumerates *naive* wall-clock
    matches with cronsim (no zone), resolves each through zoneinfo's fold=0/fold=1 readings and
-   applies DESIGN.md's DST rule literally (fixed-time: first instant after a gap, first pass
-   of an overlap; wildcard: nothing in a gap, both passes);
+   applies the DST rule of docs/guide/cron.md literally (fixed-time: first instant after a
+   gap, first pass of an overlap; wildcard: nothing in a gap, both passes);
 2. our fire times equal cronsim's zone-aware iteration, or the disagreement falls in one of the
    documented differences below (each also pinned by an explicit test at the end of the file,
    so a change in cronsim shows up):
@@ -186,7 +186,7 @@ def _gap_end(zone: zoneinfo.ZoneInfo, wall: dt.datetime) -> dt.datetime:
 
 
 def oracle(expression: str, name: str, start: dt.datetime, count: int) -> list[str]:
-    """The first ``count`` fire times strictly after ``start``, by DESIGN.md's rule, literally."""
+    """The first ``count`` fire times strictly after ``start``, by the docs' DST rule, literally."""
     zone = zoneinfo.ZoneInfo(name)
     fixed = is_fixed(expression)
     wall_start = start.astimezone(zone).replace(tzinfo=None) - 3 * HOUR
@@ -489,7 +489,7 @@ def test_croniter_differences() -> None:
 
 
 def test_oracle_agrees_on_design_examples() -> None:
-    """The oracle itself, on DESIGN.md's examples (so a broken oracle cannot pass silently)."""
+    """The oracle itself, on the docs' DST examples (so a broken oracle cannot pass silently)."""
 
     def expect(expression: str, name: str, start: dt.datetime, want: list[str]) -> None:
         assert oracle(expression, name, start, len(want)) == want

@@ -1,4 +1,4 @@
-"""DST and other UTC offset shifts, read like a calendar (DESIGN.md "Time zones and DST").
+"""DST and other UTC offset shifts, read like a calendar (docs/guide/cron.md, "Time zones and DST").
 
 Rule (Debian cron): *fixed-time* = neither the minute nor the hour field starts with ``*``.
 Skipped wall time: fixed-time fires once at the first instant after the gap, wildcard has no

@@ -1,5 +1,6 @@
-"""Deployment files: compose.yaml's modes match README's "Deployment modes" table, and the
-Dockerfile's targets run as a non-root user with a gRPC health check and a data volume.
+"""Deployment files: compose.yaml's modes match the "Deployment modes" table of
+docs/operations/deployment.md, and the Dockerfile's targets run as a non-root user with a
+gRPC health check and a data volume.
 
 No Docker engine runs here: compose.yaml is read as YAML (and checked by Debian's
 `docker-compose config` when it is installed; CI installs it)."""
@@ -19,6 +20,7 @@ import yaml
 from tests.harness import REPO
 
 SERVE_TARGETS = {"embedded", "api"}
+DEPLOYMENT_DOC = REPO / "docs" / "operations" / "deployment.md"
 
 
 @dataclass(frozen=True)
@@ -30,12 +32,12 @@ class Mode:
     worker: str
 
 
-def readme_modes(readme: str) -> list[Mode]:
+def documented_modes(doc: str) -> list[Mode]:
     """The rows of the first table under the "## Deployment modes" heading."""
-    section = readme.split("## Deployment modes", 1)[1].split("\n## ", 1)[0]
+    section = doc.split("## Deployment modes", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("|")]
     header = [c.strip() for c in rows[0].strip("|").split("|")]
-    assert "compose" in header, "README's Deployment modes table needs its compose column"
+    assert "compose" in header, "the Deployment modes table needs its compose column"
     modes = []
     for line in rows[2:]:
         cells = dict(zip(header, (c.strip() for c in line.strip("|").split("|")), strict=True))
@@ -83,12 +85,12 @@ def target(service: dict[str, Any]) -> str:
     return str(build.get("target", "")) if isinstance(build, dict) else ""
 
 
-def check_modes(readme: str, compose: dict[str, Any]) -> None:
+def check_modes(doc: str, compose: dict[str, Any]) -> None:
     """Each mode with a compose command starts one serve service with the table's
     environment, and a dedicated worker exactly when the mode has one."""
     services: dict[str, Any] = compose["services"]
     covered: set[str] = set()
-    modes = [m for m in readme_modes(readme) if m.compose not in ("", "-", "—")]
+    modes = [m for m in documented_modes(doc) if m.compose not in ("", "-", "—")]
     assert {"embedded (default)", "dedicated worker"} <= {m.name for m in modes}
     for mode in modes:
         started = started_services(compose, mode.compose)
@@ -108,12 +110,12 @@ def check_modes(readme: str, compose: dict[str, Any]) -> None:
         on_postgres = "PostgreSQL" in mode.processes
         assert env["DATABASE_URL"].startswith("postgresql" if on_postgres else "sqlite")
     every_serve = {n for n, s in services.items() if target(s) in SERVE_TARGETS}
-    assert covered == every_serve, f"services in no README mode: {every_serve - covered}"
+    assert covered == every_serve, f"services in no documented mode: {every_serve - covered}"
 
 
-def test_compose_modes_match_the_readme_table() -> None:
+def test_compose_modes_match_the_deployment_doc_table() -> None:
     compose = yaml.safe_load((REPO / "compose.yaml").read_text())
-    check_modes((REPO / "README.md").read_text(), compose)
+    check_modes(DEPLOYMENT_DOC.read_text(), compose)
 
 
 def test_compose_lets_a_running_job_finish_before_it_kills() -> None:

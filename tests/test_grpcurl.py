@@ -61,7 +61,7 @@ def test_unknown_task_is_not_found(server: Server) -> None:
 
 
 def test_create_then_update_with_a_field_mask(server: Server, client: Client) -> None:
-    # As the README shows it: grpcurl 1.8 takes a FieldMask only as {"paths": [...]}.
+    # As docs/api.md shows it: grpcurl 1.8 takes a FieldMask only as {"paths": [...]}.
     created = grpcurl(
         "-d",
         json.dumps({"task": {"name": "hi", "handler": "shell", "params": {"argv": ["echo"]}}}),
