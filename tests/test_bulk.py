@@ -172,7 +172,7 @@ def test_cached_next_fire_times_are_exact_for_every_zone_of_the_instant() -> Non
     zone (or fold) gets the same answer as computing it afresh."""
     from zoneinfo import ZoneInfo
 
-    from scheduler_svc.cron import CronSchedule
+    from tickwork.cron import CronSchedule
 
     record = ScheduleRecord(
         id=1,

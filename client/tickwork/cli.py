@@ -979,7 +979,7 @@ def _cmd_schedules_fires(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _cmd_cron(args: argparse.Namespace, out: TextIO) -> int:
-    from scheduler_svc.cron import CronError, CronSchedule
+    from tickwork.cron import CronError, CronSchedule
 
     try:
         schedule = CronSchedule(args.expression, args.tz)

@@ -12,12 +12,12 @@ import grpc
 
 from scheduler_svc import validation
 from scheduler_svc.app import App
-from scheduler_svc.cron import CronError, DstNote
 from scheduler_svc.errors import AlreadyExists, InvalidArgument, TickworkError
 from scheduler_svc.firing import cron_schedule
 from scheduler_svc.records import ScheduleRecord
 from scheduler_svc.servicers import _convert as cv
 from scheduler_svc.servicers._errors import rpc_errors
+from tickwork.cron import CronError, DstNote
 from tickwork.v1 import schedule_pb2, schedule_pb2_grpc
 
 Ctx = grpc.aio.ServicerContext[Any, Any]
