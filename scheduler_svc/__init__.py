@@ -10,19 +10,20 @@ from scheduler_svc.errors import (
     FailedPrecondition,
     InvalidArgument,
     NotFound,
+    ServiceError,
+    SettingsError,
     StorageError,
-    TickworkError,
 )
-from scheduler_svc.settings import Settings, SettingsError, SmtpSettings
+from scheduler_svc.settings import Settings, SmtpSettings
 
 __all__ = [
     "AlreadyExists",
     "FailedPrecondition",
     "InvalidArgument",
     "NotFound",
+    "ServiceError",
     "Settings",
     "SettingsError",
     "SmtpSettings",
     "StorageError",
-    "TickworkError",
 ]

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scheduler_svc.auth import Principal, TokenConfigError, parse_tokens
+from scheduler_svc.errors import SettingsError
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import url as sa_url
@@ -29,10 +30,6 @@ DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./tickwork.db"
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
-
-
-class SettingsError(ValueError):
-    """An environment variable has a value that cannot be used; the message names it."""
 
 
 def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
@@ -184,7 +181,7 @@ class Settings:
         )
         values: dict[str, object] = {
             "listen": e.get("TICKWORK_LISTEN") or DEFAULT_LISTEN,
-            "database_url": e.get("DATABASE_URL") or DEFAULT_DATABASE_URL,
+            "database_url": database_url_from_env(e),
             "scheduler_is_enabled": _bool(e, "SCHEDULER_IS_ENABLED", True),
             "worker_is_enabled": _bool(e, "WORKER_IS_ENABLED", True),
             "scheduler_poll_interval_s": _float(e, "SCHEDULER_POLL_INTERVAL_SECONDS", 60.0),
@@ -245,6 +242,13 @@ def _check_address(address: str, variable: str) -> None:
         raise SettingsError(
             f"{variable}: port must be a number from 1 to 65535 (0: any free port), got {address!r}"
         )
+
+
+def database_url_from_env(env: Mapping[str, str] | None = None) -> str:
+    """DATABASE_URL from ``env`` (default ``os.environ``), or :data:`DEFAULT_DATABASE_URL`
+    when it is unset or empty; the one place the variable is read. Not checked here (see
+    :func:`check_database_url`)."""
+    return (os.environ if env is None else env).get("DATABASE_URL") or DEFAULT_DATABASE_URL
 
 
 #: The SQLAlchemy drivers DATABASE_URL may name (any ``sqlite`` one is served by sqlite3).

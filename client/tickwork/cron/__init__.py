@@ -46,9 +46,10 @@ Cost per call is a few microseconds outside transitions, tens of microseconds at
 """
 
 from tickwork.cron._parse import CronError, validate_timezone
-from tickwork.cron._resolve import CronSchedule, DstNote, FirePreview
+from tickwork.cron._resolve import DST_NOTE_TEXT, CronSchedule, DstNote, FirePreview
 
 __all__ = [
+    "DST_NOTE_TEXT",
     "CronError",
     "CronSchedule",
     "DstNote",

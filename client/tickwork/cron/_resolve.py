@@ -18,7 +18,7 @@ from datetime import UTC, date, datetime
 from tickwork.cron._describe import describe
 from tickwork.cron._parse import MAX_DAYS, CronError, parse_expression, validate_timezone
 
-__all__ = ["CronSchedule", "DstNote", "FirePreview"]
+__all__ = ["DST_NOTE_TEXT", "CronSchedule", "DstNote", "FirePreview"]
 
 #: Last year searched; a schedule whose next fire would be later returns None.
 _MAX_YEAR = 9999
@@ -36,6 +36,20 @@ class DstNote(enum.Enum):
     FIRST_PASS_ONLY = "first_pass_only"
     """The wall time repeats after a backward shift; a fixed-time expression fires in the first
     pass only."""
+
+
+DST_NOTE_TEXT = {
+    DstNote.NONE: "",
+    DstNote.MOVED_FROM_GAP: (
+        "moved: the wall time does not exist on this day (DST gap); "
+        "fires at the first instant after the gap"
+    ),
+    DstNote.FIRST_PASS_ONLY: (
+        "single: the wall time occurs twice on this day (DST fall back); "
+        "fires in the first pass only"
+    ),
+}
+"""Each note in words, as DescribeCron and ``tickwork cron`` show it ("" for none)."""
 
 
 @dataclass(frozen=True)
