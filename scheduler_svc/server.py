@@ -30,7 +30,7 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from scheduler_svc import maintenance, migrate
 from scheduler_svc.app import App, Clock, utc_now
-from scheduler_svc.auth import AuthInterceptor, new_token
+from scheduler_svc.auth import AuthInterceptor
 from scheduler_svc.db import Database
 from scheduler_svc.errors import SettingsError, StorageError
 from scheduler_svc.hub import Hub
@@ -46,6 +46,7 @@ from scheduler_svc.servicers.worker import WorkerServicer
 from scheduler_svc.settings import Settings
 from scheduler_svc.store import Store
 from tickwork._channel import auth_metadata
+from tickwork.tokens import new_token
 from tickwork.v1 import (
     job_pb2,
     job_pb2_grpc,
