@@ -264,12 +264,13 @@ def embedded_worker_settings(env: Mapping[str, str] | None = None) -> WorkerSett
     Raises:
         SettingsError: ``NAME: what is wrong``, as for the service's own settings.
     """
+    from tickwork.errors import InvalidSetting
     from worker_svc import WorkerSettings
 
     try:
         return WorkerSettings.embedded(_EMBEDDED_PLACEHOLDER, "", env)
-    except ValueError as err:
-        raise SettingsError(str(err)) from None
+    except InvalidSetting as err:  # the worker's error, in the service's terms
+        raise SettingsError(err.details) from None
 
 
 #: The embedded worker's server until the service's internal address exists.

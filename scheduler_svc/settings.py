@@ -67,6 +67,19 @@ def _int(env: Mapping[str, str], name: str, default: int) -> int:
         raise SettingsError(f"{name}: expected an integer, got {raw!r}") from None
 
 
+def _worker_seconds(env: Mapping[str, str], name: str) -> float:
+    """A WORKER_* duration the service shares with its workers, read as the worker reads it
+    (:func:`worker_svc.settings.worker_seconds`); its error in the service's terms. Imported
+    here, not at the top: the command line imports this module on every run."""
+    from tickwork.errors import InvalidSetting
+    from worker_svc.settings import worker_seconds
+
+    try:
+        return worker_seconds(env, name)
+    except InvalidSetting as err:
+        raise SettingsError(err.details) from None
+
+
 @dataclass(frozen=True)
 class SmtpSettings:
     """Where auto-disable emails go. ``host`` empty means email is off."""
@@ -185,14 +198,14 @@ class Settings:
             "scheduler_is_enabled": _bool(e, "SCHEDULER_IS_ENABLED", True),
             "worker_is_enabled": _bool(e, "WORKER_IS_ENABLED", True),
             "scheduler_poll_interval_s": _float(e, "SCHEDULER_POLL_INTERVAL_SECONDS", 60.0),
-            "worker_poll_interval_s": _float(e, "WORKER_POLL_INTERVAL_SECONDS", 3.0),
+            "worker_poll_interval_s": _worker_seconds(e, "WORKER_POLL_INTERVAL_SECONDS"),
             "auto_disable_task_failure_count": _int(
                 e, "SCHEDULER_AUTO_DISABLE_TASK_FAILURE_COUNT", 5
             ),
             "lease_ttl_s": _float(e, "TICKWORK_LEASE_TTL_SECONDS", 15.0),
             "heartbeat_interval_s": _float(e, "TICKWORK_HEARTBEAT_INTERVAL_SECONDS", 3.0),
             "scheduler_lease_ttl_s": _float(e, "TICKWORK_SCHEDULER_LEASE_TTL_SECONDS", 10.0),
-            "worker_shutdown_grace_s": _float(e, "WORKER_SHUTDOWN_GRACE_SECONDS", 30.0),
+            "worker_shutdown_grace_s": _worker_seconds(e, "WORKER_SHUTDOWN_GRACE_SECONDS"),
             "smtp": smtp,
             "tokens": _tokens(e),
             "tls_cert_file": e.get("TICKWORK_TLS_CERT_FILE", "").strip(),

@@ -129,10 +129,7 @@ def main(
         settings = WorkerSettings.from_env(server, token=token, tls=tls)
         if settings.tls is not None:
             settings.tls.check_files()
-    except ValueError as exc:
-        logger.error("invalid worker settings: %s", exc)
-        return 2
-    except InvalidArgument as exc:
+    except InvalidArgument as exc:  # InvalidSetting, and TlsConfig's refusals
         logger.error("invalid worker settings: %s", exc.details)
         return 2
     try:
