@@ -6,7 +6,8 @@ literal name) is checked against the rules below.
   imports neither service. The services add their CLI commands through entry points.
 - ``worker_svc`` stands on the client: it does not import ``scheduler_svc``.
 - ``scheduler_svc`` stands on both. Inside it: servicers and the scheduler loop → app →
-  store → db; a layer does not import one above it.
+  store → db; a layer does not import one above it, and the scheduler loop and the
+  servicers do not import each other.
 
 A failure names the file and line, the import as written, and the rule it breaks.
 """
@@ -42,6 +43,13 @@ SERVICE_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("app", ("scheduler_svc.app",)),
     ("servicers and the scheduler loop", ("scheduler_svc.servicers", "scheduler_svc.scheduler")),
 )
+
+#: Peers of one layer that do not import each other: what the scheduler loop and the
+#: servicers both need lives below them.
+PEERS = {
+    "scheduler_svc.scheduler": ("scheduler_svc.servicers", "the servicers"),
+    "scheduler_svc.servicers": ("scheduler_svc.scheduler", "the scheduler loop"),
+}
 
 #: Packages each top-level package must not import, and why.
 FORBIDDEN = {
@@ -146,6 +154,12 @@ def violations(source: str, module: str, path: str, is_package: bool = False) ->
                 f"{SERVICE_LAYERS[target][0]} layer above it (inside scheduler_svc: servicers "
                 "and the scheduler loop -> app -> store -> db)"
             )
+        for peer, (other, name) in PEERS.items():
+            if _within(module, peer) and _within(imp.module, other):
+                rule = (
+                    f"{'the scheduler loop' if peer.endswith('scheduler') else 'a servicer'} "
+                    f"must not import {name}, its peer: what both need lives below them"
+                )
         if rule:
             shown = imp.module.split(".")[: 2 if top == "scheduler_svc" else 1]
             key = (imp.line, ".".join(shown))
@@ -209,6 +223,14 @@ def test_an_import_across_the_service_layers_is_refused_upward_only() -> None:
     assert violations("from scheduler_svc.store import Store\n", "scheduler_svc.db", "db.py")
     assert violations("from scheduler_svc.app import App\n", "scheduler_svc.store", "s.py")
     assert violations("import scheduler_svc.scheduler\n", "scheduler_svc.app", "a.py")
+    [line] = violations(
+        "from scheduler_svc.servicers._convert import ts\n", "scheduler_svc.scheduler", "s.py"
+    )
+    assert line == (
+        "s.py:1: `from scheduler_svc.servicers._convert import ts` imports "
+        "scheduler_svc.servicers._convert: the scheduler loop must not import the servicers, "
+        "its peer: what both need lives below them"
+    )
     downward = "from scheduler_svc.store import Store\nfrom scheduler_svc.db import Database\n"
     assert violations(downward, "scheduler_svc.app", "a.py") == []
     assert (
