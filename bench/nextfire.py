@@ -29,8 +29,8 @@ from zoneinfo import ZoneInfo
 
 from bench import harness
 from bench.harness import Config, Figure, MetricResult, Sample, column, median
-from scheduler_svc.cron import CronSchedule
 from scheduler_svc.firing import cron_schedule
+from tickwork.cron import CronSchedule
 
 NAME = "nextfire"
 UTC = dt.UTC

@@ -1,35 +1,29 @@
 """tickwork scheduler service: the gRPC API, the store, the scheduler loop and the queue.
 
-Public names: the fire-time resolver (:class:`CronSchedule`, :class:`CronError`,
-:class:`DstNote`), :class:`Settings`, and the domain errors. The process itself is
-``scheduler_svc.server`` (``create_server(settings) -> Service``, ``main()``), kept out of this
-module so that ``tickwork cron`` imports no server code.
+Public names: :class:`Settings` and the domain errors. The fire-time resolver is
+:mod:`tickwork.cron` (the client's, which the service stands on). The process itself is
+``scheduler_svc.server`` (``create_server(settings) -> Service``, ``main()``).
 """
 
-from scheduler_svc.cron import CronError, CronSchedule, DstNote, FirePreview, validate_timezone
 from scheduler_svc.errors import (
     AlreadyExists,
     FailedPrecondition,
     InvalidArgument,
     NotFound,
+    ServiceError,
+    SettingsError,
     StorageError,
-    TickworkError,
 )
-from scheduler_svc.settings import Settings, SettingsError, SmtpSettings
+from scheduler_svc.settings import Settings, SmtpSettings
 
 __all__ = [
     "AlreadyExists",
-    "CronError",
-    "CronSchedule",
-    "DstNote",
     "FailedPrecondition",
-    "FirePreview",
     "InvalidArgument",
     "NotFound",
+    "ServiceError",
     "Settings",
     "SettingsError",
     "SmtpSettings",
     "StorageError",
-    "TickworkError",
-    "validate_timezone",
 ]

@@ -6,32 +6,35 @@ may do), ``viewer`` (read and watch), ``worker`` (only WorkerService: the worker
 the calls a running built-in job makes). The service's own scheduler loop and embedded worker
 use an ``internal`` token made at start and never written anywhere.
 
-Tokens are configured as SHA-256 hashes, never in clear: entries ``ROLE:SHA256HEX[:LABEL]``
-separated by whitespace, commas or newlines, from TICKWORK_TOKENS and/or the file named by
-TICKWORK_TOKENS_FILE (``#`` starts a comment). Access control is on when at least one token
-is configured. A call without a token is UNAUTHENTICATED; a token whose role may not make the
-call is PERMISSION_DENIED. An RPC missing from :data:`RPC_ROLES` is denied to everyone but
-the service itself. Health checks and reflection stay open. Tokens are never logged: denials
+Tokens are configured as SHA-256 hashes, never in clear (the format is
+:mod:`tickwork.tokens`'s): entries ``ROLE:SHA256HEX[:LABEL]`` separated by whitespace, commas
+or newlines, from TICKWORK_TOKENS and/or the file named by TICKWORK_TOKENS_FILE (``#``
+starts a comment). Access control is on when at least one token is configured. A call
+without a token is UNAUTHENTICATED; a token whose role may not make the call is
+PERMISSION_DENIED. An RPC missing from :data:`RPC_ROLES` is denied to everyone but the
+service itself. Health checks and reflection stay open. Tokens are never logged: denials
 log the method, the role and the token's label.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
-import secrets
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import grpc
 
+from tickwork import tokens
+from tickwork.tokens import hash_token
+
 log = logging.getLogger(__name__)
 
-ADMIN, OPERATOR, VIEWER, WORKER, INTERNAL = "admin", "operator", "viewer", "worker", "internal"
+ADMIN, OPERATOR, VIEWER, WORKER = tokens.ROLES
+INTERNAL = "internal"
 #: Roles a configured token may have (``internal`` is the service's own).
-ROLES = (ADMIN, OPERATOR, VIEWER, WORKER)
+ROLES = tokens.ROLES
 
 _VIEW = frozenset({VIEWER, OPERATOR, ADMIN, INTERNAL})
 _OPERATE = frozenset({OPERATOR, ADMIN, INTERNAL})
@@ -86,16 +89,6 @@ class Principal:
 
     role: str
     label: str
-
-
-def hash_token(token: str) -> str:
-    """The SHA-256 hex digest under which ``token`` is configured."""
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
-def new_token() -> str:
-    """A fresh random token (URL-safe, 256 bits)."""
-    return "tw_" + secrets.token_urlsafe(32)
 
 
 def parse_tokens(text: str, source: str) -> dict[str, Principal]:

@@ -1,7 +1,7 @@
 """When a schedule fires next, and what to do with a due fire (catch-up after downtime).
 
 Pure functions over a :class:`ScheduleRecord` and an instant; no I/O, no clock. The cron
-rules themselves (dialect, DST) live in :mod:`scheduler_svc.cron`.
+rules themselves (dialect, DST) live in :mod:`tickwork.cron`.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import datetime as dt
 from dataclasses import dataclass
 from functools import lru_cache
 
-from scheduler_svc.cron import CronSchedule
 from scheduler_svc.records import ScheduleRecord
+from tickwork.cron import CronSchedule
 
 UTC = dt.UTC
 

@@ -22,14 +22,14 @@ from typing import Protocol
 import grpc
 
 from scheduler_svc.app import Clock
-from scheduler_svc.cron import CronError
 from scheduler_svc.failpoints import failpoint
 from scheduler_svc.firing import first_fire_after, plan_fire
 from scheduler_svc.hub import Hub
 from scheduler_svc.records import ScheduleRecord
-from scheduler_svc.servicers._convert import ts
 from scheduler_svc.settings import Settings
 from scheduler_svc.store import Store
+from tickwork.cron import CronError
+from tickwork.timestamps import to_timestamp as ts
 from tickwork.v1 import queue_pb2, queue_pb2_grpc
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,6 @@ import errno
 import gc
 import ipaddress
 import logging
-import os
 import shutil
 import signal
 import socket
@@ -31,9 +30,9 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from scheduler_svc import maintenance, migrate
 from scheduler_svc.app import App, Clock, utc_now
-from scheduler_svc.auth import AuthInterceptor, new_token
+from scheduler_svc.auth import AuthInterceptor
 from scheduler_svc.db import Database
-from scheduler_svc.errors import StorageError
+from scheduler_svc.errors import SettingsError, StorageError
 from scheduler_svc.hub import Hub
 from scheduler_svc.metrics import REFRESH_S, Metrics, MetricsServer
 from scheduler_svc.replicas import ReplicaWakeups
@@ -44,9 +43,10 @@ from scheduler_svc.servicers.queue import QueueServicer
 from scheduler_svc.servicers.schedules import ScheduleServicer
 from scheduler_svc.servicers.tasks import TaskServicer
 from scheduler_svc.servicers.worker import WorkerServicer
-from scheduler_svc.settings import Settings, SettingsError
+from scheduler_svc.settings import Settings
 from scheduler_svc.store import Store
 from tickwork._channel import auth_metadata
+from tickwork.tokens import new_token
 from tickwork.v1 import (
     job_pb2,
     job_pb2_grpc,
@@ -264,12 +264,13 @@ def embedded_worker_settings(env: Mapping[str, str] | None = None) -> WorkerSett
     Raises:
         SettingsError: ``NAME: what is wrong``, as for the service's own settings.
     """
+    from tickwork.errors import InvalidSetting
     from worker_svc import WorkerSettings
 
     try:
         return WorkerSettings.embedded(_EMBEDDED_PLACEHOLDER, "", env)
-    except ValueError as err:
-        raise SettingsError(str(err)) from None
+    except InvalidSetting as err:  # the worker's error, in the service's terms
+        raise SettingsError(err.details) from None
 
 
 #: The embedded worker's server until the service's internal address exists.
@@ -589,23 +590,6 @@ class _Say:
             print(text, flush=True)
 
 
-LOG_FORMATS = ("text", "json")
-
-
-def _log_format_from_env() -> str:
-    """TICKWORK_LOG_FORMAT: text (default) or json, any case.
-
-    Raises ValueError naming the variable for anything else (``--log-format`` refuses it
-    too).
-    """
-    value = os.environ.get("TICKWORK_LOG_FORMAT", "").strip().lower() or "text"
-    if value not in LOG_FORMATS:
-        raise ValueError(
-            f"TICKWORK_LOG_FORMAT: expected one of {', '.join(LOG_FORMATS)}, got {value!r}"
-        )
-    return value
-
-
 def _apply(address: str, token: str, config: Config) -> str:
     """Apply a config through the client SDK, as `tickwork apply` would."""
     from tickwork import Client
@@ -628,17 +612,18 @@ def main(
     A setting that cannot be used, or a database that cannot be reached, is one line on
     stderr (``error: ...``). Returns the process exit code: 0 after a stop, 2 for a
     setting, 1 for the database or a crash."""
-    from scheduler_svc.errors import TickworkError
-    from scheduler_svc.logs import log_level_from_env, setup_logging
+    from scheduler_svc.errors import ServiceError
     from tickwork.apply import ConfigError, load_config
+    from tickwork.errors import InvalidSetting
+    from tickwork.logs import LogSettings, setup_logging
 
     try:
-        level = log_level_from_env()
-        json_format = (log_format or _log_format_from_env()) == "json"
-    except ValueError as err:
-        print(f"error: {err}", file=sys.stderr, flush=True)
+        logs = LogSettings.from_env(log_format=log_format)
+    except InvalidSetting as err:
+        print(f"error: {err.details}", file=sys.stderr, flush=True)
         return 2
-    setup_logging(level, json_format=json_format)
+    json_format = logs.json
+    setup_logging(logs.level, json_format=json_format)
     try:
         settings = Settings.from_env(listen=listen, insecure=insecure or None)
         # Checked with the service's own: a bad one must not wait until after listening.
@@ -654,7 +639,7 @@ def main(
         for line in str(err).splitlines():
             print(f"error: {line}", file=sys.stderr, flush=True)
         return 2
-    except (SettingsError, TickworkError, RuntimeError) as err:
+    except (ServiceError, RuntimeError) as err:
         print(f"error: {getattr(err, 'message', err)}", file=sys.stderr, flush=True)
         return 2
     except KeyboardInterrupt:

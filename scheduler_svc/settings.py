@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scheduler_svc.auth import Principal, TokenConfigError, parse_tokens
+from scheduler_svc.errors import SettingsError
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import url as sa_url
@@ -29,10 +30,6 @@ DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./tickwork.db"
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
-
-
-class SettingsError(ValueError):
-    """An environment variable has a value that cannot be used; the message names it."""
 
 
 def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
@@ -68,6 +65,19 @@ def _int(env: Mapping[str, str], name: str, default: int) -> int:
         return int(raw)
     except ValueError:
         raise SettingsError(f"{name}: expected an integer, got {raw!r}") from None
+
+
+def _worker_seconds(env: Mapping[str, str], name: str) -> float:
+    """A WORKER_* duration the service shares with its workers, read as the worker reads it
+    (:func:`worker_svc.settings.worker_seconds`); its error in the service's terms. Imported
+    here, not at the top: the command line imports this module on every run."""
+    from tickwork.errors import InvalidSetting
+    from worker_svc.settings import worker_seconds
+
+    try:
+        return worker_seconds(env, name)
+    except InvalidSetting as err:
+        raise SettingsError(err.details) from None
 
 
 @dataclass(frozen=True)
@@ -184,18 +194,18 @@ class Settings:
         )
         values: dict[str, object] = {
             "listen": e.get("TICKWORK_LISTEN") or DEFAULT_LISTEN,
-            "database_url": e.get("DATABASE_URL") or DEFAULT_DATABASE_URL,
+            "database_url": database_url_from_env(e),
             "scheduler_is_enabled": _bool(e, "SCHEDULER_IS_ENABLED", True),
             "worker_is_enabled": _bool(e, "WORKER_IS_ENABLED", True),
             "scheduler_poll_interval_s": _float(e, "SCHEDULER_POLL_INTERVAL_SECONDS", 60.0),
-            "worker_poll_interval_s": _float(e, "WORKER_POLL_INTERVAL_SECONDS", 3.0),
+            "worker_poll_interval_s": _worker_seconds(e, "WORKER_POLL_INTERVAL_SECONDS"),
             "auto_disable_task_failure_count": _int(
                 e, "SCHEDULER_AUTO_DISABLE_TASK_FAILURE_COUNT", 5
             ),
             "lease_ttl_s": _float(e, "TICKWORK_LEASE_TTL_SECONDS", 15.0),
             "heartbeat_interval_s": _float(e, "TICKWORK_HEARTBEAT_INTERVAL_SECONDS", 3.0),
             "scheduler_lease_ttl_s": _float(e, "TICKWORK_SCHEDULER_LEASE_TTL_SECONDS", 10.0),
-            "worker_shutdown_grace_s": _float(e, "WORKER_SHUTDOWN_GRACE_SECONDS", 30.0),
+            "worker_shutdown_grace_s": _worker_seconds(e, "WORKER_SHUTDOWN_GRACE_SECONDS"),
             "smtp": smtp,
             "tokens": _tokens(e),
             "tls_cert_file": e.get("TICKWORK_TLS_CERT_FILE", "").strip(),
@@ -245,6 +255,13 @@ def _check_address(address: str, variable: str) -> None:
         raise SettingsError(
             f"{variable}: port must be a number from 1 to 65535 (0: any free port), got {address!r}"
         )
+
+
+def database_url_from_env(env: Mapping[str, str] | None = None) -> str:
+    """DATABASE_URL from ``env`` (default ``os.environ``), or :data:`DEFAULT_DATABASE_URL`
+    when it is unset or empty; the one place the variable is read. Not checked here (see
+    :func:`check_database_url`)."""
+    return (os.environ if env is None else env).get("DATABASE_URL") or DEFAULT_DATABASE_URL
 
 
 #: The SQLAlchemy drivers DATABASE_URL may name (any ``sqlite`` one is served by sqlite3).

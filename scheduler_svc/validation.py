@@ -10,9 +10,9 @@ import math
 import unicodedata
 from typing import Any
 
-from scheduler_svc.cron import CronError, CronSchedule, validate_timezone
 from scheduler_svc.errors import InvalidArgument
 from scheduler_svc.firing import cron_schedule
+from tickwork.cron import CronError, CronSchedule, validate_timezone
 from worker_svc.handlers import InvalidParams, UnknownHandler, get_handler
 
 MAX_NAME_CHARS = 200

@@ -12,7 +12,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from scheduler_svc.auth import ROLES, hash_token, new_token
+from tickwork.tokens import ROLES, hash_token, new_token
 
 
 def role_tokens() -> dict[str, str]:

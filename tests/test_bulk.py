@@ -19,7 +19,7 @@ from scheduler_svc.bulk import Bulk
 from scheduler_svc.db import Database, UTCDateTime, fires, schedules
 from scheduler_svc.firing import next_cron_fire
 from scheduler_svc.records import ScheduleRecord
-from scheduler_svc.servicers._convert import ts
+from tickwork.timestamps import to_timestamp as ts
 
 UTC = dt.UTC
 T0 = dt.datetime(2026, 3, 29, 0, 30, 0, 123456, tzinfo=UTC)
@@ -172,7 +172,7 @@ def test_cached_next_fire_times_are_exact_for_every_zone_of_the_instant() -> Non
     zone (or fold) gets the same answer as computing it afresh."""
     from zoneinfo import ZoneInfo
 
-    from scheduler_svc.cron import CronSchedule
+    from tickwork.cron import CronSchedule
 
     record = ScheduleRecord(
         id=1,

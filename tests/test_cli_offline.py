@@ -266,7 +266,7 @@ def test_text_log_lines_escape_control_and_format_characters() -> None:
     terminal that tails it nor forge a log line; a traceback keeps its own lines."""
     import logging
 
-    from scheduler_svc.logs import KeyValueFormatter
+    from tickwork.logs import KeyValueFormatter
 
     record = logging.makeLogRecord(
         {
@@ -316,7 +316,7 @@ def test_log_time_stamps_match_the_standard_formatter_across_seconds() -> None:
     clock crosses a second, goes back (an NTP step) and jumps."""
     import logging
 
-    from scheduler_svc.logs import JsonFormatter, KeyValueFormatter
+    from tickwork.logs import JsonFormatter, KeyValueFormatter
 
     standard = logging.Formatter()
     ours = [KeyValueFormatter("%(asctime)s %(message)s"), JsonFormatter()]

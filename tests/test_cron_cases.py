@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from scheduler_svc.cron import CronError, CronSchedule
+from tickwork.cron import CronError, CronSchedule
 
 CASES_PATH = Path(__file__).parent / "data" / "cron_cases.jsonl"
 CASES: list[dict[str, Any]] = [

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scheduler_svc.cron import CronError, CronSchedule, FirePreview, validate_timezone
+from tickwork.cron import CronError, CronSchedule, FirePreview, validate_timezone
 
 START = "2024-01-01T00:00:00+00:00"  # a Monday
 

@@ -53,7 +53,7 @@ from cronsim import CronSim, CronSimError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scheduler_svc.cron import CronError, CronSchedule
+from tickwork.cron import CronError, CronSchedule
 
 UTC = dt.UTC
 HOUR = dt.timedelta(hours=1)

@@ -33,7 +33,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scheduler_svc.cron import CronSchedule, DstNote
+from tickwork.cron import CronSchedule, DstNote
 
 UTC = dt.UTC
 MICROSECOND = dt.timedelta(microseconds=1)

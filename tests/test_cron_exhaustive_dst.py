@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from scheduler_svc.cron import CronSchedule
+from tickwork.cron import CronSchedule
 
 UTC = dt.UTC
 DAY = dt.timedelta(days=1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from worker_svc import main
+from worker_svc.settings import DEFAULT_SERVER
 
 
 def _parse_args() -> argparse.Namespace:
@@ -21,7 +22,7 @@ def _parse_args() -> argparse.Namespace:
         "--server",
         metavar="HOST:PORT",
         default=None,
-        help="scheduler service address (default: $TICKWORK_SERVER or 127.0.0.1:50051)",
+        help=f"scheduler service address (default: $TICKWORK_SERVER or {DEFAULT_SERVER})",
     )
     return parser.parse_args()
 

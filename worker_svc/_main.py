@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import signal
 import sys
 
 from tickwork._channel import TlsConfig
 from tickwork.errors import InvalidArgument
+from tickwork.logs import JsonFormatter, LogSettings
 from worker_svc.settings import WorkerSettings
 from worker_svc.worker import Worker
 
@@ -57,8 +57,6 @@ def _configure_logging(json_format: bool = False) -> None:
         return
     handler = logging.StreamHandler(sys.stderr)
     if json_format:
-        from scheduler_svc.logs import JsonFormatter
-
         handler.setFormatter(JsonFormatter())
     else:
         handler.setFormatter(_Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
@@ -120,22 +118,18 @@ def main(
     Returns:
         int: the exit code: 0 after a stop, 2 for invalid settings, 1 if the worker crashed.
     """
-    fmt = (log_format or os.environ.get("TICKWORK_LOG_FORMAT", "")).strip().lower() or "text"
-    _configure_logging(json_format=fmt == "json")
-    if fmt not in ("text", "json"):  # refused as tickwork serve refuses it
-        logger.error(
-            "invalid worker settings: TICKWORK_LOG_FORMAT: expected one of text, json, got %r",
-            fmt,
-        )
+    try:
+        logs = LogSettings(format=LogSettings.format_from_env(log_format=log_format))
+    except InvalidArgument as exc:  # refused as tickwork serve refuses it, in the worker's log
+        _configure_logging()
+        logger.error("invalid worker settings: %s", exc.details)
         return 2
+    _configure_logging(json_format=logs.json)
     try:
         settings = WorkerSettings.from_env(server, token=token, tls=tls)
         if settings.tls is not None:
             settings.tls.check_files()
-    except ValueError as exc:
-        logger.error("invalid worker settings: %s", exc)
-        return 2
-    except InvalidArgument as exc:
+    except InvalidArgument as exc:  # InvalidSetting, and TlsConfig's refusals
         logger.error("invalid worker settings: %s", exc.details)
         return 2
     try:

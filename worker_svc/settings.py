@@ -1,4 +1,10 @@
-"""Settings of the worker service, built once from the environment."""
+"""Settings of the worker service, built once from the environment.
+
+The worker's own variables (``WORKER_*``) are read here only: :func:`worker_seconds` is also
+how the scheduler service reads the two it shares (WORKER_POLL_INTERVAL_SECONDS bounds its
+PollJob wait, WORKER_SHUTDOWN_GRACE_SECONDS the jobs' grace when it stops). Every error is an
+:class:`~tickwork.errors.InvalidSetting` whose details start with the variable or field.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +16,9 @@ from typing import Any
 
 from tickwork._channel import TlsConfig, resolve_token
 from tickwork._requests import with_default_port
+from tickwork.errors import InvalidSetting
 
-__all__ = ["DEFAULT_SERVER", "WorkerSettings"]
+__all__ = ["DEFAULT_SERVER", "WorkerSettings", "worker_seconds"]
 
 DEFAULT_SERVER = "127.0.0.1:50051"
 """The scheduler service address a worker connects to when none is given."""
@@ -55,7 +62,7 @@ class WorkerSettings:
             Env ``WORKER_HANDLERS``, comma-separated.
 
     Raises:
-        ValueError: on construction, when a value is out of range; the message names it.
+        InvalidSetting: on construction, when a value is out of range; it names the field.
     """
 
     server: str = DEFAULT_SERVER
@@ -75,10 +82,10 @@ class WorkerSettings:
         """Validate the values.
 
         Raises:
-            ValueError: a value is out of range; the message names the field.
+            InvalidSetting: a value is out of range; the details name the field.
         """
         if not self.server or self.server != self.server.strip() or " " in self.server:
-            raise ValueError(f"server must be a HOST:PORT target, got {self.server!r}")
+            raise InvalidSetting(f"server must be a HOST:PORT target, got {self.server!r}")
         positive = (
             "poll_interval_s",
             "reconnect_backoff_base_s",
@@ -90,13 +97,17 @@ class WorkerSettings:
         for name in positive:
             value = getattr(self, name)
             if not math.isfinite(value) or value <= 0:
-                raise ValueError(f"{name} must be a finite number of seconds > 0, got {value!r}")
+                raise InvalidSetting(
+                    f"{name} must be a finite number of seconds > 0, got {value!r}"
+                )
         for name in ("shutdown_grace_s", "abort_grace_s"):
             value = getattr(self, name)
             if not math.isfinite(value) or value < 0:
-                raise ValueError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
+                raise InvalidSetting(
+                    f"{name} must be a finite number of seconds >= 0, got {value!r}"
+                )
         if self.reconnect_backoff_cap_s < self.reconnect_backoff_base_s:
-            raise ValueError(
+            raise InvalidSetting(
                 "reconnect_backoff_cap_s must be >= reconnect_backoff_base_s, got "
                 f"{self.reconnect_backoff_cap_s!r} < {self.reconnect_backoff_base_s!r}"
             )
@@ -123,8 +134,8 @@ class WorkerSettings:
             WorkerSettings: the validated settings.
 
         Raises:
-            ValueError: a variable is not a number, is out of range, or names an unknown
-                handler; the message starts with the variable's name.
+            InvalidSetting: a variable is not a number, is out of range, or names an unknown
+                handler; the details start with the variable's name.
         """
         env = os.environ if environ is None else environ
         return cls(
@@ -145,11 +156,35 @@ class WorkerSettings:
         ``TICKWORK_SERVER``, ``TICKWORK_TOKEN`` and the TLS variables do not apply to it.
 
         Raises:
-            ValueError: a variable is not a number, is out of range, or names an unknown
-                handler; the message starts with the variable's name.
+            InvalidSetting: a variable is not a number, is out of range, or names an unknown
+                handler; the details start with the variable's name.
         """
         env = os.environ if environ is None else environ
         return cls(server=server, token=token, tls=None, **_worker_variables(env))
+
+
+#: The worker's durations: variable -> (field of WorkerSettings, whether 0 is allowed).
+_SECONDS = {
+    "WORKER_POLL_INTERVAL_SECONDS": ("poll_interval_s", False),
+    "WORKER_SHUTDOWN_GRACE_SECONDS": ("shutdown_grace_s", True),
+    "WORKER_ABORT_GRACE_SECONDS": ("abort_grace_s", True),
+}
+
+
+def worker_seconds(env: Mapping[str, str], variable: str) -> float:
+    """One of the worker's durations, in seconds: WORKER_POLL_INTERVAL_SECONDS (> 0,
+    default 3), WORKER_SHUTDOWN_GRACE_SECONDS (>= 0, default 30) or
+    WORKER_ABORT_GRACE_SECONDS (>= 0, default 5); unset or empty gives the default.
+
+    Raises:
+        InvalidSetting: ``NAME: what is wrong`` (not a finite number, or out of range).
+    """
+    field, zero_ok = _SECONDS[variable]
+    value = _seconds(env, variable, float(getattr(WorkerSettings, field)))
+    minimum = ">=" if zero_ok else ">"
+    if value < 0 or (value == 0 and not zero_ok):
+        raise InvalidSetting(f"{variable}: must be {minimum} 0, got {value:g}")
+    return value
 
 
 def _worker_variables(env: Mapping[str, str]) -> dict[str, Any]:
@@ -157,19 +192,11 @@ def _worker_variables(env: Mapping[str, str]) -> dict[str, Any]:
     that an error names the variable, not the field.
 
     Raises:
-        ValueError: ``NAME: what is wrong``.
+        InvalidSetting: ``NAME: what is wrong``.
     """
-    defaults = WorkerSettings()
-    values: dict[str, Any] = {}
-    for name, variable, minimum in (
-        ("poll_interval_s", "WORKER_POLL_INTERVAL_SECONDS", ">"),
-        ("shutdown_grace_s", "WORKER_SHUTDOWN_GRACE_SECONDS", ">="),
-        ("abort_grace_s", "WORKER_ABORT_GRACE_SECONDS", ">="),
-    ):
-        value = _seconds(env, variable, getattr(defaults, name))
-        if value < 0 or (value == 0 and minimum == ">"):
-            raise ValueError(f"{variable}: must be {minimum} 0, got {value:g}")
-        values[name] = value
+    values: dict[str, Any] = {
+        field: worker_seconds(env, variable) for variable, (field, _) in _SECONDS.items()
+    }
     values["handlers"] = _handlers(env)
     return values
 
@@ -178,7 +205,7 @@ def _handlers(env: Mapping[str, str]) -> tuple[str, ...]:
     """WORKER_HANDLERS: comma-separated names of known handlers (empty: every handler).
 
     Raises:
-        ValueError: a name is not one of ``handler_names()`` (built-in or entry point): a
+        InvalidSetting: a name is not one of ``handler_names()`` (built-in or entry point): a
             misspelt allow-list would otherwise start a worker that runs nothing.
     """
     from worker_svc.handlers import handler_names
@@ -187,7 +214,7 @@ def _handlers(env: Mapping[str, str]) -> tuple[str, ...]:
     known = handler_names()
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise ValueError(
+        raise InvalidSetting(
             f"WORKER_HANDLERS: unknown handler{'s' if len(unknown) > 1 else ''} "
             f"{', '.join(map(repr, unknown))}; known handlers: {', '.join(known)}"
         )
@@ -206,7 +233,7 @@ def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
         float: the duration in seconds, a finite number (range checks are the caller's).
 
     Raises:
-        ValueError: the value is not a finite number; the message starts with the variable.
+        InvalidSetting: the value is not a finite number; the details start with the variable.
     """
     raw = env.get(name, "").strip()
     if not raw:
@@ -216,5 +243,5 @@ def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
     except ValueError:
         value = math.nan
     if not math.isfinite(value):
-        raise ValueError(f"{name}: expected a number of seconds, got {raw!r}")
+        raise InvalidSetting(f"{name}: expected a number of seconds, got {raw!r}")
     return value

@@ -28,7 +28,7 @@ from typing import Any
 import grpc
 from grpc import aio
 
-from tickwork.errors import InvalidArgument
+from tickwork.errors import InvalidArgument, InvalidSetting
 
 __all__ = ["TlsConfig"]
 
@@ -55,7 +55,7 @@ class TlsConfig:
             target's host (e.g. the certificate's DNS name when connecting by IP address).
 
     Raises:
-        InvalidArgument: on construction, when only one of cert_file and key_file is given.
+        InvalidSetting: on construction, when only one of cert_file and key_file is given.
     """
 
     ca_file: str = ""
@@ -65,7 +65,7 @@ class TlsConfig:
 
     def __post_init__(self) -> None:
         if bool(self.cert_file) != bool(self.key_file):
-            raise InvalidArgument("tls: give both a client certificate and its key, or neither")
+            raise InvalidSetting("tls: give both a client certificate and its key, or neither")
 
     def credentials(self) -> grpc.ChannelCredentials:
         """The channel credentials; raises InvalidArgument naming an unreadable file."""
@@ -80,7 +80,7 @@ class TlsConfig:
         at start instead of failing when it first dials.
 
         Raises:
-            InvalidArgument: ``VARIABLE (--flag): cannot read PATH: why``.
+            InvalidSetting: ``VARIABLE (--flag): cannot read PATH: why``.
         """
         for path, variable, flag in (
             (self.ca_file, TLS_CA_ENV, "--tls-ca"),
@@ -91,7 +91,7 @@ class TlsConfig:
                 try:
                     Path(path).expanduser().read_bytes()
                 except OSError as err:
-                    raise InvalidArgument(
+                    raise InvalidSetting(
                         f"{variable} ({flag}): cannot read {path}: {err.strerror}"
                     ) from None
 
@@ -104,12 +104,12 @@ class TlsConfig:
         """TLS as the environment asks, or None for plaintext.
 
         Raises:
-            InvalidArgument: TICKWORK_TLS is not a boolean, or a certificate has no key.
+            InvalidSetting: TICKWORK_TLS is not a boolean, or a certificate has no key.
         """
         e = os.environ if env is None else env
         raw = e.get(TLS_ENV, "").strip().lower()
         if raw not in ("", "0", "1", "true", "false", "yes", "no", "on", "off"):
-            raise InvalidArgument(f"{TLS_ENV}: expected true or false, got {raw!r}")
+            raise InvalidSetting(f"{TLS_ENV}: expected true or false, got {raw!r}")
         ca, cert, key, name = (
             e.get(n, "").strip()
             for n in (TLS_CA_ENV, TLS_CERT_ENV, TLS_KEY_ENV, TLS_SERVER_NAME_ENV)

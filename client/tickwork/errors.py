@@ -7,6 +7,11 @@ server's ``details`` text, which names the field at fault for INVALID_ARGUMENT.
 
 Not-found errors are also :class:`LookupError` and invalid-argument errors also
 :class:`ValueError`, so callers may catch the builtin kinds.
+
+This is the client side's error root. The scheduler service has its own,
+:class:`scheduler_svc.errors.ServiceError`, whose subclasses carry the same names
+(``InvalidArgument``, ``NotFound``, ...) on purpose: the servicers send each as the status
+code that :func:`from_rpc_error` turns back into its namesake here.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ __all__ = [
     "DeadlineExceeded",
     "FailedPrecondition",
     "InvalidArgument",
+    "InvalidSetting",
     "JobTimeout",
     "NotFound",
     "PermissionDenied",
@@ -75,6 +81,12 @@ class InvalidArgument(TickworkError, ValueError):
     """A field is missing or malformed; ``details`` names it (INVALID_ARGUMENT)."""
 
     default_code = grpc.StatusCode.INVALID_ARGUMENT
+
+
+class InvalidSetting(InvalidArgument):
+    """An environment variable or option of a tickwork process (the CLI, a worker, a log
+    setup) has a value that cannot be used; ``details`` starts with its name, e.g.
+    ``"WORKER_HANDLERS: unknown handler 'shel'; known handlers: python, shell"``."""
 
 
 class AlreadyExists(TickworkError):

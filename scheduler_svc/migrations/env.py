@@ -4,13 +4,13 @@ or, from the alembic command line, on DATABASE_URL."""
 from __future__ import annotations
 
 import asyncio
-import os
 
 from alembic import context
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from scheduler_svc.db import metadata
+from scheduler_svc.settings import database_url_from_env
 
 config = context.config
 target_metadata = metadata
@@ -27,7 +27,7 @@ def _run(connection: Connection) -> None:
 
 
 def _run_from_url() -> None:
-    url = os.environ.get("DATABASE_URL", "sqlite+aiosqlite:///./tickwork.db")
+    url = database_url_from_env()
 
     async def go() -> None:
         engine = create_async_engine(url)

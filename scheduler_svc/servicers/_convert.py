@@ -14,20 +14,14 @@ from google.protobuf import message, struct_pb2, timestamp_pb2
 from scheduler_svc.errors import InvalidArgument
 from scheduler_svc.records import FireRecord, JobRecord, ScheduleRecord, TaskRecord, TaskRunResult
 from tickwork.structs import dict_to_struct, struct_to_dict
+from tickwork.timestamps import to_timestamp
 from tickwork.v1 import common_pb2, job_pb2, schedule_pb2, task_pb2
 
 UTC = dt.UTC
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def ts(value: dt.datetime | None) -> timestamp_pb2.Timestamp | None:
-    """An aware datetime as a Timestamp; None stays None (the field is left unset)."""
-    if value is None:
-        return None
-    since = value - _EPOCH  # normalised: 0 <= seconds < 86400, 0 <= microseconds < 10**6
-    return timestamp_pb2.Timestamp(
-        seconds=since.days * 86400 + since.seconds, nanos=since.microseconds * 1000
-    )
+#: An aware datetime as a Timestamp; None stays None (the field is left unset).
+ts = to_timestamp
 
 
 def from_ts(value: timestamp_pb2.Timestamp, field: str = "timestamp") -> dt.datetime:

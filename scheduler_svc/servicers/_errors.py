@@ -15,13 +15,13 @@ from scheduler_svc.errors import (
     FailedPrecondition,
     InvalidArgument,
     NotFound,
+    ServiceError,
     StorageError,
-    TickworkError,
 )
 
 log = logging.getLogger(__name__)
 
-_CODES: list[tuple[type[TickworkError], grpc.StatusCode]] = [
+_CODES: list[tuple[type[ServiceError], grpc.StatusCode]] = [
     (InvalidArgument, grpc.StatusCode.INVALID_ARGUMENT),
     (NotFound, grpc.StatusCode.NOT_FOUND),
     (AlreadyExists, grpc.StatusCode.ALREADY_EXISTS),
@@ -32,7 +32,7 @@ _CODES: list[tuple[type[TickworkError], grpc.StatusCode]] = [
 R = TypeVar("R")
 
 
-def status_of(err: TickworkError) -> grpc.StatusCode:
+def status_of(err: ServiceError) -> grpc.StatusCode:
     """The gRPC status code of a domain error."""
     for cls, code in _CODES:
         if isinstance(err, cls):
@@ -57,7 +57,7 @@ def translate(err: Exception, method: str) -> tuple[grpc.StatusCode, str]:
     """
     if isinstance(err, StorageError):
         log.error("database unavailable in %s", method, exc_info=err)
-    if isinstance(err, TickworkError):
+    if isinstance(err, ServiceError):
         return status_of(err), _details(err.message)
     if isinstance(err, DBAPIError):
         log.error("database error in %s", method, exc_info=err)

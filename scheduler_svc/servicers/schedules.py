@@ -12,12 +12,12 @@ import grpc
 
 from scheduler_svc import validation
 from scheduler_svc.app import App
-from scheduler_svc.cron import CronError, DstNote
-from scheduler_svc.errors import AlreadyExists, InvalidArgument, TickworkError
+from scheduler_svc.errors import AlreadyExists, InvalidArgument, ServiceError
 from scheduler_svc.firing import cron_schedule
 from scheduler_svc.records import ScheduleRecord
 from scheduler_svc.servicers import _convert as cv
 from scheduler_svc.servicers._errors import rpc_errors
+from tickwork.cron import DST_NOTE_TEXT, CronError
 from tickwork.v1 import schedule_pb2, schedule_pb2_grpc
 
 Ctx = grpc.aio.ServicerContext[Any, Any]
@@ -35,17 +35,8 @@ WRITABLE = (
 #: Changing one of these recomputes next_run_time.
 TIMING = {"cron_expression", "interval_seconds", "timezone", "enabled"}
 
-DST_NOTES = {
-    DstNote.NONE: "",
-    DstNote.MOVED_FROM_GAP: (
-        "moved: the wall time does not exist on this day (DST gap); "
-        "fires at the first instant after the gap"
-    ),
-    DstNote.FIRST_PASS_ONLY: (
-        "single: the wall time occurs twice on this day (DST fall back); "
-        "fires in the first pass only"
-    ),
-}
+#: DescribeCron's text for each DST note.
+DST_NOTES = DST_NOTE_TEXT
 
 
 def describe(record: ScheduleRecord) -> str:
@@ -152,7 +143,7 @@ def in_request(index: int) -> Iterator[None]:
     re-raised about ``requests[index].f``."""
     try:
         yield
-    except TickworkError as err:
+    except ServiceError as err:
         text = str(err.args[0]) if err.args else ""
         field = f"requests[{index}].{err.field}" if err.field else f"requests[{index}]"
         raise type(err)(text, field=field) from None

@@ -1,7 +1,9 @@
-"""Log setup for tickwork processes: one line per event, with the ids that matter.
+"""Log setup for tickwork processes (``tickwork serve``, ``tickwork worker``): one line per
+event, with the ids that matter.
 
 Fields passed through ``extra`` (task_id, job_id, schedule_id, worker_id, ...) are appended
-as ``key=value`` pairs, or emitted as JSON keys with ``json_format=True``.
+as ``key=value`` pairs, or emitted as JSON keys with ``json_format=True``. The environment
+(TICKWORK_LOG_FORMAT, TICKWORK_LOG_LEVEL) is read here only, by :meth:`LogSettings.from_env`.
 """
 
 from __future__ import annotations
@@ -10,8 +12,11 @@ import json
 import logging
 import os
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 from tickwork._text import escape_controls
+from tickwork.errors import InvalidSetting
 
 _STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "taskName"}
 
@@ -77,26 +82,63 @@ class JsonFormatter(_Formatter):
         return json.dumps(data, default=str)
 
 
-def log_format_from_env() -> str:
-    """TICKWORK_LOG_FORMAT ("text" or "json"; anything else is text)."""
-    value = os.environ.get("TICKWORK_LOG_FORMAT", "").strip().lower()
-    return "json" if value == "json" else "text"
-
-
+LOG_FORMATS = ("text", "json")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 
-def log_level_from_env() -> int:
-    """TICKWORK_LOG_LEVEL: DEBUG, INFO (default), WARNING or ERROR, any case.
+@dataclass(frozen=True)
+class LogSettings:
+    """How a tickwork process logs.
 
-    Raises ValueError naming the variable for anything else.
+    Attributes:
+        format (str): "text" (``key=value`` lines) or "json" (one object per line).
+        level (int): the :mod:`logging` level of tickwork's own loggers.
     """
-    value = os.environ.get("TICKWORK_LOG_LEVEL", "").strip().upper() or "INFO"
-    if value not in LOG_LEVELS:
-        raise ValueError(
-            f"TICKWORK_LOG_LEVEL: expected one of {', '.join(LOG_LEVELS)}, got {value!r}"
+
+    format: str = "text"
+    level: int = logging.INFO
+
+    def __post_init__(self) -> None:
+        if self.format not in LOG_FORMATS:
+            raise InvalidSetting(
+                f"TICKWORK_LOG_FORMAT: expected one of {', '.join(LOG_FORMATS)}, "
+                f"got {self.format!r}"
+            )
+
+    @property
+    def json(self) -> bool:
+        """True for JSON lines."""
+        return self.format == "json"
+
+    @classmethod
+    def from_env(
+        cls, env: Mapping[str, str] | None = None, *, log_format: str | None = None
+    ) -> LogSettings:
+        """The format as :meth:`format_from_env` reads it, and TICKWORK_LOG_LEVEL (DEBUG,
+        INFO, default, WARNING or ERROR; any case).
+
+        Raises:
+            InvalidSetting: naming the variable whose value is none of those.
+        """
+        e = os.environ if env is None else env
+        level = e.get("TICKWORK_LOG_LEVEL", "").strip().upper() or "INFO"
+        if level not in LOG_LEVELS:
+            raise InvalidSetting(
+                f"TICKWORK_LOG_LEVEL: expected one of {', '.join(LOG_LEVELS)}, got {level!r}"
+            )
+        return cls(
+            format=cls.format_from_env(e, log_format=log_format), level=getattr(logging, level)
         )
-    return int(getattr(logging, value))
+
+    @staticmethod
+    def format_from_env(
+        env: Mapping[str, str] | None = None, *, log_format: str | None = None
+    ) -> str:
+        """TICKWORK_LOG_FORMAT, overridden by ``log_format`` (``--log-format``) when given,
+        lower-cased; "text" when neither is set. Not checked: the constructor refuses
+        anything but :data:`LOG_FORMATS`."""
+        e = os.environ if env is None else env
+        return (log_format or e.get("TICKWORK_LOG_FORMAT", "")).strip().lower() or "text"
 
 
 #: Libraries whose DEBUG lines (every poll of the event loop, every statement, every HTTP/2

@@ -1,0 +1,242 @@
+"""``tickwork tasks``: list, get, run (and follow with --wait), abort, enable, disable,
+delete."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any, TextIO
+
+from tickwork import _requests as rq
+from tickwork._sync import Client
+from tickwork.cli import _output as o
+from tickwork.cli._common import (
+    EXIT_ABORTED,
+    EXIT_CANCELLED,
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_STILL_RUNNING,
+    SKIP_TEXT,
+    client_from_args,
+    seconds,
+)
+from tickwork.errors import InvalidArgument, JobTimeout
+from tickwork.v1.common_pb2 import Trigger
+from tickwork.v1.job_pb2 import Job, JobStatus
+from tickwork.v1.task_pb2 import Task, TaskAbort
+
+#: ``tasks run --wait``: the exit status for each outcome of the (last attempt of the) job.
+WAIT_EXIT_CODES = {
+    JobStatus.JOB_STATUS_SUCCEEDED: EXIT_OK,
+    JobStatus.JOB_STATUS_FAILED: EXIT_FAILED,
+    JobStatus.JOB_STATUS_ABORTED: EXIT_ABORTED,
+    JobStatus.JOB_STATUS_CANCELLED: EXIT_CANCELLED,
+}
+
+_ABORT_TEXT = {
+    TaskAbort.Action.ACTION_CANCELLED: "queued job {job} cancelled",
+    TaskAbort.Action.ACTION_ABORT_REQUESTED: "running job {job} told to abort "
+    "(it ends ABORTED once the worker has stopped it)",
+    TaskAbort.Action.ACTION_NONE: "nothing queued or running",
+}
+
+
+def add_parsers(sub: argparse._SubParsersAction[Any], net: argparse.ArgumentParser) -> None:
+    """Add ``tasks`` and its actions; ``net`` is the parent parser of the connection
+    options."""
+    tasks = sub.add_parser(
+        "tasks", help="list, inspect, run, abort, enable, disable and delete tasks"
+    )
+    tsub = tasks.add_subparsers(dest="tasks_command", metavar="ACTION", required=True)
+    p = tsub.add_parser("list", parents=[net], help="list tasks")
+    p.set_defaults(func=_list)
+    p = tsub.add_parser(
+        "run",
+        parents=[net],
+        help="run a task now (manual lane)",
+        description="Run a task now. With --wait, show the job's progress live (state, "
+        "elapsed time, output as it arrives; a failed attempt's retry is followed; a "
+        "service restart is waited out) and exit "
+        "with its outcome: 0 SUCCEEDED, 1 FAILED, 3 ABORTED, 4 CANCELLED, 5 still running "
+        "when --timeout ran out.",
+    )
+    p.add_argument("name", metavar="NAME", help="task name")
+    p.add_argument("--wait", action="store_true", help="follow the job until it ends")
+    p.add_argument(
+        "--timeout", type=seconds, metavar="S", help="with --wait: give up after S seconds"
+    )
+    p.set_defaults(func=_run)
+    p = tsub.add_parser(
+        "get",
+        parents=[net],
+        help="show every field of a task",
+        description="Show every field of a task: params and retry policy as JSON, the "
+        "whole disabled_reason when it was disabled after consecutive failures.",
+    )
+    p.add_argument("name", metavar="NAME", help="task name")
+    p.set_defaults(func=_get)
+    p = tsub.add_parser(
+        "abort",
+        parents=[net],
+        help="stop a task's running job, or cancel its queued one",
+        description="Stop the task's job: a queued one is cancelled (CANCELLED), a running "
+        "one is aborted (the worker stops its handler; shell: SIGTERM, then SIGKILL after "
+        "WORKER_ABORT_GRACE_SECONDS) and ends ABORTED. Aborted jobs are not retried.",
+    )
+    p.add_argument("name", metavar="NAME", help="task name")
+    p.set_defaults(func=_abort)
+    for action, enabled in (("enable", True), ("disable", False)):
+        p = tsub.add_parser(action, parents=[net], help=f"{action} a task")
+        p.add_argument("name", metavar="NAME", help="task name")
+        p.set_defaults(func=_enable, enabled=enabled)
+    p = tsub.add_parser(
+        "delete",
+        parents=[net],
+        help="delete a task, its jobs and its place in schedules",
+        description="Delete a task with all its jobs (their history too) and its place in "
+        "schedules. Refused (FAILED_PRECONDITION) while it has a running job, or when it is "
+        "the only task of a schedule: delete or change that schedule first.",
+    )
+    p.add_argument("name", metavar="NAME", help="task name")
+    p.set_defaults(func=_delete)
+
+
+def _list(args: argparse.Namespace, out: TextIO) -> int:
+    with client_from_args(args) as client:
+        tasks = client.list_tasks()
+    rows = [
+        [
+            str(t.id),
+            t.name,
+            t.handler,
+            "yes" if t.enabled else "no",
+            str(t.task_priority),
+            str(t.consecutive_failure_count),
+            o.first_line(t.disabled_reason or t.description),
+        ]
+        for t in tasks
+    ]
+    headers = ["ID", "NAME", "HANDLER", "ENABLED", "PRIORITY", "FAILURES", "NOTE"]
+    o.table(headers, rows, out)
+    return EXIT_OK
+
+
+def _run(args: argparse.Namespace, out: TextIO) -> int:
+    if args.timeout is not None and not args.wait:
+        raise InvalidArgument("--timeout: only with --wait")
+    with client_from_args(args) as client:
+        [run] = client.run(args.name, trigger=Trigger.TRIGGER_MANUAL)
+        if run.skipped:
+            reason = SKIP_TEXT.get(run.skip_reason, "skipped")
+            suffix = f" (job {run.job_id})" if run.job_id else ""
+            print(f"skipped: {reason}{suffix}", file=out)
+        else:
+            print(
+                f"job {run.job_id}" + (" (promoted to the manual lane)" if run.promoted else ""),
+                file=out,
+            )
+        out.flush()
+        if not args.wait:
+            return EXIT_OK
+        if not run.job_id:
+            return EXIT_FAILED
+        return _follow(client, run.job_id, args.timeout, out)
+
+
+def new_output(before: str, after: str) -> str:
+    """The text appended between two snapshots of a job's output tail.
+
+    The tail keeps the last few KB, so ``after`` may have lost a prefix of ``before``: the
+    longest suffix of ``before`` that starts ``after`` is what both have in common.
+    """
+    if after.startswith(before):
+        return after[len(before) :]
+    if before.rstrip("\n").endswith(after.rstrip("\n")):
+        return ""  # the final tail, as the worker reported it, repeats what was shown
+    for start in range(1, len(before)):
+        if after.startswith(before[start:]):
+            return after[len(before) - start :]
+    return after
+
+
+def _follow(client: Client, job_id: int, timeout: float | None, out: TextIO) -> int:
+    """Print a job's progress as it happens (state changes with the elapsed time, output
+    lines as they arrive), follow its retries, and return its outcome's exit status."""
+    started = time.monotonic()
+
+    def say(text: str) -> None:
+        print(f"[{time.monotonic() - started:7.1f}s] {text}", file=out, flush=True)
+
+    while True:
+        last: Job | None = None
+        shown = ""
+        remaining = None if timeout is None else max(0.0, timeout - (time.monotonic() - started))
+        try:
+            for job in client.watch(job_id, timeout=remaining):
+                if last is None or job.status != last.status:
+                    extra = f" (attempt {job.attempt})" if job.attempt > 1 or last else ""
+                    if rq.is_terminal(job):
+                        took = o.duration(job)
+                        extra = f" (attempt {job.attempt}" + (f", {took})" if took else ")")
+                    say(f"job {job.id} {o.status(job)}{extra}")
+                text = new_output(shown, job.output_tail)
+                shown = job.output_tail
+                for line in text.splitlines():
+                    print(f"  | {line}", file=out, flush=True)
+                last = job
+        except JobTimeout:
+            state = o.status(last) if last is not None else "unknown"
+            say(f"job {job_id} still {state} after {timeout:g} s; it goes on")
+            return EXIT_STILL_RUNNING
+        if last is None or not rq.is_terminal(last):
+            return EXIT_FAILED
+        if last.error:
+            first, *more = last.error.rstrip().splitlines() or [""]
+            print(f"error: {first}", file=out, flush=True)
+            for line in more:  # indented: the job's text cannot pass for a line of ours
+                print(f"       {line}", file=out, flush=True)
+        retry = _retry_of(client, last)
+        if retry is None:
+            return WAIT_EXIT_CODES.get(last.status, EXIT_FAILED)
+        when = o.when(retry, "not_before_time")
+        say(f"retry: job {retry.id} (attempt {retry.attempt}), not before {when}")
+        job_id = retry.id
+
+
+def _retry_of(client: Client, job: Job) -> Job | None:
+    """The job queued as the retry of a failed ``job``, if there is one."""
+    if job.status != JobStatus.JOB_STATUS_FAILED:
+        return None
+    for candidate in client.list_jobs(task=job.task_id, limit=20):
+        if candidate.retry_of_job_id == job.id:
+            return candidate
+    return None
+
+
+def _get(args: argparse.Namespace, out: TextIO) -> int:
+    with client_from_args(args) as client:
+        task = client.get_task(args.name)
+    o.print_fields(task, out)
+    return EXIT_OK
+
+
+def _abort(args: argparse.Namespace, out: TextIO) -> int:
+    with client_from_args(args) as client:
+        [abort] = client.abort(args.name)
+    text = _ABORT_TEXT.get(abort.action, "{job}").format(job=abort.job_id)
+    print(f"task {args.name}: {text}", file=out)
+    return EXIT_OK
+
+
+def _enable(args: argparse.Namespace, out: TextIO) -> int:
+    with client_from_args(args) as client:
+        task: Task = (client.enable_task if args.enabled else client.disable_task)(args.name)
+    print(f"task {task.name}: {'enabled' if task.enabled else 'disabled'}", file=out)
+    return EXIT_OK
+
+
+def _delete(args: argparse.Namespace, out: TextIO) -> int:
+    with client_from_args(args) as client:
+        client.delete_task(args.name)
+    print(f"task {args.name}: deleted", file=out)
+    return EXIT_OK
