@@ -1,7 +1,7 @@
 """Database schema, engines and transactions (SQLite and PostgreSQL through SQLAlchemy 2).
 
 Dialect differences live here and only here, as the capability flags of :class:`Dialect`:
-the rest of the code asks ``dialect.skip_locked`` or ``dialect.advisory_locks``, never
+the rest of the code asks ``dialect.row_locks``, ``dialect.skip_locked`` and the like, never
 the dialect's name.
 """
 
@@ -31,20 +31,6 @@ from scheduler_svc.errors import StorageError
 log = logging.getLogger(__name__)
 
 UTC = dt.UTC
-
-# Job states and lanes as stored. Lanes order the queue: manual and API jobs first.
-QUEUED, RUNNING, SUCCEEDED, FAILED, ABORTED, CANCELLED = (
-    "QUEUED",
-    "RUNNING",
-    "SUCCEEDED",
-    "FAILED",
-    "ABORTED",
-    "CANCELLED",
-)
-ACTIVE_STATES = (QUEUED, RUNNING)
-FINAL_STATES = (SUCCEEDED, FAILED, ABORTED, CANCELLED)
-LANE_MANUAL = 0
-LANE_SCHEDULER = 1
 
 
 def stored_datetime(value: dt.datetime | None, *, sqlite: bool) -> Any:
@@ -248,17 +234,26 @@ LEASE_NAMES = ("scheduler", "worker")
 
 @dataclass(frozen=True)
 class Dialect:
-    """What the database can do, computed once from the URL.
+    """What the database can do, computed once from the URL (:func:`dialect_of`).
 
-    ``skip_locked``: SELECT ... FOR UPDATE SKIP LOCKED is available (PostgreSQL).
-    ``advisory_locks``: transaction-scoped advisory locks exist (PostgreSQL); without them
-    a write transaction already excludes every other writer (SQLite's BEGIN IMMEDIATE).
+    ``row_locks``: ``SELECT ... FOR UPDATE`` / ``FOR KEY SHARE`` lock the rows read until
+    the transaction ends, and concurrent write transactions need them (PostgreSQL). Without
+    it a write transaction already excludes every other writer (SQLite's BEGIN IMMEDIATE),
+    and the locking clauses are left out.
+    ``skip_locked``: ``FOR UPDATE SKIP LOCKED`` passes over rows another transaction holds,
+    and an UPDATE's RETURNING may name the columns of its FROM items (PostgreSQL): the
+    queue's claim statement takes that form.
+    ``writable_ctes``: a WITH clause may hold an UPDATE whose rows the rest of the statement
+    reads (PostgreSQL): a job's success and the next claim are then one statement.
+    ``advisory_locks``: transaction-scoped advisory locks exist (PostgreSQL).
     ``notifications``: LISTEN/NOTIFY carries messages between connections, hence between
     replicas (PostgreSQL; :mod:`scheduler_svc.replicas`).
     """
 
     name: str
+    row_locks: bool
     skip_locked: bool
+    writable_ctes: bool
     advisory_locks: bool
     notifications: bool
 
@@ -266,11 +261,14 @@ class Dialect:
 def dialect_of(url: str) -> Dialect:
     """Capability flags of the database at SQLAlchemy URL ``url``."""
     name = sa.engine.make_url(url).get_backend_name()
+    postgresql = name == "postgresql"
     return Dialect(
         name=name,
-        skip_locked=name == "postgresql",
-        advisory_locks=name == "postgresql",
-        notifications=name == "postgresql",
+        row_locks=postgresql,
+        skip_locked=postgresql,
+        writable_ctes=postgresql,
+        advisory_locks=postgresql,
+        notifications=postgresql,
     )
 
 
