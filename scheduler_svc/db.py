@@ -358,7 +358,7 @@ def make_sqlite_engine(url: str) -> sa.Engine:
     def _sqlite_begin(conn: Any) -> None:
         readonly = conn.get_execution_options().get("tickwork_readonly", False)
         statement = "BEGIN" if readonly else "BEGIN IMMEDIATE"
-        # On the driver's connection: through exec_driver_sql this was as costly as a query.
+        # On the driver's connection: through exec_driver_sql it costs as much as a query.
         try:
             conn.connection.driver_connection.execute(statement)
         except sqlite3.Error as exc:
@@ -402,11 +402,10 @@ def _ping_on_checkout(
     seconds, is replaced before anything runs on it. A connection just opened (its
     handshake is the check) is not pinged.
 
-    Every reuse is pinged, however recent: skipping the ping for a connection given back
-    under a second ago (asyncpg's ``is_closed()`` checked instead) was tried and undone. A
-    backend killed moments before is not yet seen closed by the client, and a reviewer's
-    loop of outcomes with every backend killed 30 times failed 27 outcomes without the
-    ping, 2 with it.
+    Every reuse is pinged, however recent, even one given back under a second ago: a
+    backend killed moments before is not yet seen closed by the client (asyncpg's
+    ``is_closed()``). In a loop of outcomes with every backend killed 30 times, 27 outcomes
+    fail without the ping and 2 with it.
 
     SQLAlchemy's ``pool_pre_ping`` does the same in three round trips on asyncpg (BEGIN,
     the ping, ROLLBACK: for pgbouncer's transaction mode, where asyncpg's ping is a
@@ -429,8 +428,8 @@ def _ping_on_checkout(
 #: (``queue=True``): no sorts, no full scans. Every row those statements touch is found
 #: through an index: the next job is the first ready entry of ``ix_jobs_queue``, the
 #: running job one entry of it, the rest by primary key; so taking a job costs the same
-#: however long the queue and the history. Left to the statistics, the planner chose
-#: otherwise when they were off, and they are off exactly when it matters: analyzed
+#: however long the queue and the history. Left to its statistics the planner chooses
+#: otherwise, and they are off exactly when it matters: analyzed
 #: before a burst of enqueues (few queued, it reads every queued job and sorts them, for
 #: each job taken: +40 % a job at 4,000 queued, growing with the queue), or on a small
 #: table (it scans the whole table for the running job).
@@ -510,9 +509,9 @@ class Database:
             self._readers = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="tickwork-db-read")
         else:
             # Every checkout is pinged (see _ping_on_checkout), however recently the
-            # connection was used: pinging only connections idle a while was tried twice
-            # and undone: a database restart, or a backend killed, then failed live
-            # transactions, and a failed outcome breaks the worker's stream.
+            # connection was used: after a database restart or a killed backend, a
+            # connection not pinged fails a live transaction, and a failed outcome breaks
+            # the worker's stream.
             limits = {"command_timeout": statement_timeout_s}
             self._async = create_async_engine(
                 url, pool_size=10, max_overflow=10, connect_args=limits
@@ -595,11 +594,11 @@ class Database:
                 try:
                     return await self._transaction(fn, write, autocommit, queue)
                 except sa.exc.DBAPIError as exc:
-                    # Lock order (store.LOCK_ORDER) keeps row locks from deadlocking, but
-                    # not the one-active-job index: two runs inserting the same tasks'
-                    # jobs in other orders (their queue order) may each wait for the
-                    # other's uncommitted job. PostgreSQL fails one of them; it was rolled
-                    # back whole, so it runs again (and finds the other's jobs).
+                    # The lock order (scheduler_svc.store.locks) keeps row locks from
+                    # deadlocking, but not the one-active-job index: two runs inserting the
+                    # same tasks' jobs in other orders (their queue order) may each wait for
+                    # the other's uncommitted job. PostgreSQL fails one of them, rolled back
+                    # whole, so it runs again (and finds the other's jobs).
                     if not write or attempt >= DEADLOCK_ATTEMPTS or not _is_deadlock(exc):
                         raise
                     log.warning(

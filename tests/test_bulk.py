@@ -1,5 +1,5 @@
-"""Driver-level statements (scheduler_svc.bulk) write and read exactly what SQLAlchemy's
-column types would, on both backends; and the other fast paths of recording fires agree
+"""Driver-level statements (scheduler_svc.store.driver.Bulk) write and read exactly what
+SQLAlchemy's column types would, on both backends; and the other fast paths of recording fires agree
 with the slow ones they replace."""
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""Prepared statements (scheduler_svc.prepared) give exactly what Connection.execute gives,
-on both backends: every statement the store prepares, on the same rows, compared value
-for value (types included); driver errors are SQLAlchemy's DBAPIError as before."""
+"""Prepared statements (scheduler_svc.store.driver.Prepared) give exactly what
+Connection.execute gives, on both backends: every statement the store prepares, on the
+same rows, compared value for value (types included); driver errors are SQLAlchemy's
+DBAPIError as Connection.execute raises them."""
 
 from __future__ import annotations
 

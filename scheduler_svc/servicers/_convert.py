@@ -124,7 +124,7 @@ def job_status(name: str) -> int:
 
 
 def job_status_name(value: int, field: str = "statuses") -> JobStatus:
-    """A JobStatus enum value as the stored status ("QUEUED", ...).
+    """A JobStatus enum value as the stored status.
 
     Raises InvalidArgument naming ``field`` for a value the enum does not define.
     """
@@ -134,7 +134,7 @@ def job_status_name(value: int, field: str = "statuses") -> JobStatus:
 
 
 def trigger(name: str) -> int:
-    """A stored trigger ("MANUAL", "API", "SCHEDULER") as a Trigger enum value."""
+    """A stored trigger as a Trigger enum value."""
     return int(common_pb2.Trigger.Value(f"TRIGGER_{name}"))
 
 

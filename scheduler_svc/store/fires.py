@@ -113,17 +113,13 @@ def _claim_fires(
     """Insert a row for every (schedule, fire time) not recorded yet (outcome ENQUEUED
     until :func:`_store_outcomes` writes it); the ids of those inserted, by key."""
     recorded_at = bulk.when(now)
-    returned = bulk.insert(
-        "fires",
-        hot.FIRE_COLUMNS,
+    return hot.insert_fires(
+        bulk,
         [
             (r.schedule_id, bulk.when(r.fire_time), FireOutcome.ENQUEUED, "[]", recorded_at)
             for r in requests
         ],
-        suffix=hot.FIRE_CONFLICT,
-        returning=("id", "schedule_id", "fire_time"),
     )
-    return {(sid, bulk.read_when(when)): fid for fid, sid, when in returned}  # type: ignore[misc]
 
 
 def _record_missed(bulk: Bulk, claimed: Sequence[FireRequest], now: dt.datetime) -> None:
@@ -135,7 +131,7 @@ def _record_missed(bulk: Bulk, claimed: Sequence[FireRequest], now: dt.datetime)
         for t in r.missed_fire_times
     ]
     if missed_rows:
-        bulk.insert("fires", hot.FIRE_COLUMNS, missed_rows, suffix=hot.FIRE_CONFLICT)
+        hot.insert_fires(bulk, missed_rows, ids=False)
         log.info("fires missed (catch-up policy)", extra={"count": len(missed_rows)})
 
 
@@ -199,14 +195,7 @@ def _insert_jobs(
     meanwhile (that job is added to ``active``); the new job ids by task id."""
     if not new_rows:
         return {}
-    returned = bulk.insert(
-        "jobs",
-        hot.JOB_COLUMNS,
-        [hot.driver_row(bulk, row) for row in new_rows],
-        suffix=hot.ACTIVE_JOB_CONFLICT,
-        returning=("id", "task_id"),
-    )
-    inserted = {task_id: job_id for job_id, task_id in returned}
+    inserted = hot.insert_jobs(bulk, new_rows)
     lost = [row["task_id"] for row in new_rows if row["task_id"] not in inserted]
     if lost:
         active.update(_active(conn, dialect, lost))
@@ -246,7 +235,7 @@ def _store_outcomes(
         fire_id = fire_ids[(r.schedule_id, r.fire_time)]
         updates.append((outcome, bulk.json([x.to_json() for x in runs]), fire_id))
         out[(r.schedule_id, r.fire_time)] = FireResult(r, tuple(runs))
-    bulk.execute_many(hot.SET_FIRE_OUTCOME, updates)
+    hot.set_fire_outcomes(bulk, updates)
     return out
 
 

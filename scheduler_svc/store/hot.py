@@ -12,6 +12,7 @@ of :class:`scheduler_svc.db.Dialect`; the rest of the store never chooses.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 from typing import Any
 
@@ -290,16 +291,10 @@ JOB_COLUMNS = (
     "late_outcome",
 )
 #: A job whose task already has an active one is left out (uq_jobs_one_active_per_task).
-ACTIVE_JOB_CONFLICT = f"ON CONFLICT (task_id) WHERE {ACTIVE_JOB_PREDICATE.text} DO NOTHING"
+_ACTIVE_JOB_CONFLICT = f"ON CONFLICT (task_id) WHERE {ACTIVE_JOB_PREDICATE.text} DO NOTHING"
 FIRE_COLUMNS = ("schedule_id", "fire_time", "outcome", "runs", "recorded_at")
 #: A fire already recorded for its (schedule, fire time) is left out.
-FIRE_CONFLICT = "ON CONFLICT (schedule_id, fire_time) DO NOTHING"
-#: Parameters: outcome, runs (JSON text), fire id.
-SET_FIRE_OUTCOME = "UPDATE fires SET outcome = {}, runs = {} WHERE id = {}"
-#: Parameters: next_run_at, last_run_at, schedule id, the expected next_run_at.
-MOVE_SCHEDULE = (
-    "UPDATE schedules SET next_run_at = {}, last_run_at = {} WHERE id = {} AND next_run_at = {}"
-)
+_FIRE_CONFLICT = "ON CONFLICT (schedule_id, fire_time) DO NOTHING"
 
 _JOB_DATETIME_COLUMNS = tuple(
     i for i, c in enumerate(JOB_COLUMNS) if c in ("enqueued_at", "not_before", "fire_time")
@@ -315,3 +310,51 @@ def driver_row(bulk: Bulk, row: dict[str, Any]) -> tuple[Any, ...]:
         out[i] = bulk.when(out[i])
     out[_JOB_FLAG_COLUMN] = bulk.flag(out[_JOB_FLAG_COLUMN])
     return tuple(out)
+
+
+def insert_fires(
+    bulk: Bulk, fire_rows: Sequence[tuple[Any, ...]], *, ids: bool = True
+) -> dict[tuple[int, dt.datetime], int]:
+    """Insert fire rows (driver values in :data:`FIRE_COLUMNS` order), leaving out a
+    (schedule, fire time) already recorded; with ``ids``, the new rows' ids by (schedule,
+    fire time), else nothing is returned (an empty dict)."""
+    returning = ("id", "schedule_id", "fire_time") if ids else ()
+    returned = bulk.insert(
+        "fires", FIRE_COLUMNS, fire_rows, suffix=_FIRE_CONFLICT, returning=returning
+    )
+    out: dict[tuple[int, dt.datetime], int] = {}
+    for fire_id, schedule_id, fire_time in returned:
+        when = bulk.read_when(fire_time)
+        assert when is not None  # fires.fire_time is NOT NULL
+        out[(schedule_id, when)] = fire_id
+    return out
+
+
+def insert_jobs(bulk: Bulk, job_rows: Sequence[dict[str, Any]]) -> dict[int, int]:
+    """Insert new jobs (:func:`~scheduler_svc.store.rows.job_row`), leaving out a task that
+    already has an active job; the new jobs' ids by task id."""
+    returned = bulk.insert(
+        "jobs",
+        JOB_COLUMNS,
+        [driver_row(bulk, row) for row in job_rows],
+        suffix=_ACTIVE_JOB_CONFLICT,
+        returning=("id", "task_id"),
+    )
+    return {task_id: job_id for job_id, task_id in returned}
+
+
+def set_fire_outcomes(bulk: Bulk, updates: Sequence[tuple[str, str, int]]) -> None:
+    """Store each (outcome, runs as JSON text, fire id)."""
+    bulk.execute_many("UPDATE fires SET outcome = {}, runs = {} WHERE id = {}", updates)
+
+
+def move_schedules(
+    bulk: Bulk, moves: Sequence[tuple[int, dt.datetime, dt.datetime | None, dt.datetime]]
+) -> None:
+    """For each (schedule id, expected, next_run_at, last_run_at): set next_run_at and
+    last_run_at where next_run_at is still ``expected``."""
+    bulk.execute_many(
+        "UPDATE schedules SET next_run_at = {}, last_run_at = {}"
+        " WHERE id = {} AND next_run_at = {}",
+        [(bulk.when(nxt), bulk.when(last), sid, bulk.when(exp)) for sid, exp, nxt, last in moves],
+    )

@@ -263,16 +263,14 @@ def set_next_runs(
     moves: Sequence[tuple[int, dt.datetime | None, dt.datetime | None, dt.datetime | None]],
 ) -> None:
     """See :meth:`scheduler_svc.store.Store.set_next_runs`."""
-    with_last = [m for m in moves if m[1] is not None and m[3] is not None]
-    others = [m for m in moves if not (m[1] is not None and m[3] is not None)]
+    with_last = []
+    others = []
+    for sid, expected, nxt, last in moves:
+        if expected is not None and last is not None:
+            with_last.append((sid, expected, nxt, last))
+        else:
+            others.append((sid, expected, nxt, last))
     if with_last:  # the scheduler's moves after a fire: one executemany
-        bulk = Bulk(conn)
-        bulk.execute_many(
-            hot.MOVE_SCHEDULE,
-            [
-                (bulk.when(nxt), bulk.when(last), sid, bulk.when(exp))
-                for sid, exp, nxt, last in with_last
-            ],
-        )
+        hot.move_schedules(Bulk(conn), with_last)
     for schedule_id, expected, next_run_at, last_run_at in others:
         _move(conn, schedule_id, expected, next_run_at, last_run_at)
