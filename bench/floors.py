@@ -29,6 +29,7 @@ from pathlib import Path
 
 from bench import harness
 from bench.harness import Config, Figure, MetricResult, Sample, column, median
+from scheduler_svc.values import JobStatus, Trigger
 
 NAME = "floors"
 IN_FLIGHT = 16
@@ -113,7 +114,7 @@ async def _store(url: str, n: int) -> dict[str, float]:
         await store.acquire_lease("worker", "w", now, 3600)
         cpu0 = time.process_time()
         for start in range(0, n, 500):
-            await store.enqueue(ids[start : start + 500], "API", now)
+            await store.enqueue(ids[start : start + 500], Trigger.API, now)
         enqueue_cpu = time.process_time() - cpu0
         cpu0 = time.process_time()
         claimed = await store.claim_next_job("w", now, 60, worker_lease_holder="w")
@@ -122,7 +123,7 @@ async def _store(url: str, n: int) -> dict[str, float]:
             result = await store.finish_job(
                 job.id,
                 job.lease_token or "",
-                "SUCCEEDED",
+                JobStatus.SUCCEEDED,
                 "",
                 "",
                 dt.datetime.now(dt.UTC),

@@ -28,6 +28,7 @@ from scheduler_svc.records import (
 from scheduler_svc.replicas import ReplicaWakeups
 from scheduler_svc.settings import Settings
 from scheduler_svc.store import Store
+from scheduler_svc.values import JobStatus, Trigger
 
 log = logging.getLogger(__name__)
 
@@ -63,33 +64,21 @@ class App:
         self._background: set[asyncio.Task[None]] = set()
         self._stream_ends: set[asyncio.Future[None]] = set()
 
-    async def enqueue(
-        self,
-        task_ids: Sequence[int],
-        trigger: str,
-        *,
-        schedule_id: int | None = None,
-        fire_time: dt.datetime | None = None,
-        missed: bool = False,
-        missed_fire_times: Sequence[dt.datetime] = (),
-    ) -> EnqueueResult:
-        """Enqueue tasks (see :meth:`Store.enqueue`) and wake an idle worker at once."""
-        now = self.clock()
-        result = await self.store.enqueue(
-            task_ids,
-            trigger,
-            now,
-            schedule_id=schedule_id,
-            fire_time=fire_time,
-            missed=missed,
-            missed_fire_times=missed_fire_times,
-        )
+    async def enqueue(self, task_ids: Sequence[int], trigger: Trigger) -> EnqueueResult:
+        """Enqueue a manual or API run of tasks (see :meth:`Store.enqueue`) and wake an idle
+        worker at once."""
+        result = await self.store.enqueue(task_ids, trigger, self.clock())
         self._enqueued(result.runs)
-        if schedule_id is not None and fire_time is not None and not result.duplicate_fire:
-            request = FireRequest(
-                schedule_id, fire_time, tuple(task_ids), missed, tuple(missed_fire_times)
-            )
-            self._observe_fires([FireResult(request, result.runs)], now)
+        return result
+
+    async def enqueue_fire(self, fire: FireRequest) -> FireResult:
+        """Record one scheduler fire (see :meth:`Store.enqueue_fire`), wake an idle worker,
+        and count the fire unless it was recorded already."""
+        now = self.clock()
+        result = await self.store.enqueue_fire(fire, now)
+        self._enqueued(result.runs)
+        if not result.duplicate_fire:
+            self._observe_fires([result], now)
         return result
 
     async def enqueue_fires(self, fires: Sequence[FireRequest]) -> list[FireResult]:
@@ -139,7 +128,7 @@ class App:
         self,
         job_id: int,
         token: str,
-        status: str,
+        status: JobStatus,
         error: str,
         output_tail: str,
         *,
@@ -184,7 +173,7 @@ class App:
                 )
             # Quiet on success (the worker logs each job's start and end, and the jobs
             # table keeps them): a busy queue's successes are not two server lines a job.
-            succeeded = result.accepted and result.job.status == "SUCCEEDED"
+            succeeded = result.accepted and result.job.status == JobStatus.SUCCEEDED
             log.log(
                 logging.DEBUG if succeeded else logging.INFO,
                 "job finished",

@@ -1,7 +1,7 @@
 """Database schema, engines and transactions (SQLite and PostgreSQL through SQLAlchemy 2).
 
 Dialect differences live here and only here, as the capability flags of :class:`Dialect`:
-the rest of the code asks ``dialect.skip_locked`` or ``dialect.advisory_locks``, never
+the rest of the code asks ``dialect.row_locks``, ``dialect.skip_locked`` and the like, never
 the dialect's name.
 """
 
@@ -31,20 +31,6 @@ from scheduler_svc.errors import StorageError
 log = logging.getLogger(__name__)
 
 UTC = dt.UTC
-
-# Job states and lanes as stored. Lanes order the queue: manual and API jobs first.
-QUEUED, RUNNING, SUCCEEDED, FAILED, ABORTED, CANCELLED = (
-    "QUEUED",
-    "RUNNING",
-    "SUCCEEDED",
-    "FAILED",
-    "ABORTED",
-    "CANCELLED",
-)
-ACTIVE_STATES = (QUEUED, RUNNING)
-FINAL_STATES = (SUCCEEDED, FAILED, ABORTED, CANCELLED)
-LANE_MANUAL = 0
-LANE_SCHEDULER = 1
 
 
 def stored_datetime(value: dt.datetime | None, *, sqlite: bool) -> Any:
@@ -248,17 +234,26 @@ LEASE_NAMES = ("scheduler", "worker")
 
 @dataclass(frozen=True)
 class Dialect:
-    """What the database can do, computed once from the URL.
+    """What the database can do, computed once from the URL (:func:`dialect_of`).
 
-    ``skip_locked``: SELECT ... FOR UPDATE SKIP LOCKED is available (PostgreSQL).
-    ``advisory_locks``: transaction-scoped advisory locks exist (PostgreSQL); without them
-    a write transaction already excludes every other writer (SQLite's BEGIN IMMEDIATE).
+    ``row_locks``: ``SELECT ... FOR UPDATE`` / ``FOR KEY SHARE`` lock the rows read until
+    the transaction ends, and concurrent write transactions need them (PostgreSQL). Without
+    it a write transaction already excludes every other writer (SQLite's BEGIN IMMEDIATE),
+    and the locking clauses are left out.
+    ``skip_locked``: ``FOR UPDATE SKIP LOCKED`` passes over rows another transaction holds,
+    and an UPDATE's RETURNING may name the columns of its FROM items (PostgreSQL): the
+    queue's claim statement takes that form.
+    ``writable_ctes``: a WITH clause may hold an UPDATE whose rows the rest of the statement
+    reads (PostgreSQL): a job's success and the next claim are then one statement.
+    ``advisory_locks``: transaction-scoped advisory locks exist (PostgreSQL).
     ``notifications``: LISTEN/NOTIFY carries messages between connections, hence between
     replicas (PostgreSQL; :mod:`scheduler_svc.replicas`).
     """
 
     name: str
+    row_locks: bool
     skip_locked: bool
+    writable_ctes: bool
     advisory_locks: bool
     notifications: bool
 
@@ -266,11 +261,14 @@ class Dialect:
 def dialect_of(url: str) -> Dialect:
     """Capability flags of the database at SQLAlchemy URL ``url``."""
     name = sa.engine.make_url(url).get_backend_name()
+    postgresql = name == "postgresql"
     return Dialect(
         name=name,
-        skip_locked=name == "postgresql",
-        advisory_locks=name == "postgresql",
-        notifications=name == "postgresql",
+        row_locks=postgresql,
+        skip_locked=postgresql,
+        writable_ctes=postgresql,
+        advisory_locks=postgresql,
+        notifications=postgresql,
     )
 
 
@@ -360,7 +358,7 @@ def make_sqlite_engine(url: str) -> sa.Engine:
     def _sqlite_begin(conn: Any) -> None:
         readonly = conn.get_execution_options().get("tickwork_readonly", False)
         statement = "BEGIN" if readonly else "BEGIN IMMEDIATE"
-        # On the driver's connection: through exec_driver_sql this was as costly as a query.
+        # On the driver's connection: through exec_driver_sql it costs as much as a query.
         try:
             conn.connection.driver_connection.execute(statement)
         except sqlite3.Error as exc:
@@ -404,11 +402,10 @@ def _ping_on_checkout(
     seconds, is replaced before anything runs on it. A connection just opened (its
     handshake is the check) is not pinged.
 
-    Every reuse is pinged, however recent: skipping the ping for a connection given back
-    under a second ago (asyncpg's ``is_closed()`` checked instead) was tried and undone. A
-    backend killed moments before is not yet seen closed by the client, and a reviewer's
-    loop of outcomes with every backend killed 30 times failed 27 outcomes without the
-    ping, 2 with it.
+    Every reuse is pinged, however recent, even one given back under a second ago: a
+    backend killed moments before is not yet seen closed by the client (asyncpg's
+    ``is_closed()``). In a loop of outcomes with every backend killed 30 times, 27 outcomes
+    fail without the ping and 2 with it.
 
     SQLAlchemy's ``pool_pre_ping`` does the same in three round trips on asyncpg (BEGIN,
     the ping, ROLLBACK: for pgbouncer's transaction mode, where asyncpg's ping is a
@@ -431,8 +428,8 @@ def _ping_on_checkout(
 #: (``queue=True``): no sorts, no full scans. Every row those statements touch is found
 #: through an index: the next job is the first ready entry of ``ix_jobs_queue``, the
 #: running job one entry of it, the rest by primary key; so taking a job costs the same
-#: however long the queue and the history. Left to the statistics, the planner chose
-#: otherwise when they were off, and they are off exactly when it matters: analyzed
+#: however long the queue and the history. Left to its statistics the planner chooses
+#: otherwise, and they are off exactly when it matters: analyzed
 #: before a burst of enqueues (few queued, it reads every queued job and sorts them, for
 #: each job taken: +40 % a job at 4,000 queued, growing with the queue), or on a small
 #: table (it scans the whole table for the running job).
@@ -512,9 +509,9 @@ class Database:
             self._readers = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="tickwork-db-read")
         else:
             # Every checkout is pinged (see _ping_on_checkout), however recently the
-            # connection was used: pinging only connections idle a while was tried twice
-            # and undone: a database restart, or a backend killed, then failed live
-            # transactions, and a failed outcome breaks the worker's stream.
+            # connection was used: after a database restart or a killed backend, a
+            # connection not pinged fails a live transaction, and a failed outcome breaks
+            # the worker's stream.
             limits = {"command_timeout": statement_timeout_s}
             self._async = create_async_engine(
                 url, pool_size=10, max_overflow=10, connect_args=limits
@@ -597,11 +594,11 @@ class Database:
                 try:
                     return await self._transaction(fn, write, autocommit, queue)
                 except sa.exc.DBAPIError as exc:
-                    # Lock order (store.LOCK_ORDER) keeps row locks from deadlocking, but
-                    # not the one-active-job index: two runs inserting the same tasks'
-                    # jobs in other orders (their queue order) may each wait for the
-                    # other's uncommitted job. PostgreSQL fails one of them; it was rolled
-                    # back whole, so it runs again (and finds the other's jobs).
+                    # The lock order (scheduler_svc.store.locks) keeps row locks from
+                    # deadlocking, but not the one-active-job index: two runs inserting the
+                    # same tasks' jobs in other orders (their queue order) may each wait for
+                    # the other's uncommitted job. PostgreSQL fails one of them, rolled back
+                    # whole, so it runs again (and finds the other's jobs).
                     if not write or attempt >= DEADLOCK_ATTEMPTS or not _is_deadlock(exc):
                         raise
                     log.warning(

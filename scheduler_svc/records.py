@@ -1,10 +1,15 @@
-"""Plain records the store returns: one dataclass per table row, aware UTC datetimes."""
+"""Plain records the store returns: one dataclass per table row, aware UTC datetimes.
+
+A column of a value domain holds its stored text (``JobRecord.status``, ``trigger``), which
+compares equal to the member of :mod:`scheduler_svc.values` it names."""
 
 from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
 from typing import Any
+
+from scheduler_svc.values import FireOutcome, SkipReason
 
 
 @dataclass(frozen=True)
@@ -50,7 +55,9 @@ class ScheduleRecord:
 
 @dataclass(frozen=True)
 class JobRecord:
-    """A row of ``jobs``."""
+    """A row of ``jobs``: ``status`` a :class:`~scheduler_svc.values.JobStatus`,
+    ``trigger`` a :class:`~scheduler_svc.values.Trigger`, ``lane`` a
+    :class:`~scheduler_svc.values.Lane`, as stored."""
 
     id: int
     task_id: int
@@ -81,7 +88,7 @@ class TaskRunResult:
     """What came of one task asked to run.
 
     ``job_id`` is the new, promoted, or already active job (0 when the task is disabled);
-    ``skip_reason`` is None, "ALREADY_QUEUED", "ALREADY_RUNNING" or "TASK_DISABLED".
+    ``skip_reason`` is None when the task got a new (or promoted) job.
     ``made_ready``: a manual or API run found the job queued with a not_before still ahead
     (a retry's backoff) and made it ready now (not stored with a fire: the scheduler never
     does this).
@@ -90,7 +97,7 @@ class TaskRunResult:
     task_id: int
     task_name: str
     job_id: int
-    skip_reason: str | None = None
+    skip_reason: SkipReason | None = None
     promoted: bool = False
     made_ready: bool = False
 
@@ -111,29 +118,28 @@ class TaskRunResult:
             task_id=int(data["task_id"]),
             task_name=str(data.get("task_name", "")),
             job_id=int(data.get("job_id", 0)),
-            skip_reason=data.get("skip_reason"),
+            skip_reason=SkipReason(data["skip_reason"]) if data.get("skip_reason") else None,
             promoted=bool(data.get("promoted", False)),
         )
 
 
 @dataclass(frozen=True)
 class FireRecord:
-    """A row of ``fires``: outcome is "ENQUEUED", "SKIPPED" or "MISSED"."""
+    """A row of ``fires``."""
 
     id: int
     schedule_id: int
     fire_time: dt.datetime
-    outcome: str
+    outcome: FireOutcome
     runs: tuple[TaskRunResult, ...]
     recorded_at: dt.datetime
 
 
 @dataclass(frozen=True)
 class EnqueueResult:
-    """Result of one enqueue: per-task results, and whether the fire was already recorded."""
+    """Result of a manual or API enqueue: one result per task asked for, in request order."""
 
     runs: tuple[TaskRunResult, ...]
-    duplicate_fire: bool = False
 
 
 @dataclass(frozen=True)

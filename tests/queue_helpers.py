@@ -19,6 +19,7 @@ from typing import TypeVar
 import grpc
 import grpc.aio
 
+from scheduler_svc import values
 from scheduler_svc.records import FinishResult, JobRecord
 from tests.harness import Proc, wait_for
 from tests.inprocess import Harness
@@ -75,7 +76,9 @@ async def create_flaky(
 
 async def finish(h: Harness, job: JobRecord, status: str, error: str = "") -> FinishResult:
     """Report a claimed job's outcome as the worker stream would."""
-    return await h.service.app.finish_job(job.id, job.lease_token or "", status, error, "")
+    return await h.service.app.finish_job(
+        job.id, job.lease_token or "", values.JobStatus(status), error, ""
+    )
 
 
 @asynccontextmanager

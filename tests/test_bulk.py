@@ -1,5 +1,5 @@
-"""Driver-level statements (scheduler_svc.bulk) write and read exactly what SQLAlchemy's
-column types would, on both backends; and the other fast paths of recording fires agree
+"""Driver-level statements (scheduler_svc.store.driver.Bulk) write and read exactly what
+SQLAlchemy's column types would, on both backends; and the other fast paths of recording fires agree
 with the slow ones they replace."""
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ import pytest
 import sqlalchemy as sa
 from google.protobuf import timestamp_pb2
 
-from scheduler_svc import db, store
-from scheduler_svc.bulk import Bulk
+from scheduler_svc import db
 from scheduler_svc.db import Database, UTCDateTime, fires, schedules
 from scheduler_svc.firing import next_cron_fire
 from scheduler_svc.records import ScheduleRecord
+from scheduler_svc.store import hot, rows
+from scheduler_svc.store.driver import Bulk
 from tickwork.timestamps import to_timestamp as ts
 
 UTC = dt.UTC
@@ -149,8 +150,8 @@ def test_utc_datetime_writes_sqlalchemy_s_own_sqlite_text() -> None:
 
 
 def test_job_columns_are_the_columns_of_a_new_job_row() -> None:
-    row = store._job_row(store._FiringTask(1, "t", True, 100), trigger="SCHEDULER", lane=1, now=T0)
-    assert tuple(row) == store._JOB_COLUMNS
+    row = rows.job_row(rows.FiringTask(1, "t", True, 100), trigger="SCHEDULER", lane=1, now=T0)
+    assert tuple(row) == hot.JOB_COLUMNS
 
 
 def test_timestamps_convert_as_protobuf_does() -> None:

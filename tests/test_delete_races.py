@@ -13,9 +13,10 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from scheduler_svc.db import RUNNING, Database, jobs
+from scheduler_svc.db import Database, jobs
 from scheduler_svc.errors import FailedPrecondition
 from scheduler_svc.store import Store
+from scheduler_svc.values import JobStatus, Trigger
 from tests.harness import Server
 from tests.queue_helpers import eventually
 from tickwork import Client, TickworkError
@@ -85,11 +86,11 @@ async def test_a_delete_racing_the_claim_of_its_job_never_deletes_a_running_job(
     # DeleteTask read "no running job", then deleted the task's jobs: a claim committed in
     # between (the worker had been handed the job) had its RUNNING job deleted under it,
     # and the task with it, contrary to "FAILED_PRECONDITION while a job runs".
-    if not database.dialect.skip_locked:
+    if not database.dialect.row_locks:
         pytest.skip("SQLite runs one write transaction at a time")
     s = Store(database)
     task = await s.create_task({"name": "t", "handler": "shell", "params": {}}, T0)
-    (run,) = (await s.enqueue([task.id], "API", T0)).runs
+    (run,) = (await s.enqueue([task.id], Trigger.API, T0)).runs
     claimer = create_async_engine(database.url)
     try:
         async with claimer.connect() as conn, conn.begin() as tx:
@@ -97,7 +98,7 @@ async def test_a_delete_racing_the_claim_of_its_job_never_deletes_a_running_job(
             await conn.execute(
                 jobs.update()
                 .where(jobs.c.id == run.job_id)
-                .values(status=RUNNING, started_at=T0, lease_token="t", worker_id="w")
+                .values(status=JobStatus.RUNNING, started_at=T0, lease_token="t", worker_id="w")
             )
             delete = asyncio.ensure_future(s.delete_task(task.id))
 
@@ -119,5 +120,5 @@ async def test_a_delete_racing_the_claim_of_its_job_never_deletes_a_running_job(
     finally:
         await claimer.dispose()
     assert info.value.field == "task_id" and "running job" in str(info.value)
-    assert (await s.get_job(run.job_id)).status == RUNNING
+    assert (await s.get_job(run.job_id)).status == JobStatus.RUNNING
     assert (await s.get_task(task.id)).id == task.id

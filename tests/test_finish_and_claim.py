@@ -17,11 +17,11 @@ import asyncpg
 import pytest
 import sqlalchemy as sa
 
-from scheduler_svc import store
 from scheduler_svc.db import Database, jobs, tasks
-from scheduler_svc.prepared import Prepared
 from scheduler_svc.records import FinishResult, JobRecord
-from scheduler_svc.store import Store
+from scheduler_svc.store import Store, finish, hot
+from scheduler_svc.store.driver import Prepared
+from scheduler_svc.values import JobStatus, Trigger
 
 UTC = dt.UTC
 T0 = dt.datetime(2026, 6, 1, 10, 0, 0, 250000, tzinfo=UTC)
@@ -45,7 +45,7 @@ async def _store_with_queue(db: Database, *names: str, priority: int = 100) -> S
         )
         ids.append(task.id)
     await s.acquire_lease("worker", "w", T0, 3600)
-    await s.enqueue(ids, "API", T0)
+    await s.enqueue(ids, Trigger.API, T0)
     return s
 
 
@@ -61,7 +61,7 @@ async def _succeed(
     return await s.finish_job(
         job.id,
         token or job.lease_token or "",
-        "SUCCEEDED",
+        JobStatus.SUCCEEDED,
         error,
         tail,
         T1,
@@ -74,7 +74,7 @@ async def _succeed(
 async def _one_statement(s: Store, job: JobRecord) -> FinishResult | None:
     """The one-statement path alone (PostgreSQL): what it did, or None if it declined."""
     return await s.db.write_one(
-        lambda conn: s._succeed_and_start_next(
+        lambda conn: finish.succeed_and_start_next(
             conn, job.id, job.lease_token or "", "", "", T1, "w", TTL
         )
     )
@@ -98,7 +98,7 @@ async def test_a_success_finishes_the_job_and_starts_the_next_in_queue_order(
         T0,
     )
     first = await _start(s)
-    await s.enqueue([urgent.id], "API", T0 + dt.timedelta(seconds=1))  # later, but higher
+    await s.enqueue([urgent.id], Trigger.API, T0 + dt.timedelta(seconds=1))  # later, but higher
     result = await _succeed(s, first, tail="all good: ü")
     assert result.accepted and not result.repeat and result.job is not None
     assert result.job.status == "SUCCEEDED" and result.job.finished_at == T1
@@ -118,9 +118,9 @@ async def test_a_success_finishes_the_job_and_starts_the_next_in_queue_order(
     ]
     stored = await s.get_job(started.id)
     assert stored == started  # what the worker is sent is what is stored
-    if database.dialect.skip_locked:
+    if database.dialect.writable_ctes:
         again = await s.finish_job(
-            started.id, started.lease_token or "", "SUCCEEDED", "", "", T1,
+            started.id, started.lease_token or "", JobStatus.SUCCEEDED, "", "", T1,
             auto_disable_count=3, claim_next_for="w", lease_ttl_s=TTL,
         )  # fmt: skip
         assert again.next_job is not None and again.next_job[0].task_name == "b"
@@ -169,7 +169,7 @@ async def test_a_success_after_failures_resets_the_tasks_count(database: Databas
         )
     )
     job = await _start(s)
-    if database.dialect.skip_locked:
+    if database.dialect.writable_ctes:
         assert await _one_statement(s, job) is None  # a follow-up: not its to do
         assert await _rows(database) == [("a", "RUNNING"), ("b", "QUEUED")]  # untouched
     result = await _succeed(s, job)
@@ -199,7 +199,7 @@ async def test_an_interval_schedules_next_run_is_anchored_to_the_finish(
 ) -> None:
     s = await _store_with_queue(database, "a", "b")
     job = await _scheduled_job(s, database, interval=True)
-    if database.dialect.skip_locked:
+    if database.dialect.writable_ctes:
         assert await _one_statement(s, job) is None  # a follow-up: not its to do
     result = await _succeed(s, job)
     assert result.anchored_next_run == T1 + dt.timedelta(seconds=600)
@@ -214,7 +214,7 @@ async def test_a_cron_schedules_job_finishes_without_moving_the_schedule(
     s = await _store_with_queue(database, "a", "b")
     job = await _scheduled_job(s, database, interval=False)
     before = (await s.get_schedule_by_name("every")).next_run_at
-    result = await (_one_statement(s, job) if database.dialect.skip_locked else _succeed(s, job))
+    result = await (_one_statement(s, job) if database.dialect.writable_ctes else _succeed(s, job))
     assert result is not None and result.anchored_next_run is None
     assert result.next_job is not None and result.next_job[0].task_name == "b"
     assert (await s.get_schedule_by_name("every")).next_run_at == before
@@ -385,7 +385,7 @@ async def test_taking_a_job_reads_the_queue_index_whatever_the_statistics(
         )
     )
     for start in range(0, len(ids), 500):
-        await s.enqueue(ids[start : start + 500], "API", T0)
+        await s.enqueue(ids[start : start + 500], Trigger.API, T0)
     params: dict[str, object] = {
         "now": T1,
         "b_started_at": T1,
@@ -399,7 +399,7 @@ async def test_taking_a_job_reads_the_queue_index_whatever_the_statistics(
         "b_tail": "",
         "b_now": T1,
     }
-    statements = [store._PREPARED_START_NEXT_READY_LOCKED, store._PREPARED_SUCCEED_AND_START_NEXT]
+    statements = [hot.START_NEXT_READY_LOCKED, hot.SUCCEED_AND_START_NEXT]
     for statement in statements:
         explain = functools.partial(_plan, statement=statement, params=params)
         plain = await database.write(explain)

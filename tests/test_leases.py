@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from scheduler_svc import values
 from scheduler_svc.server import PING_EVERY_S, PING_TIMEOUT_S
 from scheduler_svc.store import LEASE_LOST
 from tests.databases import run_sql
@@ -100,16 +101,24 @@ async def test_an_outcome_with_a_stale_token_is_fenced(tmp_path: Path, database_
         await h.client.create_task("t", "shell", {"argv": ["true"]})
         await h.client.run("t")
         job = await claim(h)
-        stale = await h.service.app.finish_job(job.id, "not-the-token", "FAILED", "x", "")
+        stale = await h.service.app.finish_job(
+            job.id, "not-the-token", values.JobStatus.FAILED, "x", ""
+        )
         assert not stale.accepted
         assert (await h.client.get_job(job.id)).status == JobStatus.JOB_STATUS_RUNNING
-        ok = await h.service.app.finish_job(job.id, job.lease_token or "", "SUCCEEDED", "", "")
+        ok = await h.service.app.finish_job(
+            job.id, job.lease_token or "", values.JobStatus.SUCCEEDED, "", ""
+        )
         assert ok.accepted and not ok.repeat
         # The same outcome again (a worker whose stream broke before the OutcomeAck):
         # accepted as the repeat it is, nothing changes.
-        repeat = await h.service.app.finish_job(job.id, job.lease_token or "", "SUCCEEDED", "", "")
+        repeat = await h.service.app.finish_job(
+            job.id, job.lease_token or "", values.JobStatus.SUCCEEDED, "", ""
+        )
         assert repeat.accepted and repeat.repeat
-        again = await h.service.app.finish_job(job.id, job.lease_token or "", "FAILED", "x", "")
+        again = await h.service.app.finish_job(
+            job.id, job.lease_token or "", values.JobStatus.FAILED, "x", ""
+        )
         assert not again.accepted  # another outcome after the first: late
         done = await h.client.get_job(job.id)
         assert done.status == JobStatus.JOB_STATUS_SUCCEEDED and done.error == ""
@@ -167,7 +176,7 @@ async def test_an_outcome_racing_the_reaper_is_applied_once(
             job = await claim(h, ttl_s=5)
             h.clock.advance(6)
             outcome, reaped, reaped_again = await asyncio.gather(
-                app.finish_job(job.id, job.lease_token or "", "FAILED", "boom", ""),
+                app.finish_job(job.id, job.lease_token or "", values.JobStatus.FAILED, "boom", ""),
                 store.reap_expired_leases(h.clock(), auto_disable_count=0),
                 store.reap_expired_leases(h.clock(), auto_disable_count=0),
             )

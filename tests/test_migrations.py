@@ -20,9 +20,10 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
-from scheduler_svc import migrate, store
+from scheduler_svc import migrate
 from scheduler_svc.db import Database, fires, jobs, metadata, schedule_tasks, schedules, tasks
 from scheduler_svc.migrate import head_revision
+from scheduler_svc.store import hot
 from tests.databases import PG_ADMIN, run_sql
 from tests.harness import REPO, Server, base_env
 from tests.test_replicas import REPLICA_ENV, Replicas, pg_url  # noqa: F401 - pg_url is a fixture
@@ -188,7 +189,7 @@ def test_taking_the_next_job_reads_the_queue_index_without_sorting(tmp_path: Pat
     engine = sa.create_engine(url)
     try:
         with engine.connect() as conn:
-            compiled = store._NEXT_READY.compile(conn)
+            compiled = hot.NEXT_READY.compile(conn)
             params = compiled.construct_params({"now": "2030-01-01 00:00:00.000000"})
             plan = conn.exec_driver_sql(
                 f"EXPLAIN QUERY PLAN {compiled}",

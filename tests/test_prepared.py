@@ -1,6 +1,7 @@
-"""Prepared statements (scheduler_svc.prepared) give exactly what Connection.execute gives,
-on both backends: every statement the store prepares, on the same rows, compared value
-for value (types included); driver errors are SQLAlchemy's DBAPIError as before."""
+"""Prepared statements (scheduler_svc.store.driver.Prepared) give exactly what
+Connection.execute gives, on both backends: every statement the store prepares, on the
+same rows, compared value for value (types included); driver errors are SQLAlchemy's
+DBAPIError as Connection.execute raises them."""
 
 from __future__ import annotations
 
@@ -10,17 +11,17 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from scheduler_svc import store
 from scheduler_svc.db import Database, jobs, leases
-from scheduler_svc.prepared import Prepared
-from scheduler_svc.store import Store
+from scheduler_svc.store import Store, hot
+from scheduler_svc.store.driver import Prepared
+from scheduler_svc.values import JobStatus, Trigger
 
 UTC = dt.UTC
 T0 = dt.datetime(2026, 3, 29, 0, 30, 0, 123456, tzinfo=UTC)
 
 
 def _prepared_in_store() -> dict[str, Prepared]:
-    return {name: value for name, value in vars(store).items() if isinstance(value, Prepared)}
+    return {name: value for name, value in vars(hot).items() if isinstance(value, Prepared)}
 
 
 async def _seed(db: Database) -> tuple[Store, list[int]]:
@@ -46,7 +47,7 @@ async def _seed(db: Database) -> tuple[Store, list[int]]:
         {"name": "off", "handler": "shell", "params": {"argv": ["x"]}, "enabled": False}, T0
     )
     await s.acquire_lease("worker", "w", T0, 3600)
-    await s.enqueue([a.id, b.id], "API", T0)
+    await s.enqueue([a.id, b.id], Trigger.API, T0)
     return s, [a.id, b.id]
 
 
@@ -80,16 +81,16 @@ async def test_every_prepared_statement_gives_what_connection_execute_gives(
         "b_expires": now + dt.timedelta(seconds=30),
     }
     idle: dict[str, dict[str, Any]] = {  # nothing running: the claim's statements
-        "_PREPARED_LEASE_HOLDER": {},
-        "_PREPARED_LEASE_HOLDER_LOCKED": {},
-        "_PREPARED_START_NEXT_READY": start,
-        "_PREPARED_START_NEXT_READY_LOCKED": start,
+        "LEASE_HOLDER": {},
+        "LEASE_HOLDER_LOCKED": {},
+        "START_NEXT_READY": start,
+        "START_NEXT_READY_LOCKED": start,
     }
     claimed = await s.claim_next_job("w", now, 30, worker_lease_holder="w")
     assert claimed is not None
     running = claimed[0]
     busy: dict[str, dict[str, Any]] = {  # a job running: the finish's statement
-        "_PREPARED_FINISH_JOB": {
+        "FINISH_JOB": {
             "b_job_id": running.id,
             "b_token": running.lease_token,
             "b_status": "FAILED",
@@ -97,7 +98,7 @@ async def test_every_prepared_statement_gives_what_connection_execute_gives(
             "b_tail": "",
             "b_now": now + dt.timedelta(seconds=1),
         },
-        "_PREPARED_SUCCEED_AND_START_NEXT": {  # finishes the running job, starts the other
+        "SUCCEED_AND_START_NEXT": {  # finishes the running job, starts the other
             **start,
             "b_job_id": running.id,
             "b_token": running.lease_token,
@@ -111,7 +112,7 @@ async def test_every_prepared_statement_gives_what_connection_execute_gives(
     prepared = _prepared_in_store()
     assert set(prepared) == set(idle) | set(busy), "a new prepared statement needs its case here"
     if database.dialect.name == "sqlite":  # the locked variants and the CTE are PostgreSQL's
-        postgresql_only = ("_LOCKED", "_SUCCEED_AND_START_NEXT")
+        postgresql_only = ("_LOCKED", "SUCCEED_AND_START_NEXT")
         prepared = {k: v for k, v in prepared.items() if not k.endswith(postgresql_only)}
 
     def compare(conn: sa.Connection) -> None:
@@ -173,7 +174,7 @@ async def test_a_job_never_starts_before_it_was_enqueued(database: Database) -> 
     finished = await s.finish_job(
         claimed[0].id,
         claimed[0].lease_token or "",
-        "SUCCEEDED",
+        JobStatus.SUCCEEDED,
         "",
         "",
         T0 + dt.timedelta(seconds=1),

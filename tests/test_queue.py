@@ -19,8 +19,10 @@ import sqlalchemy as sa
 from google.protobuf.timestamp_pb2 import Timestamp
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from scheduler_svc import values
 from scheduler_svc.db import Database, jobs
-from scheduler_svc.store import Store, _job_row
+from scheduler_svc.store import Store
+from scheduler_svc.store.rows import job_row
 from tests.harness import Server, WorkerProc, base_env, wait_for
 from tests.inprocess import Harness, inprocess
 from tests.queue_helpers import (
@@ -311,7 +313,7 @@ async def test_an_enqueue_racing_a_waiting_poll_is_not_missed(
         async def enqueue_meanwhile(now: dt.datetime) -> dt.datetime | None:
             ready = await real_next_ready_time(now)
             if not enqueued:
-                result = await h.service.app.enqueue([task.id], "API")
+                result = await h.service.app.enqueue([task.id], values.Trigger.API)
                 enqueued.append(result.runs[0].job_id)
             return ready
 
@@ -622,11 +624,11 @@ async def test_aborts_naming_tasks_in_other_orders_do_not_deadlock(
 ) -> None:
     # Each abort locked the tasks' jobs one by one in request order: a..z against z..a
     # deadlocked, and PostgreSQL failed one of them after a second (UNAVAILABLE).
-    if not database.dialect.skip_locked:
+    if not database.dialect.row_locks:
         pytest.skip("SQLite runs one write transaction at a time")
     s = Store(database)
     a, m, z = await _three_tasks(s)
-    runs = (await s.enqueue([a, m, z], "API", T0)).runs
+    runs = (await s.enqueue([a, m, z], values.Trigger.API, T0)).runs
     blocker = create_async_engine(database.url)
     try:
         async with blocker.connect() as conn, conn.begin() as tx:
@@ -655,7 +657,7 @@ async def test_runs_naming_tasks_in_other_orders_do_not_deadlock(database: Datab
     # one-active-job-per-task index. Two runs of [a, m, z] and [z, m, a], both inserting m
     # behind a transaction that holds an uncommitted job of m, then waited for each other
     # (a's job against z's): PostgreSQL failed one after a second (UNAVAILABLE).
-    if not database.dialect.skip_locked:
+    if not database.dialect.row_locks:
         pytest.skip("SQLite runs one write transaction at a time")
     s = Store(database)
     a, m, z = await _three_tasks(s)
@@ -663,11 +665,13 @@ async def test_runs_naming_tasks_in_other_orders_do_not_deadlock(database: Datab
     try:
         async with blocker.connect() as conn, conn.begin() as tx:
             task_m = await s.get_task(m)
-            await conn.execute(
-                jobs.insert().values(_job_row(task_m, trigger="API", lane=0, now=T0))
-            )
+            await conn.execute(jobs.insert().values(job_row(task_m, trigger="API", lane=0, now=T0)))
             calls = await _both_wait_on_the_blocker(
-                database, [s.enqueue([a, m, z], "API", T0), s.enqueue([z, m, a], "API", T0)]
+                database,
+                [
+                    s.enqueue([a, m, z], values.Trigger.API, T0),
+                    s.enqueue([z, m, a], values.Trigger.API, T0),
+                ],
             )
             await tx.rollback()
         first, second = await asyncio.gather(*calls, return_exceptions=True)

@@ -11,6 +11,7 @@ from pathlib import Path
 import grpc
 import pytest
 
+from scheduler_svc import values
 from tests.inprocess import Harness, inprocess
 from tickwork import CatchUpPolicy, InvalidArgument, JobStatus
 from tickwork.v1 import worker_pb2, worker_pb2_grpc
@@ -30,7 +31,9 @@ async def scheduled_history(h: Harness, when: dt.datetime) -> tuple[int, dt.date
     claimed = await h.service.app.store.claim_next_job("test", h.clock(), 60)
     assert claimed is not None
     job, _ = claimed
-    await h.service.app.finish_job(job.id, job.lease_token or "", "SUCCEEDED", "", "")
+    await h.service.app.finish_job(
+        job.id, job.lease_token or "", values.JobStatus.SUCCEEDED, "", ""
+    )
     await h.client.update_schedule("s", enabled=False)
     return job.id, fire_time
 

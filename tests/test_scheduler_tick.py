@@ -13,6 +13,7 @@ import asyncpg
 import grpc
 import pytest
 
+from scheduler_svc import values
 from scheduler_svc.records import FireRequest, ScheduleRecord
 from scheduler_svc.scheduler import fire_batches
 from tests.databases import run_sql_async
@@ -260,7 +261,9 @@ async def test_interval_is_anchored_to_the_finish_of_the_previous_run(
         claimed = await store.claim_next_job("w", h.clock.advance(5), 30)
         assert claimed is not None and claimed[0].id == job.id
         h.clock.advance(100)
-        await h.service.app.finish_job(job.id, claimed[0].lease_token or "", "SUCCEEDED", "", "")
+        await h.service.app.finish_job(
+            job.id, claimed[0].lease_token or "", values.JobStatus.SUCCEEDED, "", ""
+        )
         schedule = await h.client.get_schedule("s")
         finished = (await h.client.get_job(job.id)).finish_time.ToDatetime(tzinfo=UTC)
         assert finished == T0 + dt.timedelta(seconds=165)
@@ -288,7 +291,7 @@ async def test_a_repeated_fire_enqueues_nothing(tmp_path: Path, database_url: st
         sid = await one_task_schedule(h, "*/5 * * * *")
         due = at("2026-06-01T10:05:00+00:00")
         await h.tick(due)
-        first = await h.service.app.enqueue([1], "SCHEDULER", schedule_id=sid, fire_time=due)
+        first = await h.service.app.enqueue_fire(FireRequest(sid, due, (1,)))
         assert first.duplicate_fire
         assert len(await h.client.list_jobs()) == 1
 

@@ -13,6 +13,7 @@ from google.protobuf import message, struct_pb2, timestamp_pb2
 
 from scheduler_svc.errors import InvalidArgument
 from scheduler_svc.records import FireRecord, JobRecord, ScheduleRecord, TaskRecord, TaskRunResult
+from scheduler_svc.values import JobStatus, Trigger
 from tickwork.structs import dict_to_struct, struct_to_dict
 from tickwork.timestamps import to_timestamp
 from tickwork.v1 import common_pb2, job_pb2, schedule_pb2, task_pb2
@@ -116,22 +117,22 @@ def job_status(name: str) -> int:
     return int(job_pb2.JobStatus.Value(f"JOB_STATUS_{name}"))
 
 
-def job_status_name(value: int, field: str = "statuses") -> str:
-    """A JobStatus enum value as the stored status ("QUEUED", ...).
+def job_status_name(value: int, field: str = "statuses") -> JobStatus:
+    """A JobStatus enum value as the stored status.
 
     Raises InvalidArgument naming ``field`` for a value the enum does not define.
     """
     if value == job_pb2.JOB_STATUS_UNSPECIFIED or value not in job_pb2.JobStatus.values():
         raise InvalidArgument(f"unknown job status {value}", field=field)
-    return job_pb2.JobStatus.Name(value).removeprefix("JOB_STATUS_")
+    return JobStatus(job_pb2.JobStatus.Name(value).removeprefix("JOB_STATUS_"))
 
 
 def trigger(name: str) -> int:
-    """A stored trigger ("MANUAL", "API", "SCHEDULER") as a Trigger enum value."""
+    """A stored trigger as a Trigger enum value."""
     return int(common_pb2.Trigger.Value(f"TRIGGER_{name}"))
 
 
-def trigger_name(value: int, field: str = "trigger") -> str:
+def trigger_name(value: int, field: str = "trigger") -> Trigger:
     """A Trigger enum value as the stored trigger.
 
     Raises InvalidArgument naming ``field`` for a value the enum does not define (a client
@@ -139,7 +140,7 @@ def trigger_name(value: int, field: str = "trigger") -> str:
     """
     if value == common_pb2.TRIGGER_UNSPECIFIED or value not in common_pb2.Trigger.values():
         raise InvalidArgument(f"unknown trigger {value}", field=field)
-    return common_pb2.Trigger.Name(value).removeprefix("TRIGGER_")
+    return Trigger(common_pb2.Trigger.Name(value).removeprefix("TRIGGER_"))
 
 
 def job(r: JobRecord) -> job_pb2.Job:

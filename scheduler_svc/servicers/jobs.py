@@ -8,10 +8,10 @@ from typing import Any
 import grpc
 
 from scheduler_svc.app import App
-from scheduler_svc.db import FINAL_STATES
 from scheduler_svc.errors import InvalidArgument
 from scheduler_svc.servicers import _convert as cv
 from scheduler_svc.servicers._errors import rpc_errors, stream_errors
+from scheduler_svc.values import FINAL_STATES
 from tickwork.v1 import job_pb2, job_pb2_grpc
 
 Ctx = grpc.aio.ServicerContext[Any, Any]

@@ -37,16 +37,20 @@ class QueueServicer(queue_pb2_grpc.QueueServiceServicer):
             )
         if request.task_ids or not (scheduled and request.missed):
             validation.tasks_per_call(len(request.task_ids), "task_ids")
-        result = await self.app.enqueue(
-            list(request.task_ids),
-            trigger,
-            schedule_id=request.schedule_id if scheduled else None,
-            fire_time=cv.from_ts(request.fire_time) if scheduled else None,
-            missed=scheduled and request.missed,
-            missed_fire_times=[cv.from_ts(t) for t in request.missed_fire_times],
-        )
+        if scheduled:
+            fire = FireRequest(
+                schedule_id=request.schedule_id,
+                fire_time=cv.from_ts(request.fire_time),
+                task_ids=tuple(request.task_ids),
+                missed=request.missed,
+                missed_fire_times=tuple(cv.from_ts(t) for t in request.missed_fire_times),
+            )
+            recorded = await self.app.enqueue_fire(fire)
+            runs, duplicate = recorded.runs, recorded.duplicate_fire
+        else:
+            runs, duplicate = (await self.app.enqueue(list(request.task_ids), trigger)).runs, False
         return queue_pb2.EnqueueResponse(
-            runs=[cv.task_run(r) for r in result.runs], duplicate_fire=result.duplicate_fire
+            runs=[cv.task_run(r) for r in runs], duplicate_fire=duplicate
         )
 
     @rpc_errors

@@ -11,6 +11,7 @@ from scheduler_svc.app import App
 from scheduler_svc.errors import InvalidArgument
 from scheduler_svc.servicers import _convert as cv
 from scheduler_svc.servicers._errors import rpc_errors
+from scheduler_svc.values import AbortAction
 from tickwork.v1 import common_pb2, task_pb2, task_pb2_grpc
 
 Ctx = grpc.aio.ServicerContext[Any, Any]
@@ -158,7 +159,7 @@ class TaskServicer(task_pb2_grpc.TaskServiceServicer):
         done = await self.app.store.abort_tasks(list(request.task_ids), self.app.clock())
         aborts = []
         for task_id, job_id, action in done:
-            if action == "ABORT_REQUESTED":
+            if action == AbortAction.ABORT_REQUESTED:
                 self.app.hub.request_abort(job_id, "aborted by operator")
             if job_id:
                 self.app.hub.job_changed(job_id)

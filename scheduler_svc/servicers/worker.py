@@ -24,6 +24,7 @@ from scheduler_svc.hub import Ticket
 from scheduler_svc.records import JobRecord, TaskRecord
 from scheduler_svc.servicers import _convert as cv
 from scheduler_svc.servicers._errors import rpc_errors, translate
+from scheduler_svc.values import JobStatus
 from tickwork.v1 import worker_pb2, worker_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -32,7 +33,7 @@ Ctx = grpc.aio.ServicerContext[Any, Any]
 Req = worker_pb2.ConnectRequest
 Resp = worker_pb2.ConnectResponse
 
-_OUTCOMES = {"SUCCEEDED", "FAILED", "ABORTED"}
+_OUTCOMES = {JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.ABORTED}
 
 
 class WorkerSession:
@@ -245,7 +246,7 @@ class WorkerSession:
     async def _outcome(self, m: Req.Outcome) -> None:
         status = cv.job_status_name(m.status, "outcome.status")
         if status not in _OUTCOMES:
-            status = "FAILED"
+            status = JobStatus.FAILED
         # poll_next: the next job is taken in the transaction that records this outcome.
         claim = (
             m.poll_next

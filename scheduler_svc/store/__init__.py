@@ -1,0 +1,503 @@
+"""The data store: every read and write of tickwork's tables, on SQLite or PostgreSQL.
+
+:class:`Store` is the one interface; its body is the index of every operation, each
+docstring the operation's contract. The operations live in one module per concern:
+:mod:`.tasks`, :mod:`.schedules`, :mod:`.queue` (runs in, jobs out), :mod:`.finish`
+(outcomes, retries, recovery), :mod:`.fires`, :mod:`.leases`, :mod:`.retention`; they
+share :mod:`.rows` (row and record conversions), :mod:`.locks` (the lock order) and
+:mod:`.hot` (the statements every job and fire runs, on the driver through
+:mod:`.driver`).
+
+Every operation is one transaction and takes ``now`` (aware UTC) from its caller; the
+store never reads the clock. Unique violations become :class:`AlreadyExists` naming the
+field; other driver errors propagate as SQLAlchemy's ``DBAPIError`` (the servicers answer
+them UNAVAILABLE without the SQL; the loops log them and retry).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from scheduler_svc.db import Database
+from scheduler_svc.records import (
+    EnqueueResult,
+    FinishResult,
+    FireRecord,
+    FireRequest,
+    FireResult,
+    JobRecord,
+    ScheduleRecord,
+    TaskRecord,
+)
+from scheduler_svc.store import finish, fires, leases, queue, retention, schedules, tasks
+from scheduler_svc.store.finish import LEASE_LOST, backoff_delay_s
+from scheduler_svc.store.locks import LOCK_ORDER
+from scheduler_svc.store.rows import ERROR_CHARS, OUTPUT_TAIL_CHARS, job_error
+from scheduler_svc.store.schedules import due_schedules_query
+from scheduler_svc.store.tasks import TASK_DISABLED
+from scheduler_svc.values import AbortAction, JobStatus, Trigger
+
+__all__ = [
+    "ERROR_CHARS",
+    "LEASE_LOST",
+    "LOCK_ORDER",
+    "OUTPUT_TAIL_CHARS",
+    "TASK_DISABLED",
+    "Store",
+    "backoff_delay_s",
+    "due_schedules_query",
+    "job_error",
+]
+
+
+class Store:
+    """tickwork's tables behind one async interface. Safe to share in one event loop.
+
+    Reads run in a read-only transaction (:meth:`Database.read`), writes in a read-write
+    one (:meth:`Database.write`); what takes jobs off the queue runs on the queue's
+    connections (``queue=True``).
+    """
+
+    def __init__(self, database: Database, *, rng: random.Random | None = None) -> None:
+        """``rng`` draws the retries' backoff jitter (seeded in tests)."""
+        self.db = database
+        self.rng = rng or random.Random()
+
+    # ------------------------------------------------------------------------ tasks
+
+    async def create_task(self, values: dict[str, Any], now: dt.datetime) -> TaskRecord:
+        """Insert a task from validated ``values`` (column names) and return it.
+
+        Raises AlreadyExists(field="task.name") when the name is taken.
+        """
+        return await self.db.write(lambda conn: tasks.create_task(conn, values, now))
+
+    async def get_task(self, task_id: int) -> TaskRecord:
+        """The task with ``task_id``. Raises NotFound(field="task_id")."""
+        return await self.db.read(lambda conn: tasks.get_task(conn, task_id))
+
+    async def get_task_by_name(self, name: str) -> TaskRecord:
+        """The task named ``name``. Raises NotFound(field="name")."""
+        return await self.db.read(lambda conn: tasks.get_task_by_name(conn, name))
+
+    async def list_tasks(self, limit: int, after_name: str = "") -> list[TaskRecord]:
+        """Up to ``limit`` tasks with names after ``after_name``, ascending by name."""
+        return await self.db.read(lambda conn: tasks.list_tasks(conn, limit, after_name))
+
+    async def update_task(
+        self, task_id: int, values: dict[str, Any], now: dt.datetime
+    ) -> tuple[TaskRecord, list[int]]:
+        """Update the given columns of a task (and updated_at); return it and the ids of the
+        jobs cancelled.
+
+        Turning ``enabled`` from false to true resets consecutive_failure_count to 0 and
+        clears disabled_reason. Setting it false cancels the task's queued scheduler-lane
+        jobs (a scheduled run or its retry; not one a manual or API run asked for or
+        promoted), error :data:`TASK_DISABLED`; a running job is left to finish.
+        Raises NotFound(field="task.id"), AlreadyExists(field="task.name").
+        """
+        dialect = self.db.dialect
+        return await self.db.write(
+            lambda conn: tasks.update_task(conn, dialect, task_id, values, now)
+        )
+
+    async def delete_task(self, task_id: int) -> None:
+        """Delete a task with all its jobs (finished ones too) and its schedule links.
+
+        Raises NotFound(field="task_id"); FailedPrecondition(field="task_id") when a job of
+        it is running, or when it is the only task of a schedule (which would be left
+        firing nothing).
+        """
+        await self.db.write(lambda conn: tasks.delete_task(conn, self.db.dialect, task_id))
+
+    async def consecutive_failures(self) -> dict[str, int]:
+        """Every task's consecutive_failure_count, by task name."""
+        return await self.db.read(tasks.consecutive_failures)
+
+    # -------------------------------------------------------------------- schedules
+
+    async def create_schedule(
+        self, values: dict[str, Any], task_ids: Sequence[int], now: dt.datetime
+    ) -> ScheduleRecord:
+        """Insert a schedule (validated ``values``, next_run_at included) with its tasks in
+        the order of ``task_ids``, and return it.
+
+        Raises AlreadyExists(field="schedule.name"), NotFound(field="schedule.task_ids").
+        Nothing is written when it raises.
+        """
+        return await self.db.write(
+            lambda conn: schedules.create_schedule(conn, values, task_ids, now)
+        )
+
+    async def create_schedules(
+        self, items: Sequence[tuple[dict[str, Any], Sequence[int]]], now: dt.datetime
+    ) -> list[ScheduleRecord]:
+        """Insert many schedules (each as :meth:`create_schedule`: validated ``values`` with
+        the same keys, and task ids), all or none; return them in the order of ``items``.
+
+        Set-based: one read of taken names, one of the tasks, one executemany INSERT of the
+        schedules, one of their links. Raises AlreadyExists(field="requests[i].schedule.name")
+        and NotFound(field="requests[i].schedule.task_ids") for the first item at fault,
+        AlreadyExists(field="requests") for a name another transaction took meanwhile.
+        """
+        return await self.db.write(lambda conn: schedules.create_schedules(conn, items, now))
+
+    async def get_schedule(self, schedule_id: int) -> ScheduleRecord:
+        """The schedule with ``schedule_id``. Raises NotFound(field="schedule_id")."""
+        return await self.db.read(lambda conn: schedules.get_schedule(conn, schedule_id))
+
+    async def get_schedule_by_name(self, name: str) -> ScheduleRecord:
+        """The schedule named ``name``. Raises NotFound(field="name")."""
+        return await self.db.read(lambda conn: schedules.get_schedule_by_name(conn, name))
+
+    async def list_schedules(self, limit: int, after_name: str = "") -> list[ScheduleRecord]:
+        """Up to ``limit`` schedules with names after ``after_name``, ascending by name."""
+        return await self.db.read(lambda conn: schedules.list_schedules(conn, limit, after_name))
+
+    async def update_schedule(
+        self,
+        schedule_id: int,
+        values: dict[str, Any],
+        task_ids: Sequence[int] | None,
+        now: dt.datetime,
+        *,
+        complete: Callable[[ScheduleRecord], dict[str, Any]] | None = None,
+    ) -> ScheduleRecord:
+        """Update the given columns (and updated_at; the task list too when ``task_ids`` is
+        not None) and return the schedule.
+
+        With ``complete``, the schedule is read first in this transaction, its row locked
+        (FOR UPDATE where rows are locked, after the tasks: LOCK_ORDER), and
+        ``complete(current)`` returns the further columns to set (the next run) or raises
+        (InvalidArgument: the merge is invalid): so the update is validated against the
+        schedule it changes, not one read before another update committed.
+
+        Raises NotFound(field="schedule_id", "schedule.id" or "schedule.task_ids"),
+        AlreadyExists(field="schedule.name").
+        """
+        dialect = self.db.dialect
+        return await self.db.write(
+            lambda conn: schedules.update_schedule(
+                conn, dialect, schedule_id, values, task_ids, now, complete
+            )
+        )
+
+    async def delete_schedule(self, schedule_id: int) -> None:
+        """Delete a schedule and its fire history. Raises NotFound(field="schedule_id")."""
+        await self.db.write(lambda conn: schedules.delete_schedule(conn, schedule_id))
+
+    async def due_schedules(self, now: dt.datetime, limit: int) -> list[ScheduleRecord]:
+        """Up to ``limit`` enabled schedules with next_run_at <= now, earliest next run
+        first, then by id (index ix_schedules_due)."""
+        return await self.db.read(lambda conn: schedules.due_schedules(conn, now, limit))
+
+    async def schedules_without_next_run(self, limit: int) -> list[ScheduleRecord]:
+        """Up to ``limit`` enabled schedules whose next_run_at is NULL (written directly to
+        the database), by id."""
+        return await self.db.read(lambda conn: schedules.schedules_without_next_run(conn, limit))
+
+    async def earliest_next_run(self) -> dt.datetime | None:
+        """The earliest next_run_at among enabled schedules; None when there is none."""
+        return await self.db.read(schedules.earliest_next_run)
+
+    async def set_next_run(
+        self,
+        schedule_id: int,
+        expected: dt.datetime | None,
+        next_run_at: dt.datetime | None,
+        last_run_at: dt.datetime | None = None,
+    ) -> bool:
+        """Move a schedule's next_run_at from ``expected`` to ``next_run_at``, and set its
+        last_run_at when given. Conditional on next_run_at still being ``expected`` (NULL
+        matches None), so an API update made meanwhile wins. True if it moved."""
+        return await self.db.write(
+            lambda conn: schedules.set_next_run(
+                conn, schedule_id, expected, next_run_at, last_run_at
+            )
+        )
+
+    async def set_next_runs(
+        self,
+        moves: Sequence[tuple[int, dt.datetime | None, dt.datetime | None, dt.datetime | None]],
+    ) -> None:
+        """Many :meth:`set_next_run` in one transaction: (schedule_id, expected, next_run_at,
+        last_run_at) each, each conditional on next_run_at still being ``expected``."""
+        if moves:
+            await self.db.write(lambda conn: schedules.set_next_runs(conn, moves))
+
+    # ------------------------------------------------------------------------ fires
+
+    async def enqueue_fires(
+        self, requests: Sequence[FireRequest], now: dt.datetime
+    ) -> list[FireResult]:
+        """Record scheduler fires; one result per request, in the order of ``requests``.
+
+        Each fire is recorded once per (schedule, fire time), with each of its
+        ``missed_fire_times`` as a MISSED fire: a repeat (in this call or a later one)
+        returns the recorded result with duplicate_fire=True and changes nothing. A fire
+        that is not ``missed`` enqueues the schedule's enabled tasks in ascending task-name
+        order (trigger SCHEDULER, scheduler lane); a disabled task is skipped TASK_DISABLED,
+        one with a queued or running job ALREADY_QUEUED / ALREADY_RUNNING naming that job.
+        The fire's outcome is ENQUEUED when a job was created, SKIPPED otherwise, MISSED when
+        ``missed``. A fire of a schedule that no longer exists is not recorded and gets
+        schedule_found=False.
+        """
+        dialect = self.db.dialect
+        return await self.db.write(lambda conn: fires.enqueue_fires(conn, dialect, requests, now))
+
+    async def enqueue_fire(self, request: FireRequest, now: dt.datetime) -> FireResult:
+        """Record one scheduler fire, as :meth:`enqueue_fires` does.
+
+        Raises NotFound(field="schedule_id") when the schedule does not exist (nothing is
+        recorded).
+        """
+        dialect = self.db.dialect
+        return await self.db.write(lambda conn: fires.enqueue_fire(conn, dialect, request, now))
+
+    async def list_fires(
+        self, schedule_id: int, limit: int, before: dt.datetime | None = None
+    ) -> list[FireRecord]:
+        """Up to ``limit`` fires of a schedule, newest fire time first, with fire times
+        before ``before`` when given. Raises NotFound(field="schedule_id")."""
+        return await self.db.read(lambda conn: fires.list_fires(conn, schedule_id, limit, before))
+
+    # -------------------------------------------------------------- queue: runs in
+
+    async def enqueue(
+        self, task_ids: Sequence[int], trigger: Trigger, now: dt.datetime
+    ) -> EnqueueResult:
+        """Enqueue a manual or API run (``trigger`` MANUAL or API) of each of ``task_ids``;
+        one result per entry of ``task_ids``, in that order.
+
+        New jobs go to the manual lane in request order. A disabled task still runs. A job
+        the scheduler queued is promoted to the manual lane (its trigger kept: promoted
+        True); a queued retry waiting out its backoff is made ready now (made_ready True);
+        a running job is reported ALREADY_RUNNING, a queued one ALREADY_QUEUED, each with
+        its job id. A task named again is reported skipped with the job of its first entry.
+
+        Raises NotFound(field="task_ids") for an unknown task (nothing is enqueued);
+        FailedPrecondition(field="task_ids") when other transactions keep queueing a task
+        meanwhile.
+        """
+        dialect = self.db.dialect
+        return await self.db.write(
+            lambda conn: queue.enqueue(conn, dialect, task_ids, trigger, now)
+        )
+
+    async def cancel_job(self, job_id: int, now: dt.datetime) -> JobRecord:
+        """Cancel a queued job (status CANCELLED, finished_at ``now``, error "cancelled")
+        and return it. Raises NotFound(field="job_id"); FailedPrecondition(field="job_id")
+        when it is not queued."""
+        return await self.db.write(lambda conn: queue.cancel_job(conn, job_id, now))
+
+    async def abort_tasks(
+        self, task_ids: Sequence[int], now: dt.datetime
+    ) -> list[tuple[int, int, AbortAction]]:
+        """For each task: cancel its queued job (error "aborted by operator") or flag its
+        running job for abort (abort_requested).
+
+        Returns (task_id, job_id, action) in request order; action NONE (job_id 0) when
+        the task has no active job, or when it is named again after its job was cancelled.
+        Raises NotFound(field="task_ids") for an unknown task (nothing changes).
+        """
+        dialect = self.db.dialect
+        return await self.db.write(lambda conn: queue.abort_tasks(conn, dialect, task_ids, now))
+
+    # ------------------------------------------------------------ queue: jobs out
+
+    async def claim_next_job(
+        self,
+        worker_id: str,
+        now: dt.datetime,
+        lease_ttl_s: float,
+        *,
+        worker_lease_holder: str | None = None,
+    ) -> tuple[JobRecord, TaskRecord] | None:
+        """Take the next ready job and lease it to ``worker_id``: the job (as started) and
+        its task; None when none is ready.
+
+        Order: manual/API lane first, task_priority descending, enqueue time, insertion
+        order. Ready: QUEUED, not_before unset or <= now, and not a scheduler-lane job of a
+        disabled task. The job becomes RUNNING with a fresh lease token, started_at ``now``
+        (never before its enqueue time) and lease_expires_at = now + lease_ttl_s. Never
+        returns a job while another job is RUNNING (one job at a time): claims are
+        serialized on the ``worker`` lease row. With ``worker_lease_holder``, None unless
+        that holder holds the ``worker`` lease (fencing a session that believes it is
+        still active).
+        """
+        dialect = self.db.dialect
+        return await self.db.write(
+            lambda conn: queue.claim(
+                conn, dialect, worker_id, now, lease_ttl_s, worker_lease_holder
+            ),
+            queue=True,
+        )
+
+    async def next_ready_time(self, now: dt.datetime) -> dt.datetime | None:
+        """When the next queued job becomes ready: ``now`` if one is ready, the earliest
+        not_before in the future otherwise, None when nothing is queued."""
+        return await self.db.read(lambda conn: queue.next_ready_time(conn, now))
+
+    async def renew_job_lease(
+        self, job_id: int, token: str, now: dt.datetime, lease_ttl_s: float
+    ) -> bool:
+        """A heartbeat: extend a running job's lease to now + lease_ttl_s. False when the
+        job is not RUNNING under ``token`` (the lease was lost)."""
+        return await self.db.write(
+            lambda conn: queue.renew_job_lease(conn, job_id, token, now, lease_ttl_s)
+        )
+
+    async def append_output(self, job_id: int, token: str, text: str) -> bool:
+        """Append ``text`` to a running job's output tail (kept to its last
+        :data:`OUTPUT_TAIL_CHARS`, NUL characters as U+FFFD). False when the job is not
+        RUNNING under ``token``."""
+        return await self.db.write(lambda conn: queue.append_output(conn, job_id, token, text))
+
+    async def running_job_task(self, job_id: int, token: str) -> TaskRecord | None:
+        """The task of job ``job_id`` when it is RUNNING under lease ``token``; else None."""
+        return await self.db.read(lambda conn: queue.running_job_task(conn, job_id, token))
+
+    # ------------------------------------------------------------- queue: outcomes
+
+    async def finish_job(
+        self,
+        job_id: int,
+        token: str,
+        status: JobStatus,
+        error: str,
+        output_tail: str,
+        now: dt.datetime,
+        *,
+        auto_disable_count: int,
+        claim_next_for: str | None = None,
+        lease_ttl_s: float = 0.0,
+    ) -> FinishResult:
+        """Record a running job's outcome (``status`` SUCCEEDED, FAILED or ABORTED).
+
+        Fenced by ``token``: when the lease was lost, the outcome is stored in late_outcome
+        and nothing else changes (accepted=False); a repeat of the outcome already recorded
+        under ``token`` (same status and error) changes nothing (accepted, ``repeat``). A
+        failure with attempts left queues a retry (not ready before now + backoff), unless
+        it is a scheduler-lane job whose task is disabled (it simply ends). A final failure
+        of a scheduler-triggered job increments the task's consecutive_failure_count and,
+        when it reaches ``auto_disable_count`` (> 0), disables the task (``disabled_task``).
+        Any success resets the count. An interval schedule's next run is anchored to this
+        finish. ``error`` is stored as :func:`job_error` gives it, ``output_tail`` as its
+        last :data:`OUTPUT_TAIL_CHARS` (empty keeps the tail LogLines stored), a NUL
+        character in either as U+FFFD: no text a job writes can make its outcome fail.
+
+        With ``claim_next_for`` (a worker id), an accepted outcome is followed in the same
+        transaction by :meth:`claim_next_job` for that worker (fenced by the ``worker``
+        lease, leased for ``lease_ttl_s`` seconds): the result's ``next_job``. Where the
+        database has writable CTEs, a success with nothing to follow it is one statement
+        with that claim (its own transaction: a sixth of the round trips).
+
+        Raises:
+            sqlalchemy.exc.DBAPIError, StorageError: the database failed or could not be
+                reached. Nothing was recorded, unless the connection was lost while the
+                commit was under way (as with any database): a report of the same outcome
+                again is then a repeat.
+        """
+        error = job_error(error)
+        succeeded = status == JobStatus.SUCCEEDED
+        if claim_next_for is not None and succeeded and self.db.dialect.writable_ctes:
+            worker_id = claim_next_for
+            done = await self.db.write_one(
+                lambda conn: finish.succeed_and_start_next(
+                    conn, job_id, token, error, output_tail, now, worker_id, lease_ttl_s
+                ),
+                queue=True,
+            )
+            if done is not None:
+                return done
+        return await self.db.write(
+            lambda conn: finish.finish(
+                conn,
+                self.db.dialect,
+                self.rng,
+                job_id,
+                token,
+                status,
+                error,
+                output_tail,
+                now,
+                auto_disable_count=auto_disable_count,
+                claim_next_for=claim_next_for,
+                lease_ttl_s=lease_ttl_s,
+            ),
+            queue=claim_next_for is not None,
+        )
+
+    async def reap_expired_leases(
+        self, now: dt.datetime, *, auto_disable_count: int
+    ) -> list[FinishResult]:
+        """Fail every RUNNING job whose lease expired before ``now`` (error
+        :data:`LEASE_LOST`), with the retry and auto-disable rules of :meth:`finish_job`.
+        One result per recovered job; a job finished, renewed or reaped concurrently
+        (another replica) is left alone."""
+        dialect, rng = self.db.dialect, self.rng
+        return await self.db.write(
+            lambda conn: finish.reap_expired_leases(conn, dialect, rng, now, auto_disable_count)
+        )
+
+    # ------------------------------------------------------------------ job reads
+
+    async def get_job(self, job_id: int) -> JobRecord:
+        """The job with ``job_id``. Raises NotFound(field="job_id")."""
+        return await self.db.read(lambda conn: queue.get_job(conn, job_id))
+
+    async def list_jobs(
+        self,
+        *,
+        limit: int,
+        before_id: int | None = None,
+        task_id: int | None = None,
+        statuses: Sequence[str] = (),
+        schedule_id: int | None = None,
+    ) -> list[JobRecord]:
+        """Up to ``limit`` jobs, newest (highest id) first, with id < ``before_id``, of
+        ``task_id``, in one of ``statuses``, of ``schedule_id`` (each when given)."""
+        return await self.db.read(
+            lambda conn: queue.list_jobs(conn, limit, before_id, task_id, statuses, schedule_id)
+        )
+
+    async def queued_jobs_in_order(self, now: dt.datetime) -> list[JobRecord]:
+        """Every ready queued job, in the order :meth:`claim_next_job` takes them."""
+        return await self.db.read(lambda conn: queue.queued_jobs_in_order(conn, now))
+
+    async def queue_depth_by_lane(self) -> dict[int, int]:
+        """Number of QUEUED jobs (ready or not) per lane; lanes without jobs are absent."""
+        return await self.db.read(queue.queue_depth_by_lane)
+
+    # ----------------------------------------------------------------------- leases
+
+    async def acquire_lease(
+        self, name: str, holder: str, now: dt.datetime, ttl_s: float
+    ) -> int | None:
+        """Take or renew the lease ``name`` ("scheduler" or "worker") for ``holder``, to
+        expire at now + ttl_s.
+
+        Succeeds when ``holder`` already holds it or it expired. Returns the fencing token
+        (incremented on every change of holder), or None when someone else holds it.
+        Raises InvalidArgument(field="name") for an unknown lease.
+        """
+        return await self.db.write(
+            lambda conn: leases.acquire_lease(conn, name, holder, now, ttl_s)
+        )
+
+    async def release_lease(self, name: str, holder: str, now: dt.datetime) -> None:
+        """Give up the lease ``name`` if ``holder`` holds it (it expires at once)."""
+        await self.db.write(lambda conn: leases.release_lease(conn, name, holder, now))
+
+    # -------------------------------------------------------------------- retention
+
+    async def purge_history(self, before: dt.datetime, batch: int = 1000) -> tuple[int, int]:
+        """Delete ended jobs that finished before ``before`` and fires whose fire time is
+        before it, ``batch`` rows per transaction (writers are never blocked for long).
+
+        Queued and running jobs are never deleted. Returns (jobs deleted, fires deleted).
+        """
+        return await retention.purge_history(self.db, before, batch)

@@ -1,0 +1,283 @@
+"""What ends a job: its outcome, fenced by its lease token, and what follows it (the
+task's failure count and auto-disable, a retry with backoff, an interval schedule's
+anchor, the next claim); and the recovery of jobs whose lease expired."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import random
+import uuid
+from dataclasses import replace
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
+
+from scheduler_svc.db import Dialect, jobs, schedules, tasks
+from scheduler_svc.records import FinishResult, JobRecord, TaskRecord
+from scheduler_svc.store import hot, locks, queue, rows
+from scheduler_svc.store.rows import FinishingTask
+from scheduler_svc.values import JobStatus, Lane, Trigger
+
+log = logging.getLogger(__name__)
+
+LEASE_LOST = "lease lost: the worker stopped heartbeating"
+"""The error of a job recovered after its lease expired."""
+
+
+def backoff_delay_s(attempt: int, base_s: float, cap_s: float, rng: random.Random) -> float:
+    """Delay before the retry that follows failed attempt ``attempt`` (1-based), seconds.
+
+    Exponential backoff with full jitter: uniform in [0, min(cap, base * 2^(attempt-1))],
+    and at least one second, so a retry never runs immediately.
+    """
+    ceiling = min(cap_s, base_s * (2 ** max(0, attempt - 1)))
+    return max(1.0, rng.uniform(0.0, ceiling))
+
+
+def succeed_and_start_next(
+    conn: Connection,
+    job_id: int,
+    token: str,
+    error: str,
+    output_tail: str,
+    now: dt.datetime,
+    worker_id: str,
+    lease_ttl_s: float,
+) -> FinishResult | None:
+    """A success and the next claim as the one statement :data:`hot.SUCCEED_AND_START_NEXT`
+    (needs :attr:`Dialect.writable_ctes`); None when it recorded nothing (stale token, a
+    repeat, or follow-ups to do) and so changed nothing."""
+    row = hot.SUCCEED_AND_START_NEXT.first(
+        conn,
+        {
+            "b_job_id": job_id,
+            "b_token": token,
+            "b_status": JobStatus.SUCCEEDED,
+            "b_error": error,
+            "b_tail": rows.tail(output_tail),
+            "b_now": now,
+            "now": now,
+            "b_started_at": now,
+            "b_worker_id": worker_id,
+            "b_next_token": uuid.uuid4().hex,
+            "b_expires": now + dt.timedelta(seconds=lease_ttl_s),
+        },
+    )
+    assert row is not None  # one row, whatever happened
+    if row["finished__id"] is None:
+        return None
+    finished = rows.prefixed_job(row, "finished__")
+    started = None
+    if row["id"] is not None:
+        started = rows.job(row), rows.prefixed_task(row)
+    return FinishResult(accepted=True, job=finished, next_job=started)
+
+
+def finish(
+    conn: Connection,
+    dialect: Dialect,
+    rng: random.Random,
+    job_id: int,
+    token: str,
+    status: JobStatus,
+    error: str,
+    output_tail: str,
+    now: dt.datetime,
+    *,
+    auto_disable_count: int,
+    claim_next_for: str | None,
+    lease_ttl_s: float,
+) -> FinishResult:
+    """:meth:`scheduler_svc.store.Store.finish_job` as one transaction, for every outcome
+    and both databases (``error`` already as :func:`rows.job_error` gives it)."""
+    values = {"b_status": status, "b_error": error, "b_tail": rows.tail(output_tail), "b_now": now}
+    row = hot.FINISH_JOB.first(conn, {"b_job_id": job_id, "b_token": token, **values})
+    if row is not None:
+        finished, task = rows.finished(row)
+        result = after_finish(
+            conn, dialect, rng, finished, task, status, error, now, auto_disable_count
+        )
+        if claim_next_for is None:
+            return result
+        claimed = queue.claim(conn, dialect, claim_next_for, now, lease_ttl_s, claim_next_for)
+        return replace(result, next_job=claimed)
+    stored = conn.execute(jobs.select().where(jobs.c.id == job_id)).first()
+    if (
+        stored is not None
+        and stored.lease_token == token
+        and (stored.status, stored.error) == (status, error)
+    ):
+        # This outcome is recorded already: the worker's stream broke before the OutcomeAck
+        # and it reports again. Nothing changes.
+        return FinishResult(accepted=True, job=rows.job(stored), repeat=True)
+    # The lease was lost (or the reaper recovered the job): keep the outcome for people to
+    # see, change nothing else.
+    late = (f"{status} at {now.isoformat()}" + (f": {error}" if error else ""))[:2000]
+    conn.execute(jobs.update().where(jobs.c.id == job_id).values(late_outcome=late))
+    log.warning(
+        "late outcome ignored: the job's lease was lost", extra={"job_id": job_id, "status": status}
+    )
+    job = None if stored is None else replace(rows.job(stored), late_outcome=late)
+    return FinishResult(accepted=False, job=job)
+
+
+def after_finish(
+    conn: Connection,
+    dialect: Dialect,
+    rng: random.Random,
+    job: JobRecord,
+    task: FinishingTask | None,
+    status: str,
+    error: str,
+    now: dt.datetime,
+    auto_disable_count: int,
+) -> FinishResult:
+    """What follows a job's outcome, once ``job`` (as updated) is stored, by what its
+    ``task`` was then: the task's failure count and auto-disable, a retry, an interval
+    schedule's anchor. :func:`hot._has_no_follow_ups` must match these rules."""
+    if task is None:
+        return FinishResult(accepted=True, job=job)
+    retry: JobRecord | None = None
+    disabled: TaskRecord | None = None
+    if status == JobStatus.SUCCEEDED:
+        if task.consecutive_failure_count:
+            conn.execute(
+                tasks.update().where(tasks.c.id == task.id).values(consecutive_failure_count=0)
+            )
+    elif status == JobStatus.FAILED and job.attempt < task.max_attempts:
+        if _retries(conn, dialect, job, task):
+            retry = _queue_retry(conn, rng, job, task, now)
+    elif status == JobStatus.FAILED and job.trigger == Trigger.SCHEDULER:
+        count = task.consecutive_failure_count + 1
+        values: dict[str, Any] = {"consecutive_failure_count": count}
+        if auto_disable_count > 0 and count >= auto_disable_count and task.enabled:
+            values["enabled"] = False
+            values["updated_at"] = now  # a change of the task's definition, by the service
+            values["disabled_reason"] = (
+                f"disabled after {count} consecutive failures; last error: {error[:500]}"
+            )
+        updated = conn.execute(
+            tasks.update().where(tasks.c.id == task.id).values(values).returning(*tasks.c)
+        ).one()
+        if "enabled" in values:
+            disabled = rows.task(updated)
+    anchored = None
+    if retry is None and job.schedule_id is not None:
+        anchored = _anchor_interval(conn, job.schedule_id, now)
+    return FinishResult(
+        accepted=True, job=job, retry=retry, disabled_task=disabled, anchored_next_run=anchored
+    )
+
+
+def _retries(conn: Connection, dialect: Dialect, job: JobRecord, task: FinishingTask) -> bool:
+    """Whether a failed ``job`` with attempts left is retried: always, unless it is a
+    scheduler-lane job (a scheduled run, not promoted by a manual run) and its task is
+    disabled now. The task is read FOR KEY SHARE where rows are locked, so a DisableTask
+    under way (FOR UPDATE) is waited for and seen, and one after it sees (and cancels) the
+    retry."""
+    if job.lane != Lane.SCHEDULER:
+        return True
+    query = locks.key_share(dialect, sa.select(tasks.c.enabled).where(tasks.c.id == task.id))
+    return bool(conn.scalar(query))
+
+
+def _queue_retry(
+    conn: Connection, rng: random.Random, job: JobRecord, task: FinishingTask, now: dt.datetime
+) -> JobRecord | None:
+    """Queue the retry of failed ``job``, not ready before now + backoff; None when a manual
+    run queued the task meanwhile (that job is the retry)."""
+    delay = backoff_delay_s(job.attempt, task.backoff_base_seconds, task.backoff_cap_seconds, rng)
+    retry_row = rows.job_row(
+        task,
+        trigger=job.trigger,
+        lane=job.lane,
+        now=now,
+        attempt=job.attempt + 1,
+        not_before=now + dt.timedelta(seconds=delay),
+        schedule_id=job.schedule_id,
+        fire_time=job.fire_time,
+        retry_of_job_id=job.id,
+    )
+    try:
+        with conn.begin_nested():
+            inserted = conn.execute(jobs.insert().values(retry_row).returning(*jobs.c))
+            return rows.job(inserted.one())
+    except IntegrityError:
+        return None
+
+
+def _anchor_interval(
+    conn: Connection, schedule_id: int, finished_at: dt.datetime
+) -> dt.datetime | None:
+    """Interval schedules fire interval seconds after their previous run finished.
+
+    Returns the schedule's new next run, or None when it is not an enabled interval
+    schedule.
+    """
+    row = conn.execute(
+        sa.select(schedules.c.interval_seconds, schedules.c.cron_expression).where(
+            schedules.c.id == schedule_id, schedules.c.enabled.is_(True)
+        )
+    ).first()
+    if row is None or row.cron_expression or row.interval_seconds <= 0:
+        return None
+    next_run = finished_at + dt.timedelta(seconds=row.interval_seconds)
+    conn.execute(
+        schedules.update().where(schedules.c.id == schedule_id).values(next_run_at=next_run)
+    )
+    return next_run
+
+
+# Fails a job still RUNNING under its token whose lease expired before ``b_before``: not
+# renewed meanwhile, nor finished or reaped by someone else.
+_REAP = (
+    jobs.update()
+    .where(hot.RUNNING_UNDER_TOKEN, jobs.c.lease_expires_at < sa.bindparam("b_before"))
+    .values(hot.FINISH_VALUES)
+    .returning(*hot.FINISHED_JOB_COLUMNS)
+)
+
+
+def reap_expired_leases(
+    conn: Connection,
+    dialect: Dialect,
+    rng: random.Random,
+    now: dt.datetime,
+    auto_disable_count: int,
+) -> list[FinishResult]:
+    """See :meth:`scheduler_svc.store.Store.reap_expired_leases`."""
+    out = []
+    expired = conn.execute(
+        jobs.select().where(jobs.c.status == JobStatus.RUNNING, jobs.c.lease_expires_at < now)
+    ).all()
+    for row in expired:
+        job = rows.job(row)
+        done = conn.execute(
+            _REAP,
+            {
+                "b_job_id": job.id,
+                "b_token": job.lease_token,
+                "b_before": now,
+                "b_status": JobStatus.FAILED,
+                "b_error": LEASE_LOST,
+                "b_tail": "",
+                "b_now": now,
+            },
+        ).first()
+        if done is None:
+            continue  # finished, renewed or reaped by someone else meanwhile
+        reaped, task = rows.finished(done)
+        failed = JobStatus.FAILED
+        out.append(
+            after_finish(
+                conn, dialect, rng, reaped, task, failed, LEASE_LOST, now, auto_disable_count
+            )
+        )
+        log.warning(
+            "lease lost; job failed",
+            extra={"job_id": job.id, "task_id": job.task_id, "worker_id": job.worker_id},
+        )
+    return out

@@ -1,0 +1,175 @@
+"""Operations on ``tasks``: create, read, list, update (enable, disable), delete."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
+
+from scheduler_svc.db import Dialect, jobs, schedule_tasks, schedules, tasks
+from scheduler_svc.errors import AlreadyExists, FailedPrecondition, NotFound
+from scheduler_svc.records import TaskRecord
+from scheduler_svc.store import locks, rows
+from scheduler_svc.values import JobStatus, Lane
+
+TASK_DISABLED = "task disabled"
+"""The error of a scheduler job cancelled because its task was disabled."""
+
+
+def _name_taken(values: dict[str, Any]) -> AlreadyExists:
+    return AlreadyExists(f"a task named {values.get('name')!r} already exists", field="task.name")
+
+
+def create_task(conn: Connection, values: dict[str, Any], now: dt.datetime) -> TaskRecord:
+    """See :meth:`scheduler_svc.store.Store.create_task`."""
+    row = {**values, "created_at": now, "updated_at": now}
+    try:
+        return rows.task(conn.execute(tasks.insert().values(row).returning(*tasks.c)).one())
+    except IntegrityError:
+        raise _name_taken(values) from None
+
+
+def get_task(conn: Connection, task_id: int) -> TaskRecord:
+    """See :meth:`scheduler_svc.store.Store.get_task`."""
+    row = conn.execute(tasks.select().where(tasks.c.id == task_id)).first()
+    if row is None:
+        raise NotFound(f"no task with id {task_id}", field="task_id")
+    return rows.task(row)
+
+
+def get_task_by_name(conn: Connection, name: str) -> TaskRecord:
+    """See :meth:`scheduler_svc.store.Store.get_task_by_name`."""
+    row = conn.execute(tasks.select().where(tasks.c.name == name)).first()
+    if row is None:
+        raise NotFound(f"no task named {name!r}", field="name")
+    return rows.task(row)
+
+
+def list_tasks(conn: Connection, limit: int, after_name: str) -> list[TaskRecord]:
+    """See :meth:`scheduler_svc.store.Store.list_tasks`."""
+    query = tasks.select().where(tasks.c.name > after_name).order_by(tasks.c.name)
+    return [rows.task(r) for r in conn.execute(query.limit(limit)).all()]
+
+
+def update_task(
+    conn: Connection, dialect: Dialect, task_id: int, values: dict[str, Any], now: dt.datetime
+) -> tuple[TaskRecord, list[int]]:
+    """See :meth:`scheduler_svc.store.Store.update_task`."""
+    disabling = values.get("enabled") is False
+    query = tasks.select().where(tasks.c.id == task_id)
+    if disabling:
+        # FOR UPDATE, before the jobs (LOCK_ORDER): a fire, run or retry that read the task
+        # FOR KEY SHARE commits first (its job is then seen and cancelled below); one that
+        # comes after waits for this and reads the task disabled.
+        query = locks.for_update(dialect, query)
+    try:
+        current = conn.execute(query).first()
+        if current is None:
+            raise NotFound(f"no task with id {task_id}", field="task.id")
+        row = dict(values)
+        if row.get("enabled") is True and not current._mapping["enabled"]:
+            row["consecutive_failure_count"] = 0
+            row["disabled_reason"] = ""
+        if row.get("enabled") is False:
+            row.setdefault("disabled_reason", "")
+        row["updated_at"] = now
+        result = conn.execute(
+            tasks.update().where(tasks.c.id == task_id).values(row).returning(*tasks.c)
+        )
+        task = rows.task(result.one())
+    except IntegrityError:
+        raise _name_taken(values) from None
+    cancelled: list[int] = []
+    if disabling:
+        cancelled = list(
+            conn.scalars(
+                jobs.update()
+                .where(
+                    jobs.c.task_id == task_id,
+                    jobs.c.status == JobStatus.QUEUED,
+                    jobs.c.lane == Lane.SCHEDULER,
+                )
+                .values(status=JobStatus.CANCELLED, finished_at=now, error=TASK_DISABLED)
+                .returning(jobs.c.id)
+            )
+        )
+    return task, cancelled
+
+
+def delete_task(conn: Connection, dialect: Dialect, task_id: int) -> None:
+    """See :meth:`scheduler_svc.store.Store.delete_task`."""
+    # The task first, then its schedules (LOCK_ORDER, kept by every writer): a delete
+    # racing a run, a fire or a schedule update neither deadlocks nor lets the other insert
+    # a row naming a task gone (a foreign-key error).
+    found_query = locks.for_update(dialect, sa.select(tasks.c.id).where(tasks.c.id == task_id))
+    if conn.scalar(found_query) is None:
+        raise NotFound(f"no task with id {task_id}", field="task_id")
+    running_query = sa.select(jobs.c.id).where(
+        jobs.c.task_id == task_id, jobs.c.status == JobStatus.RUNNING
+    )
+    _refuse_running(conn.scalar(running_query), task_id)
+    _check_not_a_schedules_last_task(conn, task_id)
+    # Never a running job: a claim that committed since the read above (it waited for no
+    # lock of ours) made one, which this DELETE, waiting for the claim's row lock, re-checks
+    # and leaves; it is then seen below and the delete refused.
+    conn.execute(jobs.delete().where(jobs.c.task_id == task_id, jobs.c.status != JobStatus.RUNNING))
+    _refuse_running(conn.scalar(running_query), task_id)
+    conn.execute(schedule_tasks.delete().where(schedule_tasks.c.task_id == task_id))
+    if conn.execute(tasks.delete().where(tasks.c.id == task_id)).rowcount != 1:
+        # Deleted by a concurrent call since the read above: that call succeeded.
+        raise NotFound(f"no task with id {task_id}", field="task_id")
+
+
+def _refuse_running(running: int | None, task_id: int) -> None:
+    """Raise FailedPrecondition when ``running`` (a running job of the task) is set."""
+    if running is not None:
+        raise FailedPrecondition(
+            f"task {task_id} has a running job ({running}); abort it first", field="task_id"
+        )
+
+
+def _check_not_a_schedules_last_task(conn: Connection, task_id: int) -> None:
+    """Raise FailedPrecondition naming the schedules ``task_id`` is the only task of.
+
+    The schedules it is in are locked first (FOR UPDATE on PostgreSQL, in id order), so two
+    deletes of a schedule's last two tasks cannot both see the other one remain.
+    """
+    linked = sa.select(schedule_tasks.c.schedule_id).where(schedule_tasks.c.task_id == task_id)
+    ids = list(
+        conn.scalars(
+            sa.select(schedules.c.id)
+            .where(schedules.c.id.in_(linked))
+            .order_by(schedules.c.id)
+            .with_for_update()
+        )
+    )
+    if not ids:
+        return
+    counts = (
+        sa.select(schedule_tasks.c.schedule_id)
+        .where(schedule_tasks.c.schedule_id.in_(ids))
+        .group_by(schedule_tasks.c.schedule_id)
+        .having(sa.func.count() == 1)
+    )
+    alone = list(
+        conn.scalars(
+            sa.select(schedules.c.name).where(schedules.c.id.in_(counts)).order_by(schedules.c.name)
+        )
+    )
+    if alone:
+        shown = ", ".join(repr(name) for name in alone[:5])
+        more = f" and {len(alone) - 5} more" if len(alone) > 5 else ""
+        raise FailedPrecondition(
+            f"task {task_id} is the only task of schedule {shown}{more}; delete the "
+            "schedule or give it another task first",
+            field="task_id",
+        )
+
+
+def consecutive_failures(conn: Connection) -> dict[str, int]:
+    """See :meth:`scheduler_svc.store.Store.consecutive_failures`."""
+    query = sa.select(tasks.c.name, tasks.c.consecutive_failure_count)
+    return {str(name): int(count) for name, count in conn.execute(query).all()}

@@ -1,0 +1,83 @@
+"""The value domains of tickwork's tables, as stored: each member's value is the exact text
+(or number) written to its column, so ``JobStatus.QUEUED == "QUEUED"`` and a row read back
+compares equal to the member."""
+
+from __future__ import annotations
+
+from enum import IntEnum, StrEnum
+
+__all__ = [
+    "ACTIVE_STATES",
+    "FINAL_STATES",
+    "AbortAction",
+    "FireOutcome",
+    "JobStatus",
+    "Lane",
+    "SkipReason",
+    "Trigger",
+]
+
+
+class JobStatus(StrEnum):
+    """``jobs.status``: QUEUED, then RUNNING, then one of the final states (a queued job
+    may also go straight to CANCELLED)."""
+
+    QUEUED = "QUEUED"
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    ABORTED = "ABORTED"
+    CANCELLED = "CANCELLED"
+
+
+#: A job in one of these states is active: at most one per task (uq_jobs_one_active_per_task).
+ACTIVE_STATES = (JobStatus.QUEUED, JobStatus.RUNNING)
+#: A job in one of these states is ended: it never changes again.
+FINAL_STATES = (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.ABORTED, JobStatus.CANCELLED)
+
+
+class Trigger(StrEnum):
+    """``jobs.trigger``: what asked for the job (a retry keeps its first attempt's)."""
+
+    MANUAL = "MANUAL"
+    API = "API"
+    SCHEDULER = "SCHEDULER"
+
+
+class Lane(IntEnum):
+    """``jobs.lane``, the queue's first sort key: manual and API jobs before the scheduler's."""
+
+    MANUAL = 0
+    SCHEDULER = 1
+
+
+class SkipReason(StrEnum):
+    """Why a task asked to run got no new job (``TaskRunResult.skip_reason``, and in
+    ``fires.runs``)."""
+
+    ALREADY_QUEUED = "ALREADY_QUEUED"
+    ALREADY_RUNNING = "ALREADY_RUNNING"
+    TASK_DISABLED = "TASK_DISABLED"
+
+    @classmethod
+    def active(cls, status: str) -> SkipReason:
+        """The skip of a task whose active job has ``status`` (QUEUED or RUNNING)."""
+        return cls.ALREADY_RUNNING if status == JobStatus.RUNNING else cls.ALREADY_QUEUED
+
+
+class FireOutcome(StrEnum):
+    """``fires.outcome``: ENQUEUED when the fire created a job, SKIPPED when every task was
+    skipped, MISSED when the catch-up policy passed the window over."""
+
+    ENQUEUED = "ENQUEUED"
+    SKIPPED = "SKIPPED"
+    MISSED = "MISSED"
+
+
+class AbortAction(StrEnum):
+    """What aborting a task did to its active job (the names of ``TaskAbort.Action``
+    without the ``ACTION_`` prefix)."""
+
+    CANCELLED = "CANCELLED"
+    ABORT_REQUESTED = "ABORT_REQUESTED"
+    NONE = "NONE"
