@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# tickwork images. Targets (DESIGN.md's deployment modes):
+# tickwork images. Targets (the deployment modes of docs/operations/deployment.md):
 #   api       `tickwork serve` without the worker's system tools (WORKER_IS_ENABLED=false)
 #   worker    `tickwork worker`: the dedicated worker, with the task handlers' system tools
 #   embedded  `tickwork serve` with both loops (the default: the last target)

@@ -1,6 +1,7 @@
 """Settings of the scheduler service, built once from the environment.
 
-The environment variable names are part of the product (see DESIGN.md):
+The environment variable names are part of the product (docs/operations/configuration.md
+lists them):
 SCHEDULER_IS_ENABLED, WORKER_IS_ENABLED, SCHEDULER_POLL_INTERVAL_SECONDS,
 WORKER_POLL_INTERVAL_SECONDS, SCHEDULER_AUTO_DISABLE_TASK_FAILURE_COUNT, DATABASE_URL,
 plus TICKWORK_LISTEN, TICKWORK_LEASE_TTL_SECONDS, TICKWORK_HEARTBEAT_INTERVAL_SECONDS, the
