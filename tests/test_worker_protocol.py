@@ -625,8 +625,8 @@ async def test_no_job_is_polled_for_until_a_timed_out_python_function_has_return
     caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("worker_svc.worker._ABANDONED_WARNING_INTERVAL_S", 0.4)
-    caplog.set_level(logging.WARNING, logger="worker_svc.worker")
+    monkeypatch.setattr("worker_svc._session._ABANDONED_WARNING_INTERVAL_S", 0.4)
+    caplog.set_level(logging.WARNING, logger="worker_svc")
     record = str(tmp_path / "intervals")
     start_worker()
     stream = await connect(service)  # heartbeat interval 0.05 s
