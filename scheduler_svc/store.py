@@ -1986,6 +1986,26 @@ class Store:
         row = conn.execute(query).first()
         return None if row is None else _task(row)
 
+    @_reads
+    def fire_window(
+        self, conn: Connection, schedule_id: int, fire_time: dt.datetime
+    ) -> tuple[str, dt.datetime | None]:
+        """The window a scheduled job was fired for, as its job process is told it.
+
+        Returns:
+            tuple[str, dt.datetime | None]: the schedule's name (``""`` when it is gone),
+            and the latest fire time recorded for it before ``fire_time`` (UTC; None when
+            there is none: its first fire, or the record was purged).
+        """
+        name = conn.scalar(sa.select(schedules.c.name).where(schedules.c.id == schedule_id))
+        previous = conn.scalar(
+            sa.select(fires.c.fire_time)
+            .where(fires.c.schedule_id == schedule_id, fires.c.fire_time < fire_time)
+            .order_by(fires.c.fire_time.desc())
+            .limit(1)
+        )
+        return name or "", previous
+
     async def purge_history(self, before: dt.datetime, batch: int = 1000) -> tuple[int, int]:
         """Delete ended jobs that finished before ``before`` and fires whose fire time is
         before it, ``batch`` rows per transaction (writers are never blocked for long).

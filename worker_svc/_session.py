@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 
 from tickwork.v1 import worker_pb2, worker_pb2_grpc
 from worker_svc._connection import Connection, StreamBroken
 from worker_svc._execute import JobCalls
-from worker_svc._flag import wait_any
 from worker_svc._outcome import OutcomeReporter
 from worker_svc._shield import shielded
 from worker_svc._supervisor import JobSupervisor, StopSignals
-from worker_svc.handlers import AbandonedCall, abandoned_calls, handler_names
+from worker_svc.handlers import handler_names
 from worker_svc.settings import WorkerSettings
 
 __all__ = ["Session"]
@@ -32,8 +30,6 @@ _DEFAULT_HEARTBEAT_INTERVAL_S = 5.0
 """Used when the server's Welcome gives no usable heartbeat interval."""
 _POLL_DRAIN_MARGIN_S = 1.0
 """A stopping worker waits this much longer than the poll interval for its last poll's answer."""
-_ABANDONED_WARNING_INTERVAL_S = 60.0
-"""While the worker waits for an abandoned function to return, it warns this often."""
 
 Request = worker_pb2.ConnectRequest
 Response = worker_pb2.ConnectResponse
@@ -72,10 +68,6 @@ class Session:
         self._early_aborts: dict[int, str] = {}
         self.welcomed = False
         """Whether the server answered Hello with Welcome."""
-        self._waiting_for: AbandonedCall | None = None
-        """The abandoned call the last "waits for" warning named."""
-        self._next_waiting_warning = 0.0
-        """When to warn again that it still runs, ``time.monotonic()``."""
 
     def abort_all(self, reason: str) -> None:
         """Abort every running job (the worker stops now)."""
@@ -167,9 +159,6 @@ class Session:
                 assign, next_job = next_job, None
             else:
                 if not polled:
-                    if abandoned_calls():
-                        await self._wait_for_abandoned(conn, heartbeat_interval_s)
-                        continue  # stop() may have come meanwhile
                     await conn.send(Request(poll_job=Request.PollJob()))
                 answer = await self._poll_answer(conn, active)
                 polled = False
@@ -223,8 +212,7 @@ class Session:
         try:
             result = await supervisor.run()
             cancelled = supervisor.cancelled
-            # No next job while the job's function still runs (see _wait_for_abandoned).
-            poll_next = not (cancelled or self._signals.stopping.is_set() or abandoned_calls())
+            poll_next = not (cancelled or self._signals.stopping.is_set())
             try:
                 next_job = await shielded(
                     self._reporter.report(
@@ -292,74 +280,3 @@ class Session:
             if kind in ("assign_job", "no_job"):
                 return answer
             logger.warning("ignoring an unexpected %s while waiting for a job", kind)
-
-    async def _wait_for_abandoned(self, conn: Connection, heartbeat_interval_s: float) -> None:
-        """Wait until no abandoned function of an ended job runs any more, or ``stop()``.
-
-        A synchronous ``python`` function whose job timed out or was aborted was asked to
-        stop, but stops only at its next Python instruction (a long C call returns first),
-        or never if it swallows the exception: until it has returned the worker takes no
-        other job, so that two jobs never run at once. Meanwhile it sends CancelPoll (no
-        poll is pending: the server ignores it) every heartbeat interval, so that the
-        server keeps hearing from it, and warns at once and every minute. On ``stop()`` it
-        returns at once: the function's thread is a daemon thread, it ends with the process.
-
-        Raises:
-            StreamBroken: the stream broke.
-        """
-        keepalive = Request(cancel_poll=Request.CancelPoll())
-        loop = asyncio.get_running_loop()
-        next_keepalive = loop.time() + heartbeat_interval_s
-        while calls := abandoned_calls():
-            if self._signals.stopping.is_set():
-                logger.info(
-                    "stopping while %s of job %d still runs",
-                    calls[0].target,
-                    calls[0].job_id,
-                    extra={"worker_id": self._worker_id, "job_id": calls[0].job_id},
-                )
-                return
-            if conn.broken.is_set():
-                await conn.send(keepalive)  # raises the stream's StreamBroken
-            self._warn_waiting(calls)
-            if loop.time() >= next_keepalive:
-                await conn.send(keepalive)
-                next_keepalive = loop.time() + heartbeat_interval_s
-            timeout_s = min(
-                next_keepalive - loop.time(), self._next_waiting_warning - time.monotonic()
-            )
-            await wait_any(
-                [self._signals.stopping, conn.broken],
-                [call.returned for call in calls],
-                max(0.0, timeout_s),
-            )
-
-    def _warn_waiting(self, calls: list[AbandonedCall]) -> None:
-        """Warn that the worker waits for ``calls[0]``: when it is a new one, then every
-        minute with the seconds since its job gave up on it."""
-        call = calls[0]
-        now = time.monotonic()
-        more = f" (and {len(calls) - 1} more)" if len(calls) > 1 else ""
-        extra = {"worker_id": self._worker_id, "job_id": call.job_id}
-        if call is not self._waiting_for:
-            self._waiting_for = call
-            self._next_waiting_warning = now + _ABANDONED_WARNING_INTERVAL_S
-            logger.warning(
-                "the worker waits for %s of job %d%s to return before taking another job "
-                "(it was asked to stop)",
-                call.target,
-                call.job_id,
-                more,
-                extra=extra,
-            )
-        elif now >= self._next_waiting_warning:
-            self._next_waiting_warning = now + _ABANDONED_WARNING_INTERVAL_S
-            logger.warning(
-                "the worker still waits for %s of job %d%s to return before taking another "
-                "job (%.0f s since it was asked to stop)",
-                call.target,
-                call.job_id,
-                more,
-                now - call.since,
-                extra=extra,
-            )

@@ -12,18 +12,20 @@ job when the stream breaks. It never reports the outcome: the session does, thro
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import logging
 from collections.abc import Callable
 from typing import Any
 
-from tickwork.v1 import job_pb2, worker_pb2
+from tickwork import JobContext as Window
+from tickwork.v1 import common_pb2, job_pb2, worker_pb2
 from worker_svc._connection import Connection, StreamBroken
 from worker_svc._execute import execute
 from worker_svc._flag import Flag, wait_any
 from worker_svc._job_output import JobOutput
 from worker_svc._outcome import JobResult, send_output
 from worker_svc._shield import shielded
-from worker_svc.handlers import JobContext, ServiceCalls
+from worker_svc.handlers import JobContext, ProcessLimits, ServiceCalls
 from worker_svc.settings import WorkerSettings
 
 __all__ = [
@@ -42,6 +44,29 @@ ABORT_STREAM_LOST = "connection to the server lost"
 
 Request = worker_pb2.ConnectRequest
 Response = worker_pb2.ConnectResponse
+
+
+def job_window(assign: Response.AssignJob) -> Window:
+    """What the job's processes are told about it (the ``TICKWORK_*`` variables): its
+    identity, and for a scheduled job the window it was fired for (a retry keeps its first
+    attempt's)."""
+    job = assign.job
+    scheduled = job.schedule_id != 0 and job.HasField("fire_time")
+    trigger = common_pb2.Trigger.Name(job.trigger).removeprefix("TRIGGER_")
+    return Window(
+        job_id=job.id,
+        task_id=job.task_id,
+        task=job.task_name,
+        attempt=job.attempt,
+        trigger=trigger,
+        schedule=(assign.schedule_name or str(job.schedule_id)) if scheduled else None,
+        fire_time=job.fire_time.ToDatetime(dt.UTC) if scheduled else None,
+        previous_fire_time=(
+            assign.previous_fire_time.ToDatetime(dt.UTC)
+            if scheduled and assign.HasField("previous_fire_time")
+            else None
+        ),
+    )
 
 
 class StopSignals:
@@ -148,6 +173,8 @@ class JobSupervisor:
             log=self.output.add,
             abort_grace_s=settings.abort_grace_s,
             service=service,
+            env=job_window(assign).to_env(),
+            limits=ProcessLimits(assign.memory_limit_bytes, assign.cpu_limit_seconds),
         )
         self._task: asyncio.Task[JobResult] | None = None
 

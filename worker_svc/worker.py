@@ -13,14 +13,9 @@ The protocol (``tickwork.v1.WorkerService.Connect``, one bidirectional stream):
    ABORTED), waits for ``OutcomeAck`` and goes back to 2. Unless it is stopping, the
    Outcome carries ``poll_next``: it is also the next PollJob, so the server answers the
    OutcomeAck with AssignJob or NoJob at once and step 2 sends nothing.
-5. A synchronous ``python`` function whose job timed out or was aborted may still be
-   running in its thread after the Outcome (it was asked to stop, and stops at its next
-   Python instruction, or never if it swallows the exception). Until it has returned the
-   worker asks for no job (the Outcome has no ``poll_next``, and no PollJob is sent), so
-   that two jobs never run at once; it sends ``CancelPoll`` (no poll is pending, so the
-   server ignores it) every heartbeat interval, to keep being heard from, and warns in
-   its log at once and every minute.
 
+Every job runs in a child process of the worker (see :mod:`worker_svc.handlers`), so an
+abort or a timeout stops it at once and its process is gone before the Outcome is sent.
 When the stream breaks, the running job is stopped (its lease expires on the server, which
 recovers the job) and the worker reconnects with exponential backoff and jitter. On
 ``stop()`` the worker polls no more (a poll already sent is cancelled with ``CancelPoll``,

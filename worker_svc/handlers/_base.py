@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from ._limits import ProcessLimits
 
 if TYPE_CHECKING:
     from tickwork.v1 import worker_pb2
@@ -40,6 +42,9 @@ class JobContext:
             stopped on abort or timeout.
         service (ServiceCalls | None): calls to the scheduler service on behalf of this job
             (built-in maintenance handlers); None outside a connected worker.
+        env (Mapping[str, str]): the job's ``TICKWORK_*`` variables
+            (:meth:`tickwork.JobContext.to_env`), for every process the job runs.
+        limits (ProcessLimits): the task's limits for every process the job runs.
     """
 
     job_id: int
@@ -50,6 +55,8 @@ class JobContext:
     log: Callable[[str, str], None]
     abort_grace_s: float = 5.0
     service: ServiceCalls | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    limits: ProcessLimits = field(default_factory=ProcessLimits)
 
 
 def normalize_timeout_s(timeout_s: float | None) -> float | None:
