@@ -308,3 +308,31 @@ def pid_exists(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def kill_self(signal_name: str) -> None:
+    """Send this process the signal named ``signal_name`` (``"SIGKILL"``)."""
+    os.kill(os.getpid(), signal.Signals[signal_name])
+
+
+def print_then_wait(go: str) -> str:
+    """Print "first", wait (at most 30 s) until the file ``go`` exists, print "second"."""
+    print("first")
+    deadline = time.monotonic() + 30
+    while not Path(go).exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    print("second")
+    return "done"
+
+
+def record_window(ctx: Window, path: str) -> str:
+    """Append one line to ``path``: attempt, then TICKWORK_FIRE_TIME and
+    TICKWORK_PREVIOUS_FIRE_TIME (``-`` when unset), then the same from ``ctx``; fail on the
+    first attempt."""
+    env = [os.environ.get(f"TICKWORK_{n}", "-") for n in ("FIRE_TIME", "PREVIOUS_FIRE_TIME")]
+    fire = ctx.fire_time.isoformat() if ctx.fire_time else "-"
+    previous = ctx.previous_fire_time.isoformat() if ctx.previous_fire_time else "-"
+    _append(path, f"{ctx.attempt} {env[0]} {env[1]} {fire} {previous} {ctx.schedule}")
+    if ctx.attempt == 1:
+        raise RuntimeError("the first attempt fails")
+    return "ok"

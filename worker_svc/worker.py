@@ -45,6 +45,7 @@ from worker_svc._outcome import OutcomeReporter
 from worker_svc._session import Session
 from worker_svc._shield import shielded
 from worker_svc._supervisor import ABORT_SHUTDOWN, StopSignals
+from worker_svc.handlers import PythonHandler, start_job_process_server
 from worker_svc.settings import WorkerSettings
 
 __all__ = ["Worker", "run_worker"]
@@ -140,6 +141,9 @@ class Worker:
         if self._running:
             raise RuntimeError("Worker.run is already running")
         self._running = True
+        allowed = self._settings.handlers
+        if not allowed or PythonHandler.name in allowed:
+            start_job_process_server()
         try:
             await self._run()
         finally:

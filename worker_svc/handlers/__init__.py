@@ -7,6 +7,7 @@ points; ``Handler.validate(params)`` checks params when a Task is saved and
 """
 
 from ._base import Handler, HandlerResult, InvalidParams, JobContext, JobFailed, ServiceCalls
+from ._jobproc import start_job_process_server
 from ._limits import ProcessLimits, unsupported_limit
 from ._output import OUTPUT_TAIL_CHARS
 from ._registry import (
@@ -37,5 +38,6 @@ __all__ = [
     "UnknownHandler",
     "get_handler",
     "handler_names",
+    "start_job_process_server",
     "unsupported_limit",
 ]

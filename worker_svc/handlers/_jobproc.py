@@ -28,7 +28,7 @@ from typing import Any
 
 from ._guard import forget_group, guard_group
 
-__all__ = ["ProcessEnd", "run_job_process"]
+__all__ = ["ProcessEnd", "run_job_process", "start_job_process_server"]
 
 logger = logging.getLogger(__name__)
 
@@ -125,6 +125,15 @@ class _ForkServer:
             self._exit_waiters.clear()
         sock.close()
 
+    def start(self) -> None:
+        """Start the server now, unless it runs (its imports take a while: the first job
+        should not wait for them). Never raises."""
+        try:
+            with self._lock:
+                self._started()
+        except Exception:
+            logger.exception("could not start the job process server; the first job will try")
+
     async def spawn(self, fds: list[int]) -> int:
         """A new job process holding ``fds`` (stdout, stderr, result, spec); its pid.
 
@@ -178,6 +187,11 @@ def _fail(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], error: E
 
 
 _SERVER = _ForkServer()
+
+
+def start_job_process_server() -> None:
+    """Start this process's job process server ahead of the first job. Never raises."""
+    _SERVER.start()
 
 
 class _Lines(asyncio.Protocol):

@@ -42,6 +42,8 @@ _INTERNAL_DIRS = (os.path.dirname(__file__), os.path.dirname(asyncio.__file__))
 _LOG_FORMAT = "%(levelname)s %(name)s: %(message)s"
 _TAIL = 4096
 """The most characters of a return value reported."""
+_MAX_ERROR_CHARS = 64 * 1024
+"""The most characters of an error reported (its first and last halves)."""
 
 
 def run(spec: dict[str, Any], result_fd: int) -> int:
@@ -106,6 +108,11 @@ def run(spec: dict[str, Any], result_fd: int) -> int:
 
 
 def _report(result_fd: int, result: dict[str, Any]) -> int:
+    error = result.get("error")
+    if isinstance(error, str) and len(error) > _MAX_ERROR_CHARS:
+        half = _MAX_ERROR_CHARS // 2
+        cut = len(error) - 2 * half
+        result["error"] = f"{error[:half]}\n[... {cut} characters cut ...]\n{error[-half:]}"
     _flush()
     os.write(result_fd, json.dumps(result).encode())
     os.close(result_fd)

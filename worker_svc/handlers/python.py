@@ -131,6 +131,8 @@ class PythonHandler:
         if end.timed_out:
             raise JobFailed(f"timed out after {timeout_s:g} s", tail)
         result = end.result
+        if end.returncode == 0 and result is None:
+            raise JobFailed("exit code 0 before the function returned (sys.exit(0)?)", tail)
         if result is not None and end.returncode == 0:
             if result.get("status") == "SUCCEEDED":
                 returned = result.get("returned")
