@@ -14,6 +14,7 @@ from pathlib import Path
 import grpc
 import pytest
 
+from tests.handler_fixtures import pid_exists, pids
 from tests.harness import Server, WorkerProc, wait_for
 from tickwork import Client, JobStatus
 from tickwork._context import format_time
@@ -169,6 +170,23 @@ def test_one_gigabyte_of_output_without_newlines_keeps_service_and_worker_memory
     service_mb, worker_mb = _peak_rss_mb(srv.pid), _peak_rss_mb(worker.pid)
     assert service_mb < 150, f"service peak RSS {service_mb:.0f} MiB"
     assert worker_mb < 150, f"worker peak RSS {worker_mb:.0f} MiB"
+
+
+def test_a_python_job_process_dies_with_its_worker(
+    api_and_worker: tuple[Server, WorkerProc], tmp_path: Path
+) -> None:
+    srv, worker = api_and_worker
+    record = tmp_path / "intervals"
+    kwargs = {"path": str(record), "label": "long", "seconds": 600}
+    with Client(srv.address) as client:
+        client.create_task(
+            "long", "python", {"callable": f"{FIXTURES}:sleep_in_one_call", "kwargs": kwargs}
+        )
+        client.run("long")
+        (pid,) = wait_for(lambda: pids(str(record)), what="the job to start")
+        assert pid_exists(pid)
+        worker.kill()  # SIGKILL: no cleanup of its own
+        wait_for(lambda: not pid_exists(pid), timeout_s=5, what="the job process to die")
 
 
 def _fire_seconds(now: dt.datetime) -> tuple[dt.datetime, dt.datetime]:

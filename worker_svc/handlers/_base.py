@@ -130,6 +130,12 @@ class Handler(Protocol):
     included. Only ``asyncio.CancelledError`` (how an abort ends ``run``) and
     ``KeyboardInterrupt`` (Ctrl-C stops the worker) go through.
 
+    A handler registered by a package runs in a job process of its own (a fork of the
+    worker's job process server), so whatever it does fails only its job; its ``ctx.log``
+    lines, stdout and stderr are the job's output, and an abort or ``ctx.timeout_s`` stops
+    the process. The built-in handlers set ``runs_in_worker = True``: they run on the
+    worker's event loop and start the job's processes themselves.
+
     Attributes:
         name (str): the handler name a Task refers to (``"shell"``, ``"python"``, ...).
     """

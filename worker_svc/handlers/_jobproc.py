@@ -135,7 +135,7 @@ class _ForkServer:
             logger.exception("could not start the job process server; the first job will try")
 
     async def spawn(self, fds: list[int]) -> int:
-        """A new job process holding ``fds`` (stdout, stderr, result, spec); its pid.
+        """A new job process holding ``fds`` (stdout, stderr, result, spec, log); its pid.
 
         Raises:
             OSError, RuntimeError: no job process could be had.
@@ -225,6 +225,21 @@ class _Lines(asyncio.Protocol):
             self._on_line(self._stream, rest.removesuffix("\r"))
             rest = ""
         self._partial = rest
+
+
+class _TaggedLines(_Lines):
+    """The log pipe: lines of JSON ``[stream, line]`` (a handler's ``ctx.log``, in order)."""
+
+    def __init__(self, on_line: Callable[[str, str], None]) -> None:
+        super().__init__("log", self._tagged)
+        self._on_tagged = on_line
+
+    def _tagged(self, _: str, text: str) -> None:
+        try:
+            stream, line = json.loads(text)
+        except ValueError:
+            stream, line = "stderr", text
+        self._on_tagged(str(stream), str(line))
 
 
 class _Result(asyncio.Protocol):
@@ -328,8 +343,9 @@ async def run_job_process(
     err_r, err_w = os.pipe()
     res_r, res_w = os.pipe()
     spec_r, spec_w = os.pipe()
-    theirs = [out_w, err_w, res_w, spec_r]
-    ours = [out_r, err_r, res_r, spec_w]
+    log_r, log_w = os.pipe()
+    theirs = [out_w, err_w, res_w, spec_r, log_w]
+    ours = [out_r, err_r, res_r, spec_w, log_r]
     try:
         pid = await _SERVER.spawn(theirs)
     except BaseException:
@@ -345,13 +361,16 @@ async def run_job_process(
     logger.info("job %d: started job process %d", job_id, pid, extra=extra)
     transports: list[asyncio.BaseTransport] = []
     readers: list[_Lines | _Result] = []
+    result = _Result()
     timed_out = False
     try:
-        for fd, protocol in (
+        pipes: tuple[tuple[int, _Lines | _Result], ...] = (
             (out_r, _Lines("stdout", on_line)),
             (err_r, _Lines("stderr", on_line)),
-            (res_r, _Result()),
-        ):
+            (log_r, _TaggedLines(on_line)),
+            (res_r, result),
+        )
+        for fd, protocol in pipes:
             pipe = os.fdopen(fd, "rb", buffering=0)
             transport, _ = await loop.connect_read_pipe(lambda p=protocol: p, pipe)  # type: ignore[misc]
             transport.max_size = _READ_CHUNK_BYTES  # type: ignore[attr-defined]
@@ -385,5 +404,4 @@ async def run_job_process(
             opened.close()
         forget_group(pid)
     returncode, cpu_s = ended.result()
-    result = readers[2].value() if isinstance(readers[2], _Result) else None
-    return ProcessEnd(returncode, cpu_s, result, timed_out)
+    return ProcessEnd(returncode, cpu_s, result.value(), timed_out)

@@ -1,9 +1,12 @@
 """Inside a job process: set the job's environment up, call its function, say how it ended.
 
 The spec (JSON, from the worker through the job process server) names the function
-(``kind: "python"``, ``callable``, ``kwargs``) and the process's environment, working
-directory, ``sys.path`` and limits. The function's stdout and stderr are the job's output
-(``print``, ``logging`` at INFO and above, tracebacks). How the call ended goes as one JSON
+(``kind: "python"``, ``callable``, ``kwargs``) or a handler registered by a package
+(``kind: "handler"``, ``handler``, ``params``), and the process's environment, working
+directory, ``sys.path`` and limits. A handler's result goes as its JobResult's fields
+(``status``, ``error``, ``output_tail``), its ``ctx.log`` lines to the log fd. The
+process's stdout and stderr are the job's output too (``print``, ``logging`` at INFO and
+above, tracebacks). How the call ended goes as one JSON
 object to the result fd: ``{"status": "SUCCEEDED", "returned": "..."}`` (the return
 value's text, when it is not None) or ``{"status": "FAILED", "error":
 "...", "invalid_params": bool}``. A call that ends the process otherwise (``sys.exit``,
@@ -46,12 +49,14 @@ _MAX_ERROR_CHARS = 64 * 1024
 """The most characters of an error reported (its first and last halves)."""
 
 
-def run(spec: dict[str, Any], result_fd: int) -> int:
+def run(spec: dict[str, Any], result_fd: int, log_fd: int) -> int:
     """Run the job ``spec`` describes in this process; return the exit code.
 
     Args:
         spec (dict[str, Any]): the job (see the module docstring).
         result_fd (int): where the result goes (closed here).
+        log_fd (int): where a handler's ``ctx.log`` lines go, one JSON ``[stream, line]``
+            per line.
 
     Returns:
         int: 0 when a result was written; else the code to exit with (1 for an uncaught
@@ -71,6 +76,8 @@ def run(spec: dict[str, Any], result_fd: int) -> int:
     except (OSError, ValueError) as exc:
         return _report(result_fd, {"status": "FAILED", "error": f"cannot start the job: {exc}"})
     try:
+        if spec["kind"] == "handler":
+            return _report(result_fd, _run_handler(spec, log_fd))
         result = _call(spec)
     except InvalidParams as exc:
         return _report(result_fd, {"status": "FAILED", "error": exc.error, "invalid_params": True})
@@ -117,6 +124,46 @@ def _report(result_fd: int, result: dict[str, Any]) -> int:
     os.write(result_fd, json.dumps(result).encode())
     os.close(result_fd)
     return 0
+
+
+def _run_handler(spec: dict[str, Any], log_fd: int) -> dict[str, Any]:
+    """Run a handler registered by a package (its ``run``), as the worker would: how it
+    ended, as a JobResult's fields.
+
+    Raises:
+        KeyboardInterrupt: raised in the handler (the process then dies of SIGINT).
+    """
+    from tickwork._context import JobContext as Window
+    from worker_svc._execute import call_handler
+    from worker_svc._job_output import JobOutput, as_text, sendable
+
+    from ._base import JobContext as HandlerContext
+    from ._limits import ProcessLimits as Limits
+    from ._registry import get_handler
+
+    def log(stream: str, line: str) -> None:
+        record = [sendable(as_text(stream)), sendable(as_text(line))]
+        os.write(log_fd, (json.dumps(record) + "\n").encode())
+
+    window = Window.from_env()
+    ctx = HandlerContext(
+        job_id=window.job_id,
+        task_id=window.task_id,
+        task_name=window.task,
+        attempt=window.attempt,
+        timeout_s=spec["timeout_s"],
+        log=log,
+        abort_grace_s=spec["abort_grace_s"],
+        env={k: v for k, v in os.environ.items() if k.startswith("TICKWORK_")},
+        limits=Limits(**spec["limits"]),
+    )
+    output = JobOutput()
+    try:
+        handler = get_handler(spec["handler"])
+    except LookupError as exc:
+        return {"status": "FAILED", "error": _summary(exc), "output_tail": ""}
+    result = asyncio.run(call_handler(handler, spec["handler"], spec["params"], ctx, output))
+    return {"status": result.status, "error": result.error, "output_tail": result.output_tail}
 
 
 def _flush() -> None:

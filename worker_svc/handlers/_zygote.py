@@ -2,8 +2,8 @@
 
 The worker starts it once (``python -m worker_svc.handlers._zygote FD``, FD one end of a
 ``SOCK_SEQPACKET`` socket pair) and asks it for a job process by sending one small message
-with four file descriptors: the job's stdout, stderr and result pipes (write ends) and its
-spec pipe (read end). The server forks; the child becomes a process group of its own, dies
+with five file descriptors: the job's stdout, stderr, result and log pipes (write ends)
+and its spec pipe (read end). The server forks; the child becomes a process group of its own, dies
 with the server (PR_SET_PDEATHSIG), takes the pipes as its stdout, stderr and result fds,
 and reads the job's spec (JSON) from the spec pipe: the worker writes it only once the
 group is registered with the guard (``_guard``), so a worker that dies before that leaves
@@ -31,7 +31,7 @@ import traceback
 from typing import Any
 
 _PR_SET_PDEATHSIG = 1
-_MAX_FDS = 4
+_MAX_FDS = 5
 _SPEC_LIMIT_BYTES = 64 * 1024 * 1024
 """A spec longer than this is refused (params are at most 1 MiB)."""
 
@@ -70,7 +70,7 @@ def _child(fds: list[int], closing: list[int]) -> None:
         with contextlib.suppress(OSError):
             os.setpgid(0, 0)
         die_with_parent()
-        out, err, result, spec = fds
+        out, err, result, spec, log = fds
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
         os.dup2(out, 1)
@@ -83,7 +83,7 @@ def _child(fds: list[int], closing: list[int]) -> None:
             os._exit(125)  # the worker gave no go-ahead: run nothing
         from worker_svc.handlers import _runner
 
-        code = _runner.run(json.loads(data), result)
+        code = _runner.run(json.loads(data), result, log)
     except BaseException:
         with contextlib.suppress(BaseException):
             traceback.print_exc()
@@ -119,7 +119,7 @@ def serve(sock: socket.socket) -> None:
                 if len(fds) != _MAX_FDS:
                     for fd in fds:
                         os.close(fd)
-                    _send(sock, {"req": request["req"], "error": "expected 4 descriptors"})
+                    _send(sock, {"req": request["req"], "error": "expected 5 descriptors"})
                     continue
                 pid = os.fork()
                 if pid == 0:

@@ -66,6 +66,8 @@ class PythonHandler:
     """
 
     name: str = "python"
+    runs_in_worker: bool = True
+    """It runs on the worker's event loop (and starts the job's processes itself)."""
 
     def validate(self, params: dict[str, Any]) -> None:
         """Check the params' shape only: ``"module:function"`` syntax; nothing is imported.

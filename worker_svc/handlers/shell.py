@@ -80,6 +80,8 @@ class ShellHandler:
     """
 
     name: str = "shell"
+    runs_in_worker: bool = True
+    """It runs on the worker's event loop (and starts the job's processes itself)."""
 
     def validate(self, params: dict[str, Any]) -> None:
         """Check the params' shape without any I/O (the program and cwd are not looked up).
