@@ -355,29 +355,30 @@ async def run_job_process(
     finally:
         for fd in theirs:
             os.close(fd)
+    files = [os.fdopen(fd, "rb" if fd != spec_w else "wb", buffering=0) for fd in ours]
     ended = _SERVER.exit_of(pid)
     guard_group(pid)  # killed with the worker if the worker dies first
     extra = {"job_id": job_id, "pid": pid}
     logger.info("job %d: started job process %d", job_id, pid, extra=extra)
-    transports: list[asyncio.BaseTransport] = []
+    transports: list[asyncio.ReadTransport | asyncio.WriteTransport] = []
     readers: list[_Lines | _Result] = []
     result = _Result()
     timed_out = False
     try:
-        pipes: tuple[tuple[int, _Lines | _Result], ...] = (
-            (out_r, _Lines("stdout", on_line)),
-            (err_r, _Lines("stderr", on_line)),
-            (log_r, _TaggedLines(on_line)),
-            (res_r, result),
+        out, err, res, spec_pipe, log = files
+        pipes: tuple[tuple[Any, _Lines | _Result], ...] = (
+            (out, _Lines("stdout", on_line)),
+            (err, _Lines("stderr", on_line)),
+            (log, _TaggedLines(on_line)),
+            (res, result),
         )
-        for fd, protocol in pipes:
-            pipe = os.fdopen(fd, "rb", buffering=0)
+        for pipe, protocol in pipes:
             transport, _ = await loop.connect_read_pipe(lambda p=protocol: p, pipe)  # type: ignore[misc]
             transport.max_size = _READ_CHUNK_BYTES  # type: ignore[attr-defined]
             transports.append(transport)
             readers.append(protocol)
         writer: asyncio.WriteTransport
-        writer, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(spec_w, "wb", 0))
+        writer, _ = await loop.connect_write_pipe(asyncio.Protocol, spec_pipe)
         transports.append(writer)
         writer.write(json.dumps(spec).encode())  # the go-ahead: the group is guarded
         writer.close()
@@ -401,7 +402,14 @@ async def run_job_process(
                 for reader in readers:
                     await reader.closed.wait()
         for opened in transports:
-            opened.close()
+            if isinstance(opened, asyncio.WriteTransport) and opened.get_write_buffer_size():
+                # Nothing more can be read by the process (it is gone), and no write may
+                # land on a descriptor number the files below free for reuse.
+                opened.abort()
+            elif not opened.is_closing():
+                opened.close()
+        for file in files:  # those no transport took (closing twice is harmless)
+            file.close()
         forget_group(pid)
     returncode, cpu_s = ended.result()
     return ProcessEnd(returncode, cpu_s, result.value(), timed_out)
