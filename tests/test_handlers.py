@@ -185,6 +185,39 @@ async def test_shell_killed_by_signal_names_the_signal() -> None:
         await ShellHandler().run(sh("kill -9 $$"), make_ctx(Recorder()))
 
 
+async def test_shell_cpu_limit_fails_the_job_saying_so() -> None:
+    limits = handlers.ProcessLimits(cpu_limit_seconds=1)
+    with pytest.raises(JobFailed) as caught:
+        await ShellHandler().run(sh("while :; do :; done"), make_ctx(Recorder(), limits=limits))
+    assert caught.value.error.startswith("cpu_limit_seconds reached (1 s of CPU time)")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS is Linux's")
+async def test_shell_memory_limit_fails_the_job_saying_so() -> None:
+    limits = handlers.ProcessLimits(memory_limit_bytes=300 * 1024 * 1024)
+    grab = [sys.executable, "-c", "bytearray(600 * 1024 * 1024)"]
+    with pytest.raises(JobFailed) as caught:
+        await ShellHandler().run({"argv": grab}, make_ctx(Recorder(), limits=limits))
+    assert caught.value.error.startswith("memory_limit_bytes reached (314572800 bytes)")
+
+
+async def test_shell_job_gets_its_window_in_its_environment() -> None:
+    env = {"TICKWORK_TRIGGER": "SCHEDULER", "TICKWORK_FIRE_TIME": "2026-03-29T01:00:00Z"}
+    names = ("JOB_ID", "TASK", "ATTEMPT", "TRIGGER", "FIRE_TIME")
+    script = "echo " + " ".join(f"$TICKWORK_{name}" for name in names)
+    result = await ShellHandler().run(sh(script), make_ctx(Recorder(), env=env))
+    assert result.output_tail == "7 nightly 1 SCHEDULER 2026-03-29T01:00:00Z"
+
+
+def test_limits_name_what_a_platform_cannot_apply(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert handlers.unsupported_limit("memory_limit_bytes") == ""
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert "only enforced on Linux" in handlers.unsupported_limit("memory_limit_bytes")
+    assert handlers.unsupported_limit("cpu_limit_seconds") == ""
+    problem = handlers.ProcessLimits(memory_limit_bytes=1).problem()
+    assert problem.startswith("memory_limit_bytes (RLIMIT_AS) is only enforced on Linux")
+
+
 async def test_shell_missing_executable_is_named() -> None:
     with pytest.raises(JobFailed, match="executable not found: 'tickwork-no-such-program'"):
         await ShellHandler().run({"argv": ["tickwork-no-such-program", "x"]}, make_ctx(Recorder()))

@@ -73,12 +73,14 @@ class ProcessLimits:
             resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + _CPU_HARD_EXTRA_S))
 
     def shell_prefix(self) -> str:
-        """``ulimit`` commands that apply them in ``/bin/sh`` (``-v`` is in KiB)."""
+        """``ulimit`` commands that apply them in ``/bin/sh`` (``-v`` is in KiB; the CPU
+        limit's hard one a second above the soft one, as :meth:`apply` sets them)."""
         parts = []
         if self.memory_limit_bytes:
             parts.append(f"ulimit -v {max(1, self.memory_limit_bytes // 1024)}")
         if self.cpu_limit_seconds:
-            parts.append(f"ulimit -t {self.cpu_limit_seconds}")
+            hard = self.cpu_limit_seconds + _CPU_HARD_EXTRA_S
+            parts += [f"ulimit -S -t {self.cpu_limit_seconds}", f"ulimit -H -t {hard}"]
         return "".join(f"{part} || exit 126; " for part in parts)
 
     def reached(self, returncode: int | None, output_tail: str, cpu_s: float | None = None) -> str:
