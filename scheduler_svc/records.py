@@ -31,6 +31,10 @@ class TaskRecord:
     disabled_reason: str
     created_at: dt.datetime
     updated_at: dt.datetime
+    memory_limit_bytes: int = 0
+    """RLIMIT_AS of each job process, bytes; 0: none."""
+    cpu_limit_seconds: int = 0
+    """RLIMIT_CPU of each job process, seconds; 0: none."""
 
 
 @dataclass(frozen=True)

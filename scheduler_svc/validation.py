@@ -13,7 +13,7 @@ from typing import Any
 from scheduler_svc.errors import InvalidArgument
 from scheduler_svc.firing import cron_schedule
 from tickwork.cron import CronError, CronSchedule, validate_timezone
-from worker_svc.handlers import InvalidParams, UnknownHandler, get_handler
+from worker_svc.handlers import InvalidParams, UnknownHandler, get_handler, unsupported_limit
 
 MAX_NAME_CHARS = 200
 MAX_PRIORITY = 1_000_000
@@ -141,6 +141,22 @@ def seconds(value: float, field: str, *, minimum: float = 0.0) -> float:
             f"must be a number of seconds from {minimum:g} to {MAX_SECONDS}", field=field
         )
     return float(value)
+
+
+def process_limit(value: int, field: str) -> int:
+    """A per-task process limit (``task.memory_limit_bytes``, ``task.cpu_limit_seconds``):
+    0 for none, else a positive number this platform can apply.
+
+    Raises:
+        InvalidArgument: negative, or the platform cannot apply the limit; naming ``field``.
+    """
+    if value < 0:
+        raise InvalidArgument(f"must be >= 0 (0 means no limit), got {value}", field=field)
+    if value > 0:
+        problem = unsupported_limit(field.rpartition(".")[2])
+        if problem:
+            raise InvalidArgument(problem, field=field)
+    return int(value)
 
 
 def priority(value: int) -> int:

@@ -1,26 +1,30 @@
 """Functions and handlers that tests/test_handlers.py runs through the handlers.
 
 Imported by the ``python`` handler as ``handler_fixtures:<name>`` once the tests directory is on
-``sys.path`` (the tests put it there with ``monkeypatch.syspath_prepend``).
+``sys.path`` (the tests put it there with ``monkeypatch.syspath_prepend``). Each ``python`` job
+runs in a job process of its own: a function reports through its output (or a file), and
+nothing it sets here is seen by the test process or the next job.
 """
 
 from __future__ import annotations
 
 import asyncio
-import threading
+import ctypes
+import logging
+import os
+import signal
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from tickwork import JobContext as Window
 from worker_svc.handlers import HandlerResult, JobContext
 
 NOT_CALLABLE = 42
 
-RELEASE = threading.Event()
-"""Set by a test to let ``block_until_released`` return."""
-
-EVENTS: list[str] = []
-"""What the functions below report about themselves (started, cancelled, ...)."""
+REMEMBERED: list[str | None] = [None]
+"""What :func:`remember` saw and set: a job process starts from a fresh copy."""
 
 
 def add(a: int, b: int) -> int:
@@ -54,14 +58,14 @@ def raise_timeout() -> None:
     raise TimeoutError("own timeout")
 
 
-def greet(ctx: JobContext, greeting: str) -> str:
+def greet(ctx: Window, greeting: str) -> str:
     """Log a greeting naming the job; return the task name (sync, with ctx)."""
     ctx.log("stdout", f"{greeting} job {ctx.job_id} attempt {ctx.attempt}")
     ctx.log("stderr", "a warning")
     return ctx.task_name
 
 
-async def async_greet(greeting: str, *, ctx: JobContext) -> dict[str, Any]:
+async def async_greet(greeting: str, *, ctx: Window) -> dict[str, Any]:
     """Log a greeting; return a dict (async, ctx keyword-only)."""
     ctx.log("stdout", greeting)
     return {"task_id": ctx.task_id}
@@ -72,60 +76,98 @@ def takes_kwargs(**kwargs: Any) -> list[str]:
     return sorted(kwargs)
 
 
-def log_lines(ctx: JobContext, count: int) -> int:
+def log_lines(ctx: Window, count: int) -> int:
     """Log ``count`` numbered lines from the worker thread (sync)."""
     for i in range(count):
         ctx.log("stdout", f"line {i}")
     return count
 
 
-async def wait_forever(ctx: JobContext) -> None:
-    """Log "waiting", then wait until cancelled; record the cancellation."""
-    ctx.log("stdout", "waiting")
-    try:
-        await asyncio.Event().wait()
-    except asyncio.CancelledError:
-        EVENTS.append("cancelled")
-        raise
+def _print_pid() -> None:
+    print(f"pid {os.getpid()}", flush=True)
 
 
-def block_until_released(ctx: JobContext) -> str:
-    """Log "blocking", then block this thread until RELEASE is set (at most 30 s: one C
-    call, which nothing interrupts); record "stopped <ExcType>" if an exception ends it."""
-    ctx.log("stdout", "blocking")
-    try:
-        released = RELEASE.wait(timeout=30)
-    except BaseException as exc:
-        EVENTS.append(f"stopped {type(exc).__name__}")
-        raise
-    EVENTS.append("released" if released else "gave up")
-    return "released"
+async def wait_forever() -> None:
+    """Print ``pid N``, then wait on the event loop forever."""
+    _print_pid()
+    await asyncio.Event().wait()
 
 
-def spin(ctx: JobContext) -> None:
-    """Log "spinning", then loop in Python (10 ms sleeps) until an exception ends the loop;
-    record "stopped <ExcType>"."""
-    ctx.log("stdout", "spinning")
-    try:
-        while not RELEASE.is_set():
-            time.sleep(0.01)
-    except BaseException as exc:
-        EVENTS.append(f"stopped {type(exc).__name__}")
-        raise
-    EVENTS.append("released")
+def spin() -> None:
+    """Print ``pid N``, then loop in Python forever."""
+    _print_pid()
+    while True:
+        time.sleep(0.01)
 
 
-def swallow_stop(ctx: JobContext) -> str:
-    """Loop in Python until RELEASE is set, swallowing every exception raised meanwhile
-    (a function the worker cannot stop); record each as "swallowed <ExcType>"."""
-    ctx.log("stdout", "looping")
-    while not RELEASE.is_set():
-        try:
-            time.sleep(0.01)
-        except BaseException as exc:
-            EVENTS.append(f"swallowed {type(exc).__name__}")
-    EVENTS.append("released")
-    return "released"
+def sleep_forever() -> None:
+    """Print ``pid N``, then sleep in one C call for 600 s."""
+    _print_pid()
+    time.sleep(600)
+
+
+def ignore_sigterm() -> None:
+    """Ignore SIGTERM, print ``pid N``, then sleep 600 s."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    _print_pid()
+    time.sleep(600)
+
+
+def remember(value: str) -> str:
+    """Print ``pid N``; return what REMEMBERED held before and after setting ``value``."""
+    _print_pid()
+    REMEMBERED.append(value)
+    return repr(REMEMBERED)
+
+
+def print_and_log() -> str:
+    """``print`` a line and log a warning; return "done"."""
+    print("printed")
+    logging.getLogger("handler_fixtures").warning("logged")
+    return "done"
+
+
+def exit_with(code: int) -> None:
+    """``sys.exit(code)``."""
+    sys.exit(code)
+
+
+def hard_exit(code: int) -> None:
+    """``os._exit(code)``: no cleanup, no result."""
+    os._exit(code)
+
+
+def raise_keyboard_interrupt() -> None:
+    """Raise KeyboardInterrupt, as Ctrl-C would."""
+    raise KeyboardInterrupt
+
+
+def raise_memory_error() -> None:
+    """Raise MemoryError."""
+    raise MemoryError
+
+
+def segfault() -> None:
+    """Crash in C: read address 0."""
+    ctypes.string_at(0)
+
+
+def allocate(mib: int) -> int:
+    """Allocate ``mib`` MiB (touching it); return ``mib``."""
+    block = bytearray(mib * 1024 * 1024)
+    return len(block) // (1024 * 1024)
+
+
+def window(ctx: Window) -> str:
+    """The job's TICKWORK_* variables and its context, one line each."""
+    names = ("JOB_ID", "TASK", "ATTEMPT", "TRIGGER", "SCHEDULE", "FIRE_TIME", "PREVIOUS_FIRE_TIME")
+    env = " ".join(os.environ.get(f"TICKWORK_{name}", "-") for name in names)
+    previous = ctx.previous_fire_time.isoformat() if ctx.previous_fire_time else "-"
+    fire = ctx.fire_time.isoformat().replace("+00:00", "Z") if ctx.fire_time else "-"
+    return (
+        f"env {env}\nctx {ctx.job_id} {ctx.task_id} {ctx.task} {ctx.trigger} "
+        f"{ctx.schedule} {fire} {previous}"
+    )
 
 
 def busy_for(seconds: float) -> int:
@@ -143,8 +185,9 @@ def _append(path: str, line: str) -> None:
 
 
 def append_until_stopped(path: str) -> None:
-    """Append "tick" to ``path`` every 10 ms, forever (Python code: it can be stopped);
-    append "stopped <ExcType>" when an exception ends it."""
+    """Append "pid N", then "tick" to ``path`` every 10 ms, forever; append "stopped
+    <ExcType>" when an exception ends it."""
+    _append(path, f"pid {os.getpid()}")
     try:
         while True:
             _append(path, "tick")
@@ -154,11 +197,11 @@ def append_until_stopped(path: str) -> None:
         raise
 
 
-def sleep_in_one_call(ctx: JobContext, path: str, label: str, seconds: float) -> str:
-    """Append "start LABEL JOB_ID T", sleep ``seconds`` in one C call (which nothing
-    interrupts), then append "end LABEL JOB_ID T" however the call ended (T:
-    ``time.monotonic()``, the same clock for every job of one worker process)."""
-    _append(path, f"start {label} {ctx.job_id} {time.monotonic()!r}")
+def sleep_in_one_call(ctx: Window, path: str, label: str, seconds: float) -> str:
+    """Append "start LABEL JOB_ID T PID", sleep ``seconds`` in one C call, then append "end
+    LABEL JOB_ID T" however the call ended, unless its process is killed meanwhile (T:
+    ``time.monotonic()``, one clock for every process of the machine)."""
+    _append(path, f"start {label} {ctx.job_id} {time.monotonic()!r} {os.getpid()}")
     try:
         time.sleep(seconds)
     finally:
@@ -173,7 +216,7 @@ def intervals(path: str) -> dict[str, list[tuple[float, float]]]:
     spans: dict[tuple[str, str], list[float]] = {}
     lines = Path(path).read_text().splitlines() if Path(path).exists() else []
     for line in lines:
-        kind, label, job_id, at = line.split()
+        kind, label, job_id, at = line.split()[:4]
         if kind == "start":
             spans[(label, job_id)] = [float(at), float("inf")]
         else:
@@ -202,11 +245,6 @@ def not_a_handler() -> object:
     return object()
 
 
-def thread_ident() -> int:
-    """The identifier of the thread that runs this (sync) call."""
-    return threading.get_ident()
-
-
 def fail_long(chars: int, char: str = "x") -> None:
     """Raise ValueError whose message is ``chars`` characters, bracketed by HEAD and TAIL."""
     raise ValueError("HEAD" + char * chars + "TAIL")
@@ -218,29 +256,83 @@ def fail_not_utf8() -> None:
     raise ValueError(b"bad \x80 byte".decode("utf-8", "surrogateescape"))
 
 
-def log_long(ctx: JobContext, chars: int) -> None:
+def log_long(ctx: Window, chars: int) -> None:
     """Log one line of ``chars`` characters, then a short one."""
     ctx.log("stdout", "y" * chars)
     ctx.log("stdout", "after the long line")
 
 
 async def record_sleep(record: str, name: str, seconds: float) -> str:
-    """Append ``start NAME`` to the file ``record``, sleep ``seconds`` on the worker's event
-    loop (so a stopped worker process stops it too), then append ``end NAME`` (or
-    ``aborted NAME`` when the job is aborted meanwhile)."""
-    _append(record, f"start {name}")
-    try:
-        await asyncio.sleep(seconds)
-    except asyncio.CancelledError:
+    """Append ``start NAME`` to the file ``record``, sleep ``seconds``, then append ``end
+    NAME`` (or ``aborted NAME`` when its process is stopped meanwhile: SIGTERM)."""
+
+    def aborted(signum: int, frame: object) -> None:
         _append(record, f"aborted {name}")
-        raise
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, aborted)
+    _append(record, f"start {name}")
+    await asyncio.sleep(seconds)
     _append(record, f"end {name}")
     return name
 
 
 async def blocking_async(record: str, name: str, seconds: float) -> None:
-    """Append ``start NAME TIME`` to ``record``, block the worker's event loop for
-    ``seconds`` (``time.sleep`` in an ``async def``), then append ``end NAME TIME``."""
+    """Append ``start NAME TIME`` to ``record``, block its event loop for ``seconds``
+    (``time.sleep`` in an ``async def``), then append ``end NAME TIME``."""
     _append(record, f"start {name} {time.time():.3f}")
     time.sleep(seconds)  # noqa: ASYNC251 - the mistake this fixture makes on purpose
     _append(record, f"end {name} {time.time():.3f}")
+
+
+def pids(path: str) -> list[int]:
+    """The pids :func:`sleep_in_one_call` and :func:`append_until_stopped` recorded in
+    ``path``, in order."""
+    lines = Path(path).read_text().splitlines() if Path(path).exists() else []
+    found = []
+    for line in lines:
+        words = line.split()
+        if words[0] == "pid":
+            found.append(int(words[1]))
+        elif words[0] == "start":
+            found.append(int(words[4]))
+    return found
+
+
+def pid_exists(pid: int) -> bool:
+    """Whether process ``pid`` exists (a zombie included)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def kill_self(signal_name: str) -> None:
+    """Send this process the signal named ``signal_name`` (``"SIGKILL"``)."""
+    os.kill(os.getpid(), signal.Signals[signal_name])
+
+
+def print_then_wait(go: str) -> str:
+    """Print "first", wait (at most 30 s) until the file ``go`` exists, print "second"."""
+    print("first")
+    deadline = time.monotonic() + 30
+    while not Path(go).exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    print("second")
+    return "done"
+
+
+def record_window(ctx: Window, path: str) -> str:
+    """Append one line to ``path``: attempt, then TICKWORK_FIRE_TIME and
+    TICKWORK_PREVIOUS_FIRE_TIME (``-`` when unset), then the same from ``ctx``; fail on the
+    first attempt."""
+    env = [os.environ.get(f"TICKWORK_{n}", "-") for n in ("FIRE_TIME", "PREVIOUS_FIRE_TIME")]
+    fire = ctx.fire_time.isoformat() if ctx.fire_time else "-"
+    previous = ctx.previous_fire_time.isoformat() if ctx.previous_fire_time else "-"
+    _append(path, f"{ctx.attempt} {env[0]} {env[1]} {fire} {previous} {ctx.schedule}")
+    if ctx.attempt == 1:
+        raise RuntimeError("the first attempt fails")
+    return "ok"

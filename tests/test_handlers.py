@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import os
+import re
 import sys
 import threading
 import time
@@ -28,7 +29,6 @@ from worker_svc.handlers import (
     PythonHandler,
     ShellHandler,
     UnknownHandler,
-    abandoned_calls,
     get_handler,
     handler_names,
 )
@@ -183,6 +183,39 @@ async def test_shell_nonzero_exit_fails_with_code_and_stderr_tail() -> None:
 async def test_shell_killed_by_signal_names_the_signal() -> None:
     with pytest.raises(JobFailed, match=r"^exit code -9 \(killed by SIGKILL\)$"):
         await ShellHandler().run(sh("kill -9 $$"), make_ctx(Recorder()))
+
+
+async def test_shell_cpu_limit_fails_the_job_saying_so() -> None:
+    limits = handlers.ProcessLimits(cpu_limit_seconds=1)
+    with pytest.raises(JobFailed) as caught:
+        await ShellHandler().run(sh("while :; do :; done"), make_ctx(Recorder(), limits=limits))
+    assert caught.value.error.startswith("cpu_limit_seconds reached (1 s of CPU time)")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS is Linux's")
+async def test_shell_memory_limit_fails_the_job_saying_so() -> None:
+    limits = handlers.ProcessLimits(memory_limit_bytes=300 * 1024 * 1024)
+    grab = [sys.executable, "-c", "bytearray(600 * 1024 * 1024)"]
+    with pytest.raises(JobFailed) as caught:
+        await ShellHandler().run({"argv": grab}, make_ctx(Recorder(), limits=limits))
+    assert caught.value.error.startswith("memory_limit_bytes reached (314572800 bytes)")
+
+
+async def test_shell_job_gets_its_window_in_its_environment() -> None:
+    env = {"TICKWORK_TRIGGER": "SCHEDULER", "TICKWORK_FIRE_TIME": "2026-03-29T01:00:00Z"}
+    names = ("JOB_ID", "TASK", "ATTEMPT", "TRIGGER", "FIRE_TIME")
+    script = "echo " + " ".join(f"$TICKWORK_{name}" for name in names)
+    result = await ShellHandler().run(sh(script), make_ctx(Recorder(), env=env))
+    assert result.output_tail == "7 nightly 1 SCHEDULER 2026-03-29T01:00:00Z"
+
+
+def test_limits_name_what_a_platform_cannot_apply(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert handlers.unsupported_limit("memory_limit_bytes") == ""
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert "only enforced on Linux" in handlers.unsupported_limit("memory_limit_bytes")
+    assert handlers.unsupported_limit("cpu_limit_seconds") == ""
+    problem = handlers.ProcessLimits(memory_limit_bytes=1).problem()
+    assert problem.startswith("memory_limit_bytes (RLIMIT_AS) is only enforced on Linux")
 
 
 async def test_shell_missing_executable_is_named() -> None:
@@ -395,10 +428,7 @@ async def test_shell_run_rejects_invalid_params() -> None:
 def fixtures(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     """The handler_fixtures module, importable by the python handler as 'handler_fixtures'."""
     monkeypatch.syspath_prepend(str(TESTS_DIR))
-    module = importlib.import_module("handler_fixtures")
-    module.RELEASE.clear()
-    module.EVENTS.clear()
-    return module
+    return importlib.import_module("handler_fixtures")
 
 
 def py(name: str, **kwargs: Any) -> dict[str, Any]:
@@ -425,9 +455,13 @@ async def test_python_sync_function_gets_ctx_and_its_log_lines() -> None:
     log = Recorder()
     result = await PythonHandler().run(py("greet", greeting="hello"), make_ctx(log, attempt=2))
 
-    assert log.lines == [("stdout", "hello job 7 attempt 2"), ("stderr", "a warning")]
+    # Two pipes: each stream keeps its order; how they interleave is up to the scheduler.
+    assert log.stream("stdout") == ["hello job 7 attempt 2"]
+    assert log.stream("stderr") == ["a warning"]
     assert log.threads == {threading.get_ident()}  # forwarded on the event loop thread
-    assert result.output_tail == "hello job 7 attempt 2\na warning\nnightly"
+    *output, returned = result.output_tail.splitlines()
+    assert sorted(output) == ["a warning", "hello job 7 attempt 2"]
+    assert returned == "nightly"
 
 
 @pytest.mark.usefixtures("fixtures")
@@ -478,134 +512,137 @@ async def test_python_own_timeout_error_is_a_failure_not_a_timeout() -> None:
         await PythonHandler().run(py("raise_timeout"), make_ctx(Recorder(), timeout_s=60))
 
 
-async def test_python_async_timeout_cancels_the_coroutine(fixtures: ModuleType) -> None:
+def started_pid(log: Recorder) -> int | None:
+    """The pid a fixture printed as ``pid N``, once it has."""
+    for line in log.stream("stdout"):
+        if line.startswith("pid "):
+            return int(line.split()[1])
+    return None
+
+
+@pytest.mark.usefixtures("fixtures")
+@pytest.mark.parametrize("name", ["wait_forever", "spin", "sleep_forever"])
+async def test_python_timeout_stops_the_job_process_sync_functions_included(name: str) -> None:
     log = Recorder()
-    with pytest.raises(JobFailed, match=r"^timed out after 0\.2 s$") as caught:
-        await PythonHandler().run(py("wait_forever"), make_ctx(log, timeout_s=0.2))
+    started = time.monotonic()
+    with pytest.raises(JobFailed, match=r"^timed out after 0\.5 s$") as caught:
+        await PythonHandler().run(py(name), make_ctx(log, timeout_s=0.5))
 
-    assert fixtures.EVENTS == ["cancelled"]
-    assert caught.value.output_tail == "waiting"
-
-
-async def test_python_sync_timeout_stops_a_function_running_python_code(
-    fixtures: ModuleType,
-) -> None:
-    with pytest.raises(
-        JobFailed, match=r"^timed out after 0\.2 s \(the function was asked to stop\)$"
-    ) as caught:
-        await PythonHandler().run(py("spin"), make_ctx(Recorder(), timeout_s=0.2))
-
-    assert caught.value.output_tail == "spinning"
-    await wait_until(lambda: fixtures.EVENTS == ["stopped JobStopped"] and not abandoned_calls())
+    assert time.monotonic() - started < 3
+    pid = started_pid(log)
+    assert pid is not None and pid != os.getpid(), log.lines
+    assert not pid_exists(pid), "the job process is gone (and was reaped)"
+    assert caught.value.output_tail.startswith(f"pid {pid}")
 
 
-async def test_python_sync_function_in_a_long_c_call_stops_once_the_call_returns(
-    fixtures: ModuleType,
-) -> None:
-    try:
-        with pytest.raises(JobFailed, match=r"^timed out after 0\.2 s \(the function was"):
-            await PythonHandler().run(
-                py("block_until_released"), make_ctx(Recorder(), timeout_s=0.2)
-            )
-        # Stuck in one C call (a lock wait): listed until it returns, not stopped yet.
-        (call,) = abandoned_calls()
-        assert (call.job_id, call.target) == (7, "handler_fixtures:block_until_released")
-        assert not call.returned.done()
-        assert fixtures.EVENTS == []
-    finally:
-        fixtures.RELEASE.set()
-    await asyncio.wait_for(asyncio.shield(call.returned), 10)
-    assert abandoned_calls() == []
-    # The exception arrived as soon as the wait returned, before the function went on.
-    assert fixtures.EVENTS == ["stopped JobStopped"]
-
-
-async def test_python_a_function_that_swallows_the_stop_stays_listed_until_it_returns(
-    fixtures: ModuleType,
-) -> None:
-    try:
-        with pytest.raises(JobFailed, match="timed out"):
-            await PythonHandler().run(py("swallow_stop"), make_ctx(Recorder(), timeout_s=0.2))
-        await wait_until(lambda: fixtures.EVENTS == ["swallowed JobStopped"])
-        (call,) = abandoned_calls()
-        assert not call.returned.done()  # it goes on: only asked to stop, once
-    finally:
-        fixtures.RELEASE.set()
-    await asyncio.wait_for(asyncio.shield(call.returned), 10)
-    assert fixtures.EVENTS == ["swallowed JobStopped", "released"]
-    assert abandoned_calls() == []
-
-
-async def test_python_sync_calls_reuse_an_idle_thread_but_never_wait_for_a_busy_one(
-    fixtures: ModuleType,
-) -> None:
-    handler = PythonHandler()
-    first = await handler.run(py("thread_ident"), make_ctx(Recorder()))
-    second = await handler.run(py("thread_ident"), make_ctx(Recorder()))
-    assert second.output_tail == first.output_tail  # the thread of the first call, idle again
-    try:
-        with pytest.raises(JobFailed, match="timed out"):
-            await handler.run(py("block_until_released"), make_ctx(Recorder(), timeout_s=0.2))
-        # The abandoned call still holds its thread: the next call runs in another one
-        # (the worker itself takes no job meanwhile; the handler does not refuse one).
-        third = await handler.run(py("thread_ident"), make_ctx(Recorder(), timeout_s=5))
-        assert third.output_tail != first.output_tail
-    finally:
-        fixtures.RELEASE.set()
-    await wait_until(lambda: not abandoned_calls())
-    # The stopped thread went back to the idle ones (last, so it is taken first), with no
-    # exception left pending: it runs the next calls.
-    fourth = await handler.run(py("thread_ident"), make_ctx(Recorder(), timeout_s=5))
-    assert fourth.output_tail == first.output_tail
-    assert (await handler.run(py("add", a=1, b=2), make_ctx(Recorder()))).output_tail == "3"
-
-
-async def test_python_a_stop_racing_the_functions_return_never_leaks_out_of_the_call(
-    fixtures: ModuleType,
-) -> None:
-    """Timeouts as long as the function: the stop often comes as the function returns.
-    A JobStopped that arrived after the call would kill an idle thread (the next call in
-    it would hang) or hit the next job's function."""
-    handler = PythonHandler()
-    outcomes: set[str] = set()
-    for i in range(60):
-        seconds = 0.002 + (i % 6) * 0.001
-        try:
-            await handler.run(
-                py("busy_for", seconds=seconds), make_ctx(Recorder(), timeout_s=seconds)
-            )
-            outcomes.add("returned")
-        except JobFailed:
-            outcomes.add("timed out")
-        await wait_until(lambda: not abandoned_calls())
-        result = await asyncio.wait_for(
-            handler.run(py("add", a=i, b=1), make_ctx(Recorder(), timeout_s=5)), 10
-        )
-        assert result.output_tail == str(i + 1)
-    assert "timed out" in outcomes
-
-
-async def test_python_abort_cancels_an_async_function(fixtures: ModuleType) -> None:
+@pytest.mark.usefixtures("fixtures")
+@pytest.mark.parametrize("name", ["wait_forever", "spin", "sleep_forever"])
+async def test_python_abort_stops_the_job_process_at_once(name: str) -> None:
     log = Recorder()
-    task = asyncio.create_task(PythonHandler().run(py("wait_forever"), make_ctx(log)))
-    await wait_until(lambda: bool(log.lines))
-
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    assert fixtures.EVENTS == ["cancelled"]
-
-
-async def test_python_abort_of_a_sync_function_stops_it(fixtures: ModuleType) -> None:
-    log = Recorder()
-    task = asyncio.create_task(PythonHandler().run(py("spin"), make_ctx(log)))
-    await wait_until(lambda: bool(log.lines))
+    task = asyncio.create_task(PythonHandler().run(py(name), make_ctx(log)))
+    await wait_until(lambda: started_pid(log) is not None)
     aborted = time.monotonic()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
     assert time.monotonic() - aborted < 1
-    await wait_until(lambda: fixtures.EVENTS == ["stopped JobStopped"] and not abandoned_calls())
+    pid = started_pid(log)
+    assert pid is not None and not pid_exists(pid)
+
+
+@pytest.mark.usefixtures("fixtures")
+async def test_python_a_function_that_ignores_sigterm_is_killed_after_the_grace() -> None:
+    log = Recorder()
+    task = asyncio.create_task(
+        PythonHandler().run(py("ignore_sigterm"), make_ctx(log, abort_grace_s=0.5))
+    )
+    await wait_until(lambda: started_pid(log) is not None)
+    aborted = time.monotonic()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert 0.5 <= time.monotonic() - aborted < 2
+    pid = started_pid(log)
+    assert pid is not None and not pid_exists(pid)
+
+
+@pytest.mark.usefixtures("fixtures")
+async def test_python_each_job_runs_in_a_fresh_process_no_state_carries_over() -> None:
+    handler = PythonHandler()
+    first = await handler.run(py("remember", value="first"), make_ctx(Recorder()))
+    second = await handler.run(py("remember", value="second"), make_ctx(Recorder()))
+    assert first.output_tail.splitlines()[-1] == "[None, 'first']"
+    assert second.output_tail.splitlines()[-1] == "[None, 'second']", "nothing of job 1 left"
+    pids = {int(r.output_tail.split()[1]) for r in (first, second)}
+    assert len(pids) == 2 and os.getpid() not in pids
+
+
+@pytest.mark.usefixtures("fixtures")
+async def test_python_print_and_logging_are_the_jobs_output() -> None:
+    log = Recorder()
+    result = await PythonHandler().run(py("print_and_log"), make_ctx(log))
+    assert log.stream("stdout") == ["printed"]
+    assert log.stream("stderr") == ["WARNING handler_fixtures: logged"]
+    assert result.output_tail.splitlines()[-1] == "done"
+
+
+@pytest.mark.usefixtures("fixtures")
+@pytest.mark.parametrize(
+    ("name", "kwargs", "error"),
+    [
+        ("exit_with", {"code": 3}, r"^exit code 3$"),
+        ("hard_exit", {"code": 4}, r"^exit code 4$"),
+        (
+            "raise_keyboard_interrupt",
+            {},
+            r"^exit code -2 \(killed by SIGINT\): .*KeyboardInterrupt",
+        ),
+        ("raise_memory_error", {}, r"^exit code 1: .*MemoryError"),
+        ("segfault", {}, r"^exit code -11 \(killed by SIGSEGV\)"),
+    ],
+)
+async def test_python_a_job_process_that_dies_fails_its_job_naming_the_exit(
+    name: str, kwargs: dict[str, Any], error: str
+) -> None:
+    with pytest.raises(JobFailed) as caught:
+        await PythonHandler().run(py(name, **kwargs), make_ctx(Recorder()))
+    assert re.match(error, caught.value.error, re.DOTALL), caught.value.error
+    result = await PythonHandler().run(py("add", a=1, b=2), make_ctx(Recorder()))
+    assert result.output_tail == "3", "the next job runs as usual"
+
+
+@pytest.mark.usefixtures("fixtures")
+async def test_python_job_gets_its_window_in_env_and_ctx() -> None:
+    fire = "2026-03-29T01:00:00Z"
+    env = {
+        "TICKWORK_TRIGGER": "SCHEDULER",
+        "TICKWORK_SCHEDULE": "nightly",
+        "TICKWORK_FIRE_TIME": fire,
+        "TICKWORK_PREVIOUS_FIRE_TIME": "2026-03-28T01:00:00Z",
+    }
+    result = await PythonHandler().run(py("window"), make_ctx(Recorder(), env=env))
+    lines = result.output_tail.splitlines()
+    assert lines[0] == f"env 7 nightly 1 SCHEDULER nightly {fire} 2026-03-28T01:00:00Z"
+    assert lines[1] == f"ctx 7 3 nightly SCHEDULER nightly {fire} 2026-03-28T01:00:00+00:00"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS is Linux's")
+@pytest.mark.usefixtures("fixtures")
+async def test_python_memory_limit_fails_the_job_saying_so() -> None:
+    limits = handlers.ProcessLimits(memory_limit_bytes=300 * 1024 * 1024)
+    with pytest.raises(JobFailed) as caught:
+        await PythonHandler().run(py("allocate", mib=600), make_ctx(Recorder(), limits=limits))
+    assert caught.value.error.startswith("memory_limit_bytes reached (314572800 bytes)")
+    small = await PythonHandler().run(py("allocate", mib=10), make_ctx(Recorder(), limits=limits))
+    assert small.output_tail == "10"
+
+
+@pytest.mark.usefixtures("fixtures")
+async def test_python_cpu_limit_fails_the_job_saying_so() -> None:
+    limits = handlers.ProcessLimits(cpu_limit_seconds=1)
+    with pytest.raises(JobFailed) as caught:
+        await PythonHandler().run(py("busy_for", seconds=30), make_ctx(Recorder(), limits=limits))
+    assert caught.value.error.startswith("cpu_limit_seconds reached (1 s of CPU time)")
 
 
 @pytest.mark.usefixtures("fixtures")

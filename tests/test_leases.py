@@ -498,8 +498,8 @@ def test_a_standby_worker_takes_over_and_jobs_never_overlap(
 
 
 def record_task(client: Client, name: str, record: Path, seconds: float) -> None:
-    """A task whose job (in the worker's process, on its event loop) appends ``start NAME``
-    to ``record``, sleeps ``seconds`` and appends ``end NAME`` (``aborted NAME`` if aborted)."""
+    """A task whose job (in its job process) appends ``start NAME`` to ``record``, sleeps
+    ``seconds`` and appends ``end NAME`` (``aborted NAME`` if its process is stopped)."""
     client.create_task(
         name,
         "python",
@@ -575,7 +575,8 @@ def test_a_stopped_worker_loses_the_lease_and_the_standby_runs_the_next_job(
     assert all(f":{standby.pid}:" in s[1] for s in spans[1:])
     for earlier, later in itertools.pairwise(spans):
         assert earlier[3] <= later[2], (earlier, later)  # never two RUNNING at once
-    # The stopped job did nothing while stopped and was aborted when its worker woke up.
+    # The job's process slept on while its worker was stopped (the one limit of the guard:
+    # a stopped worker is alive) and was stopped when its worker woke up.
     assert record.read_text().splitlines() == [
         "start long",
         "start b",
@@ -728,11 +729,10 @@ def test_a_worker_cut_off_by_a_black_hole_stops_its_job_before_the_standby_start
 def test_a_job_that_blocks_its_worker_s_event_loop_keeps_the_lease_and_nothing_overlaps(
     tmp_path: Path, lease_server: Server
 ) -> None:
-    """An async job that blocks the event loop (``time.sleep`` in ``async def``, a common
-    mistake) for several lease TTLs sends no heartbeat meanwhile: its job's lease expires
-    and it is failed "lease lost", but the worker's connection still answers the service's
-    pings, so the worker keeps the worker lease and the standby runs nothing until the
-    blocking job has returned. Two jobs never run at once."""
+    """An async job that blocks its event loop (``time.sleep`` in ``async def``, a common
+    mistake) for several lease TTLs blocks only its own job process: the worker goes on
+    heartbeating and answering the service's pings, keeps the worker lease, and the standby
+    runs nothing until the blocking job has returned. Two jobs never run at once."""
     record = tmp_path / "record"
     with Client(lease_server.address) as client:
         for name, seconds in (("block", 4 * LEASE_TTL_S), ("b", 0.2)):

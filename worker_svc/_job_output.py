@@ -16,6 +16,8 @@ __all__ = [
 
 _MAX_PENDING_LINES = 10_000
 """Lines kept while waiting to be sent; beyond this the oldest are dropped (and counted)."""
+_MAX_PENDING_CHARS = 4 * 1024 * 1024
+"""Characters kept while waiting to be sent; beyond this the oldest lines are dropped too."""
 _MAX_BATCH_LINES = 500
 """Most lines in one LogLines message."""
 _MAX_BATCH_CHARS = 256 * 1024
@@ -122,13 +124,15 @@ def reported_tail(text: str) -> str:
 class JobOutput:
     """Collects a job's output lines: ``add`` is the job's ``JobContext.log``.
 
-    Memory is bounded: at most 10,000 lines wait to be sent (older ones are dropped, and a
-    note saying how many goes out with the next batch), and the tail keeps 4096 characters.
+    Memory is bounded: at most 10,000 lines and 4 Mi characters wait to be sent (older
+    ones are dropped, and a note saying how many goes out with the next batch), and the
+    tail keeps 4096 characters.
     """
 
     def __init__(self) -> None:
         """Create an empty output."""
         self._pending: collections.deque[tuple[str, str]] = collections.deque()
+        self._pending_chars = 0
         self._dropped = 0
         self._tail: collections.deque[str] = collections.deque()
         self._tail_chars = 0  # sum of len(line) + 1 over self._tail
@@ -151,10 +155,14 @@ class JobOutput:
         self._add(stream, line)
 
     def _add(self, stream: str, line: str) -> None:
-        if len(self._pending) >= _MAX_PENDING_LINES:
-            self._pending.popleft()
+        while self._pending and (
+            len(self._pending) >= _MAX_PENDING_LINES
+            or self._pending_chars + len(line) > _MAX_PENDING_CHARS
+        ):
+            self._pending_chars -= len(self._pending.popleft()[1])
             self._dropped += 1
         self._pending.append((stream, line))
+        self._pending_chars += len(line)
         self._tail.append(line)
         self._tail_chars += len(line) + 1
         while len(self._tail) > 1 and self._tail_chars - len(self._tail[0]) - 1 >= _TAIL_CHARS:
@@ -174,6 +182,7 @@ class JobOutput:
             batches.append(("stderr", [note]))
             self._dropped = 0
         chars = 0
+        self._pending_chars = 0
         while self._pending:
             stream, line = self._pending.popleft()
             if (

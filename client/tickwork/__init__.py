@@ -9,6 +9,7 @@ config-file support in :mod:`tickwork.apply`.
 
 from tickwork._async import AsyncClient
 from tickwork._channel import TlsConfig
+from tickwork._context import JobContext
 from tickwork._requests import NewSchedule
 from tickwork._sync import Client
 from tickwork.errors import (
@@ -49,6 +50,7 @@ __all__ = [
     "FireTimePreview",
     "InvalidArgument",
     "Job",
+    "JobContext",
     "JobStatus",
     "JobTimeout",
     "NewSchedule",

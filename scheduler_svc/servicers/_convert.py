@@ -73,6 +73,8 @@ def task(r: TaskRecord) -> task_pb2.Task:
         disabled_reason=r.disabled_reason,
         create_time=ts(r.created_at),
         update_time=ts(r.updated_at),
+        memory_limit_bytes=r.memory_limit_bytes,
+        cpu_limit_seconds=r.cpu_limit_seconds,
     )
 
 

@@ -25,6 +25,8 @@ WRITABLE = (
     "enabled",
     "timeout_seconds",
     "retry_policy",
+    "memory_limit_bytes",
+    "cpu_limit_seconds",
 )
 
 
@@ -53,6 +55,8 @@ def task_values(task: task_pb2.Task, paths: tuple[str, ...]) -> dict[str, Any]:
             out["timeout_seconds"] = validation.seconds(
                 task.timeout_seconds, "task.timeout_seconds"
             )
+        elif path in ("memory_limit_bytes", "cpu_limit_seconds"):
+            out[path] = validation.process_limit(getattr(task, path), f"task.{path}")
         elif path == "retry_policy":
             rp = task.retry_policy
             attempts, base, cap = validation.retry_policy(

@@ -172,7 +172,7 @@ class WorkerSession:
                     self.holder, now, self._s.lease_ttl_s, worker_lease_holder=self.holder
                 )
                 if claimed is not None:
-                    self._assign(*claimed)
+                    await self._assign(*claimed)
                     return
                 ready = await self.app.store.next_ready_time(now)
                 if ready is not None and ready > now:
@@ -195,13 +195,14 @@ class WorkerSession:
             woken.cancel()
         return woken.done() and not woken.cancelled() and woken.result()
 
-    def _assign(self, job: JobRecord, task: TaskRecord) -> None:
+    async def _assign(self, job: JobRecord, task: TaskRecord) -> None:
         """Send AssignJob for ``job`` (already leased to this worker)."""
-        self.out.put_nowait(Resp(assign_job=self._assignment(job, task)))
+        self.out.put_nowait(Resp(assign_job=await self._assignment(job, task)))
 
-    def _assignment(self, job: JobRecord, task: TaskRecord) -> Resp.AssignJob:
+    async def _assignment(self, job: JobRecord, task: TaskRecord) -> Resp.AssignJob:
         """The AssignJob of ``job`` (already leased to this worker), now this session's
-        running job."""
+        running job: with the task's process limits, and for a scheduled job the window it
+        was fired for (a retry keeps its first attempt's fire time)."""
         self.job_id, self.lease_token = job.id, job.lease_token or ""
         self.app.hub.on_abort(job.id, self._abort)
         self.app.hub.job_changed(job.id)
@@ -209,13 +210,27 @@ class WorkerSession:
             "job assigned",
             extra={"job_id": job.id, "task_id": task.id, "worker_id": self.worker_id},
         )
-        return Resp.AssignJob(
+        assignment = Resp.AssignJob(
             job=cv.job(job),
             handler=task.handler,
             params=cv.struct(task.params),
             timeout_seconds=task.timeout_seconds,
             lease_token=self.lease_token,
+            memory_limit_bytes=task.memory_limit_bytes,
+            cpu_limit_seconds=task.cpu_limit_seconds,
         )
+        if job.schedule_id is not None and job.fire_time is not None:
+            try:
+                name, previous = await self.app.store.fire_window(job.schedule_id, job.fire_time)
+            except Exception:
+                # The job runs without its previous fire time rather than not at all.
+                log.warning("fire window not read", exc_info=True, extra={"job_id": job.id})
+            else:
+                assignment.schedule_name = name
+                stamp = cv.ts(previous)
+                if stamp is not None:
+                    assignment.previous_fire_time.CopyFrom(stamp)
+        return assignment
 
     def _abort(self, job_id: int, reason: str) -> None:
         if job_id == self.job_id:
@@ -268,12 +283,12 @@ class WorkerSession:
             self.job_id, self.lease_token = 0, ""
         ack = Resp.OutcomeAck(job_id=m.job_id, accepted=result.accepted)
         if result.next_job is not None and self.next_job_in_ack:
-            ack.next_job.CopyFrom(self._assignment(*result.next_job))
+            ack.next_job.CopyFrom(await self._assignment(*result.next_job))
             self.out.put_nowait(Resp(outcome_ack=ack))
             return
         self.out.put_nowait(Resp(outcome_ack=ack))
         if result.next_job is not None:
-            self._assign(*result.next_job)
+            await self._assign(*result.next_job)
         elif not self.app.dispatching and not self.job_id:
             self.out.put_nowait(None)  # stopping: the outcome is recorded, end the stream
         elif m.poll_next:

@@ -264,6 +264,14 @@ class Store:
         before ``before`` when given. Raises NotFound(field="schedule_id")."""
         return await self.db.read(lambda conn: fires.list_fires(conn, schedule_id, limit, before))
 
+    async def fire_window(
+        self, schedule_id: int, fire_time: dt.datetime
+    ) -> tuple[str, dt.datetime | None]:
+        """The window a scheduled job was fired for, as its job process is told it: the
+        schedule's name (``""`` when it is gone) and the latest fire time recorded for it
+        before ``fire_time`` (UTC; None for its first fire, or when the record was purged)."""
+        return await self.db.read(lambda conn: fires.fire_window(conn, schedule_id, fire_time))
+
     # -------------------------------------------------------------- queue: runs in
 
     async def enqueue(

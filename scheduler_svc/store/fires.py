@@ -266,3 +266,17 @@ def list_fires(
         raise NotFound(f"no schedule with id {schedule_id}", field="schedule_id")
     found = conn.execute(query.order_by(fires.c.fire_time.desc()).limit(limit)).all()
     return [rows.fire(r) for r in found]
+
+
+def fire_window(
+    conn: Connection, schedule_id: int, fire_time: dt.datetime
+) -> tuple[str, dt.datetime | None]:
+    """See :meth:`scheduler_svc.store.Store.fire_window`."""
+    name = conn.scalar(sa.select(schedules.c.name).where(schedules.c.id == schedule_id))
+    previous = conn.scalar(
+        sa.select(fires.c.fire_time)
+        .where(fires.c.schedule_id == schedule_id, fires.c.fire_time < fire_time)
+        .order_by(fires.c.fire_time.desc())
+        .limit(1)
+    )
+    return name or "", previous

@@ -7,6 +7,8 @@ points; ``Handler.validate(params)`` checks params when a Task is saved and
 """
 
 from ._base import Handler, HandlerResult, InvalidParams, JobContext, JobFailed, ServiceCalls
+from ._jobproc import start_job_process_server
+from ._limits import ProcessLimits, unsupported_limit
 from ._output import OUTPUT_TAIL_CHARS
 from ._registry import (
     ENTRY_POINT_GROUP,
@@ -15,27 +17,27 @@ from ._registry import (
     get_handler,
     handler_names,
 )
-from .python import AbandonedCall, JobStopped, PythonHandler, abandoned_calls
+from .python import PythonHandler
 from .retention import RetentionHandler
 from .shell import ShellHandler
 
 __all__ = [
     "ENTRY_POINT_GROUP",
     "OUTPUT_TAIL_CHARS",
-    "AbandonedCall",
     "Handler",
     "HandlerLoadError",
     "HandlerResult",
     "InvalidParams",
     "JobContext",
     "JobFailed",
-    "JobStopped",
+    "ProcessLimits",
     "PythonHandler",
     "RetentionHandler",
     "ServiceCalls",
     "ShellHandler",
     "UnknownHandler",
-    "abandoned_calls",
     "get_handler",
     "handler_names",
+    "start_job_process_server",
+    "unsupported_limit",
 ]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from ._limits import ProcessLimits
 
 if TYPE_CHECKING:
     from tickwork.v1 import worker_pb2
@@ -40,6 +42,9 @@ class JobContext:
             stopped on abort or timeout.
         service (ServiceCalls | None): calls to the scheduler service on behalf of this job
             (built-in maintenance handlers); None outside a connected worker.
+        env (Mapping[str, str]): the job's ``TICKWORK_*`` variables
+            (:meth:`tickwork.JobContext.to_env`), for every process the job runs.
+        limits (ProcessLimits): the task's limits for every process the job runs.
     """
 
     job_id: int
@@ -50,6 +55,8 @@ class JobContext:
     log: Callable[[str, str], None]
     abort_grace_s: float = 5.0
     service: ServiceCalls | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    limits: ProcessLimits = field(default_factory=ProcessLimits)
 
 
 def normalize_timeout_s(timeout_s: float | None) -> float | None:
@@ -122,6 +129,12 @@ class Handler(Protocol):
     is not a str, or raises any exception, ``SystemExit`` and other BaseExceptions
     included. Only ``asyncio.CancelledError`` (how an abort ends ``run``) and
     ``KeyboardInterrupt`` (Ctrl-C stops the worker) go through.
+
+    A handler registered by a package runs in a job process of its own (a fork of the
+    worker's job process server), so whatever it does fails only its job; its ``ctx.log``
+    lines, stdout and stderr are the job's output, and an abort or ``ctx.timeout_s`` stops
+    the process. The built-in handlers set ``runs_in_worker = True``: they run on the
+    worker's event loop and start the job's processes themselves.
 
     Attributes:
         name (str): the handler name a Task refers to (``"shell"``, ``"python"``, ...).

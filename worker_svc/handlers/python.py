@@ -1,46 +1,29 @@
-"""The ``python`` handler: call a function named ``package.module:function``."""
+"""The ``python`` handler: call a function named ``package.module:function`` in a job process."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import contextvars
-import ctypes
-import dataclasses
-import functools
-import importlib
-import inspect
 import keyword
 import logging
 import os
-import queue
+import signal
 import sys
-import threading
-import time
-import traceback
-from collections.abc import Callable, Hashable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
 from typing import Any
 
+from tickwork._context import ENV_NAMES
+
 from ._base import HandlerResult, InvalidParams, JobContext, JobFailed, normalize_timeout_s
+from ._jobproc import ProcessEnd, run_job_process
 from ._output import OutputTail
 
-__all__ = ["AbandonedCall", "JobStopped", "PythonHandler", "abandoned_calls"]
+__all__ = ["PythonHandler", "exit_error", "job_environment"]
 
 logger = logging.getLogger(__name__)
 
 _PARAMS = ("callable", "kwargs")
-_STREAMS = ("stdout", "stderr")
-_INTERNAL_DIRS = (os.path.dirname(__file__), os.path.dirname(asyncio.__file__))
-"""Traceback frames from these directories (this package, asyncio) are left out."""
-
-
-def _import_from_cwd() -> None:
-    """Modules resolve against the worker's working directory too, as with ``python -m``
-    (and Celery's worker): a project's own ``jobs.py`` works without installing it."""
-    cwd = os.getcwd()
-    if cwd not in sys.path and "" not in sys.path:
-        sys.path.append(cwd)
+_STDERR_SUMMARY_LINES = 10
+_STDERR_SUMMARY_CHARS = 1000
 
 
 @dataclass(frozen=True)
@@ -55,7 +38,7 @@ class _PythonParams:
 
 
 class PythonHandler:
-    """Call a Python function in the worker process.
+    """Call a Python function in a job process of its own.
 
     Params (a JSON object):
 
@@ -63,36 +46,28 @@ class PythonHandler:
       may be dotted (``"module:Class.method"``).
     - ``kwargs`` (dict, optional): keyword arguments for the function.
 
-    If the function has a parameter named ``ctx`` (positional-or-keyword or keyword-only;
-    ``**kwargs`` does not count), it also receives the ``JobContext``. Lines it passes to
-    ``ctx.log(stream, line)`` are forwarded to the worker's sink and kept in the output tail;
-    ``ctx.log`` may be called from any thread. ``print`` output is not captured.
+    Each job runs in a fresh process forked from the worker's job process server (see
+    ``_zygote``): it imports the module (resolved against the worker's ``sys.path`` and
+    working directory, as with ``python -m``), calls the function (``async def``
+    functions run in an event loop of their own) and exits; nothing of one job is left
+    for the next. The process has the worker's environment plus the job's ``TICKWORK_*``
+    variables, and the task's limits (``memory_limit_bytes``, ``cpu_limit_seconds``). If
+    the function has a parameter named ``ctx`` (positional-or-keyword or keyword-only;
+    ``**kwargs`` does not count), it receives the job's :class:`tickwork.JobContext`.
 
-    The module is imported in a thread of its own (unless it already is), so a slow import
-    does not block the event loop. ``async def`` functions are awaited on the worker's
-    event loop, so they must not block it; cancelling the job (abort) or its timeout
-    (``ctx.timeout_s``) cancels them. Other functions run in a daemon thread of the
-    worker's own (like ``asyncio.to_thread``, with the caller's context variables, but not
-    in the default executor, so that an abandoned call never blocks the worker's shutdown;
-    the thread is reused by later jobs once the function returned, so thread-local state
-    may carry over from one job to the next, as in any thread pool).
+    Its stdout and stderr are the job's output: ``print``, ``logging`` (INFO and above, to
+    stderr), ``ctx.log``, and the traceback when it raises. A return value other than
+    ``None`` is appended to the output tail (``str`` as is, other values as ``repr``).
 
-    On an abort or a timeout of a synchronous function the job ends at once (ABORTED, or
-    FAILED ``"timed out after N s (the function was asked to stop)"``) and the function is
-    asked to stop: :class:`JobStopped` is raised in its thread. **Python cannot kill a
-    thread**: the exception takes effect at the function's next Python instruction, so a
-    function stuck in one long C call (``time.sleep``, a blocking read, a lock) runs on
-    until that call returns, and one that catches ``BaseException`` (or uses a bare
-    ``except:``) and goes on is not stopped at all. Until the function has returned, it
-    is listed by :func:`abandoned_calls`, and the worker takes no other job (two jobs never
-    run at once); what it logs after the job ended is dropped. Long-running synchronous
-    work that must be abortable at any moment belongs in the ``shell`` handler.
-
-    A return value other than ``None`` is appended to the output tail (``str`` as is, other
-    values as ``repr``).
+    Abort and timeout (``ctx.timeout_s``) stop the process group, synchronous functions
+    included: SIGTERM, then SIGKILL after ``ctx.abort_grace_s``. A process that dies
+    (``sys.exit``, ``os._exit``, KeyboardInterrupt, MemoryError, a signal, a crash in C)
+    fails its job with the exit code or signal and the end of its stderr.
     """
 
     name: str = "python"
+    runs_in_worker: bool = True
+    """It runs on the worker's event loop (and starts the job's processes itself)."""
 
     def validate(self, params: dict[str, Any]) -> None:
         """Check the params' shape only: ``"module:function"`` syntax; nothing is imported.
@@ -106,478 +81,138 @@ class PythonHandler:
         _parse(params)
 
     async def run(self, params: dict[str, Any], ctx: JobContext) -> HandlerResult:
-        """Import the function, call it and report its return value.
+        """Call the function in a job process and wait for its end.
 
         Args:
             params (dict[str, Any]): the Task's params (see the class docstring).
-            ctx (JobContext): the job; passed to the function if it takes ``ctx``.
+            ctx (JobContext): the job; ``ctx.log`` receives each output line.
 
         Returns:
-            HandlerResult: the logged lines and the rendered return value, last 4096 characters.
+            HandlerResult: the last 4096 characters of the output.
 
         Raises:
             InvalidParams: the params do not fit, or ``kwargs`` do not fit the function's
                 signature.
             JobFailed: the module cannot be imported or has no such function, the function
-                raised (``"<ExcType>: message"``, with the traceback in ``output_tail``), or it
-                ran longer than ``ctx.timeout_s`` (``"timed out after N s"``, with
-                ``" (the function was asked to stop)"`` for a synchronous function that had
-                not returned).
-            asyncio.CancelledError: the job was aborted (a synchronous function that had
-                not returned was asked to stop).
+                raised (``"<ExcType>: message"``, the traceback in the output), its process
+                died (``"exit code N: <stderr tail>"``, with the limit it reached when it
+                reached one), or it ran longer than ``ctx.timeout_s`` (``"timed out after N
+                s"``).
+            asyncio.CancelledError: the job was aborted; its process group was stopped.
         """
         spec = _parse(params)
         timeout_s = normalize_timeout_s(ctx.timeout_s)
-        output = _Output(ctx, asyncio.get_running_loop())
-        job_ctx = dataclasses.replace(ctx, log=output.log)
-        call = _Call(spec, job_ctx)
-        deadline = asyncio.timeout(timeout_s)
+        problem = ctx.limits.problem()
+        if problem:
+            raise JobFailed(f"cannot apply the task's limits on this worker: {problem}")
+        output = _Output(ctx)
+        cwd = os.getcwd()
+        sys_path = list(sys.path)
+        if cwd not in sys_path and "" not in sys_path:
+            sys_path.append(cwd)
+        job_spec = {
+            "kind": "python",
+            "callable": spec.target,
+            "kwargs": dict(spec.kwargs),
+            "env": job_environment(ctx),
+            "cwd": cwd,
+            "sys_path": sys_path,
+            "limits": asdict(ctx.limits),
+        }
         try:
-            async with deadline:
-                result = await call.run()
-        except JobFailed as exc:
-            if not exc.output_tail:
-                exc.output_tail = output.tail.text()
-            raise
-        except TimeoutError as exc:
-            if not deadline.expired():  # the function's own TimeoutError
-                raise _failure(exc, output) from exc
-            note = " (the function was asked to stop)" if call.abandoned() else ""
-            logger.warning(
-                "job %d: %s timed out after %g s%s",
-                ctx.job_id,
-                spec.target,
-                timeout_s,
-                note,
-                extra={"job_id": ctx.job_id, "task_id": ctx.task_id},
+            end = await run_job_process(
+                job_spec,
+                job_id=ctx.job_id,
+                on_line=output.line,
+                timeout_s=timeout_s,
+                grace_s=ctx.abort_grace_s,
             )
-            raise JobFailed(f"timed out after {timeout_s:g} s{note}", output.tail.text()) from None
-        except (Exception, SystemExit) as exc:
-            raise _failure(exc, output) from exc
-        except asyncio.CancelledError:
-            if call.abandoned():
-                logger.warning(
-                    "job %d: aborted; %s was asked to stop",
-                    ctx.job_id,
-                    spec.target,
-                    extra={"job_id": ctx.job_id, "task_id": ctx.task_id},
-                )
-            raise
-        finally:
-            output.close()
+        except (OSError, RuntimeError) as exc:
+            raise JobFailed(f"cannot start a job process: {exc}") from exc
+        tail = output.tail.text()
+        if end.timed_out:
+            raise JobFailed(f"timed out after {timeout_s:g} s", tail)
+        result = end.result
+        if end.returncode == 0 and result is None:
+            raise JobFailed("exit code 0 before the function returned (sys.exit(0)?)", tail)
+        if result is not None and end.returncode == 0:
+            if result.get("status") == "SUCCEEDED":
+                returned = result.get("returned")
+                if isinstance(returned, str):
+                    output.tail.add(returned)
+                return HandlerResult(output_tail=output.tail.text())
+            error = str(result.get("error", "failed"))
+            if result.get("invalid_params"):
+                raise InvalidParams(error, tail)
+            raise JobFailed(error, tail)
+        raise JobFailed(self._death(end, ctx, output), tail)
 
-        if result is not None:
-            output.tail.add(result if isinstance(result, str) else repr(result))
-        return HandlerResult(output_tail=output.tail.text())
+    def _death(self, end: ProcessEnd, ctx: JobContext, output: _Output) -> str:
+        """The error of a job process that ended without a result."""
+        if end.returncode is None:
+            return "the job process server exited; how the job process ended is unknown"
+        error = exit_error(end.returncode, output.stderr.text())
+        reached = ctx.limits.reached(end.returncode, output.tail.text(), end.cpu_s)
+        return f"{reached}: {error}" if reached else error
 
 
-class _Call:
-    """One call of the target: resolve it, bind the arguments, run it where it belongs."""
+def job_environment(ctx: JobContext, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a job's process: the worker's without any ``TICKWORK_*`` job
+    variable of its own, then ``extra`` (a task's own variables), then the job's identity
+    from ``ctx`` and its ``ctx.env`` (which win)."""
+    env = {k: v for k, v in os.environ.items() if k not in ENV_NAMES}
+    env.update(extra or {})
+    env.update(
+        {
+            "TICKWORK_JOB_ID": str(ctx.job_id),
+            "TICKWORK_TASK_ID": str(ctx.task_id),
+            "TICKWORK_TASK": ctx.task_name,
+            "TICKWORK_ATTEMPT": str(ctx.attempt),
+        }
+    )
+    env.update(ctx.env)
+    return env
 
-    def __init__(self, spec: _PythonParams, ctx: JobContext) -> None:
-        self._spec = spec
-        self._ctx = ctx
-        self._thread_call: _ThreadCall | None = None
-        """The call in a job thread (the import, then the function), once there is one."""
 
-    def abandoned(self) -> bool:
-        """Whether the job gave up on its call in a job thread before it returned (and
-        asked it to stop)."""
-        return self._thread_call is not None and self._thread_call.abandoned is not None
-
-    async def run(self) -> Any:
-        func = await self._resolve()
-        kwargs = self._arguments(func)
-        if inspect.iscoroutinefunction(func):
-            return await func(**kwargs)
-        self._thread_call = _ThreadCall(self._ctx.job_id, self._spec.target)
-        result = await _call_in_thread(
-            func, kwargs, self._thread_call, name=f"tickwork-job-{self._ctx.job_id}"
-        )
-        if inspect.isawaitable(result):  # e.g. an object whose __call__ is async
-            result = await result
-        return result
-
-    async def _resolve(self) -> Callable[..., Any]:
-        spec = self._spec
-        _import_from_cwd()
+def exit_error(returncode: int | None, stderr_tail: str) -> str:
+    """The error of a job process that exited with ``returncode``: ``"exit code N"`` or
+    ``"exit code -N (killed by SIGNAME)"``, then ``": "`` and the last stderr lines."""
+    if returncode is None:
+        summary = "exit status unknown"
+    elif returncode < 0:
         try:
-            module = _imported(spec.module)
-            if module is None:
-                self._thread_call = _ThreadCall(self._ctx.job_id, f"import {spec.module}")
-                module = await _call_in_thread(
-                    importlib.import_module,
-                    {"name": spec.module},
-                    self._thread_call,
-                    name=f"tickwork-job-{self._ctx.job_id}-import",
-                )
-        except Exception as exc:
-            raise JobFailed(
-                f"cannot import module {spec.module!r}: {_summary(exc)}", _format_traceback(exc)
-            ) from exc
-        target: Any = module
-        for part in spec.qualname.split("."):
-            try:
-                target = getattr(target, part)
-            except AttributeError:
-                raise JobFailed(
-                    f"{spec.target}: {getattr(target, '__name__', spec.module)!r} "
-                    f"has no attribute {part!r}"
-                ) from None
-        if not callable(target):
-            raise JobFailed(f"{spec.target} is not callable ({type(target).__name__})")
-        return target  # type: ignore[no-any-return]
-
-    def _arguments(self, func: Callable[..., Any]) -> dict[str, Any]:
-        kwargs = dict(self._spec.kwargs)
-        try:
-            signature = _signature(func)
-        except (TypeError, ValueError):  # some builtins have none: call and see
-            return kwargs
-        ctx_param = signature.parameters.get("ctx")
-        if ctx_param is not None and ctx_param.kind in (
-            inspect.Parameter.POSITIONAL_OR_KEYWORD,
-            inspect.Parameter.KEYWORD_ONLY,
-        ):
-            if "ctx" in kwargs:
-                raise InvalidParams(
-                    f"param 'kwargs.ctx' is not allowed: {self._spec.target} takes the job context"
-                    " as ctx"
-                )
-            kwargs["ctx"] = self._ctx
-        try:
-            signature.bind(**kwargs)
-        except TypeError as exc:
-            raise InvalidParams(f"param 'kwargs' does not fit {self._spec.target}: {exc}") from exc
-        return kwargs
-
-
-@functools.lru_cache(maxsize=1024)
-def _cached_signature(func: Callable[..., Any]) -> inspect.Signature:
-    return inspect.signature(func)
-
-
-def _signature(func: Callable[..., Any]) -> inspect.Signature:
-    """``inspect.signature(func)``, cached per function (it costs tens of µs, every job).
-
-    Raises:
-        TypeError, ValueError: as ``inspect.signature`` (no signature).
-    """
-    try:
-        return _cached_signature(func)
-    except TypeError:
-        if not isinstance(func, Hashable):  # an unhashable callable object: not cached
-            return inspect.signature(func)
-        raise
-
-
-def _imported(name: str) -> Any:
-    """The module ``name`` when it is already imported (and done initializing), else None:
-    then importing it costs nothing and needs no thread of its own."""
-    module = sys.modules.get(name)
-    if module is None or getattr(getattr(module, "__spec__", None), "_initializing", False):
-        return None
-    return module
-
-
-_Outcome = tuple[Any, BaseException | None]
-"""What a call in a job thread gave: (result, None) or (None, the exception)."""
-_Work = tuple[Callable[[], _Outcome], Callable[[_Outcome], None]]
-
-
-class _JobThreads:
-    """The daemon threads that run synchronous job functions, kept for the next call.
-
-    Starting a thread per call costs about 50 µs of CPU (creation and the start handshake),
-    a measurable share of a no-op job; an idle thread waits here for the next call instead.
-    A call never waits for a thread: with none idle, it starts a new one. A thread whose
-    call was abandoned (abort, timeout) is asked to stop (:class:`_ThreadCall`) and stays
-    busy until the function returns, then goes back to the idle ones. Idle threads exit
-    after :attr:`IDLE_S` seconds. All are daemon threads, so an abandoned call never blocks
-    the process's exit.
-    """
-
-    IDLE_S = 60.0
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._idle: list[queue.SimpleQueue[_Work]] = []
-
-    def submit(self, call: Callable[[], _Outcome], deliver: Callable[[_Outcome], None]) -> None:
-        """Run ``call()`` in an idle thread (or a new one), then ``deliver(its result)`` in
-        that thread once it is idle again (so the next call finds it). Neither may raise."""
-        with self._lock:
-            inbox = self._idle.pop() if self._idle else None
-        if inbox is None:
-            inbox = queue.SimpleQueue()
-            threading.Thread(
-                target=self._serve, args=(inbox,), name="tickwork-job", daemon=True
-            ).start()
-        inbox.put((call, deliver))
-
-    def _serve(self, inbox: queue.SimpleQueue[_Work]) -> None:
-        while True:
-            try:
-                call, deliver = inbox.get(timeout=self.IDLE_S)
-            except queue.Empty:
-                with self._lock:
-                    if inbox in self._idle:  # still idle: nobody can hand it work now
-                        self._idle.remove(inbox)
-                        return
-                continue  # taken by submit() just now: its work is on the way
-            outcome = call()
-            with self._lock:
-                self._idle.append(inbox)
-            deliver(outcome)
-            del call, deliver, outcome  # nothing of the job is kept alive while idle
-
-
-_JOB_THREADS = _JobThreads()
-
-
-class JobStopped(BaseException):
-    """Raised in the thread of a synchronous job function that its job gave up on (an
-    abort, a timeout), to stop it.
-
-    A ``BaseException``, like ``KeyboardInterrupt``, so that ``except Exception`` in the
-    function lets it through; ``finally`` blocks and ``with`` exits run as it unwinds. It
-    arrives at the function's next Python instruction: a C call under way (``time.sleep``,
-    a blocking read) returns first.
-    """
-
-
-@dataclass(frozen=True)
-class AbandonedCall:
-    """A synchronous call of an ended job that was asked to stop and has not returned."""
-
-    job_id: int
-    """The job it belongs to."""
-    target: str
-    """``"module:function"``, or ``"import module"`` for the import of its module."""
-    since: float
-    """When the job gave up on it, ``time.monotonic()``."""
-    returned: asyncio.Future[None]
-    """Done once the call returned (or raised), on the event loop that made the call."""
-
-
-_ABANDONED: dict[_ThreadCall, AbandonedCall] = {}
-"""The calls abandoned and not returned yet; only touched on the event loop."""
-
-
-def abandoned_calls() -> list[AbandonedCall]:
-    """The synchronous calls of ended jobs still running in their job threads, oldest first.
-
-    The worker takes no job while there is one: two jobs never run at once. Call it on the
-    event loop thread (the list changes there, as calls return).
-    """
-    return list(_ABANDONED.values()) if _ABANDONED else []
-
-
-_SET_ASYNC_EXC = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.py_object)(
-    ("PyThreadState_SetAsyncExc", ctypes.pythonapi)
-)
-"""``PyThreadState_SetAsyncExc(thread_id, exc_type)``: the exception is raised in that
-thread at its next Python instruction. Returns how many threads it was set for (0: no such
-thread). Own prototypes, so that the shared ``ctypes.pythonapi`` function keeps its own."""
-_CLEAR_ASYNC_EXC = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p)(
-    ("PyThreadState_SetAsyncExc", ctypes.pythonapi)
-)
-"""The same, with NULL for the exception (``None`` here): clears a pending one."""
-_STOP_LOCK = threading.Lock()
-"""Held while an exception is set for a job thread, and while one is cleared."""
-
-
-class _ThreadCall:
-    """One call in a job thread, as its waiter (on the event loop) and the thread share it.
-
-    The waiter may :meth:`stop` it once; the thread then raises :class:`JobStopped` in the
-    call, never outside it (see :meth:`_run`). With no stop, the thread pays two attribute
-    writes and a read.
-    """
-
-    __slots__ = ("abandoned", "ident", "job_id", "returned", "stop_asked", "target")
-
-    def __init__(self, job_id: int, target: str) -> None:
-        self.job_id = job_id
-        self.target = target
-        self.ident: int | None = None
-        """The thread's id while it runs the call (the only time it may be stopped)."""
-        self.stop_asked = False
-        self.returned = False
-        """Set on the event loop when the call's outcome arrived there."""
-        self.abandoned: AbandonedCall | None = None
-
-    def _run(self, func: Callable[..., Any], kwargs: dict[str, Any]) -> _Outcome:
-        """Call ``func(**kwargs)`` in this (job) thread and return its outcome; a
-        JobStopped asked for a moment too late arrives here, never after this returns."""
-        try:
-            try:
-                # Set before reading stop_asked, which stop() sets before reading ident:
-                # under the GIL, either stop() sees the ident or this sees the stop.
-                self.ident = threading.get_ident()
-                if self.stop_asked:
-                    raise JobStopped
-                return func(**kwargs), None
-            except BaseException as exc:  # delivered to the waiter, which decides
-                return None, exc
-            finally:
-                self.ident = None
-                if self.stop_asked:
-                    self._disarm()
-        except JobStopped as exc:  # stopped after func returned, before _disarm
-            return None, exc
-
-    def _disarm(self) -> None:
-        """In the thread, once the call is over: drop a JobStopped set but not raised yet.
-        Taking the lock waits for a stop() under way; stop() sets none after that."""
-        with _STOP_LOCK:
-            _CLEAR_ASYNC_EXC(threading.get_ident(), None)
-
-    def stop(self) -> None:
-        """Raise JobStopped in the call's thread if the call is running, once; on the loop."""
-        with _STOP_LOCK:
-            if self.stop_asked:
-                return
-            self.stop_asked = True
-            ident = self.ident
-            if ident is None:
-                return  # not started (it will not run) or just ended
-            count = _SET_ASYNC_EXC(ident, JobStopped)
-            if count > 1:  # never for a real thread id; undo it, as the C API asks
-                _CLEAR_ASYNC_EXC(ident, None)
-        if count == 0:
-            logger.debug("job %d: the thread of %s is gone", self.job_id, self.target)
-        elif count > 1:
-            logger.error(
-                "job %d: could not ask %s to stop (%d threads have its thread id)",
-                self.job_id,
-                self.target,
-                count,
-                extra={"job_id": self.job_id},
-            )
-
-
-async def _call_in_thread(
-    func: Callable[..., Any], kwargs: dict[str, Any], call: _ThreadCall, *, name: str
-) -> Any:
-    """Run ``func(**kwargs)`` in a job thread (see :class:`_JobThreads`), named ``name``
-    while it runs, and wait for its outcome.
-
-    When the waiter is cancelled (abort, timeout) before the outcome came, the call is
-    abandoned: asked to stop (:class:`JobStopped`) and listed by :func:`abandoned_calls`
-    until it returns; its outcome is then discarded.
-    """
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[Any] = loop.create_future()
-    context = contextvars.copy_context()
-
-    def settle(outcome: _Outcome) -> None:  # on the loop
-        call.returned = True
-        abandoned = call.abandoned
-        if abandoned is not None:
-            _ABANDONED.pop(call, None)
-            if not abandoned.returned.done():
-                abandoned.returned.set_result(None)
-        if future.done():
-            return
-        result, error = outcome
-        if error is None:
-            future.set_result(result)
-        else:
-            future.set_exception(error)
-
-    def run() -> _Outcome:  # in the thread
-        thread = threading.current_thread()
-        thread.name = name
-        try:
-            return context.run(call._run, func, kwargs)
-        finally:
-            thread.name = "tickwork-job"
-
-    def deliver(outcome: _Outcome) -> None:  # in the thread, idle again
-        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
-            loop.call_soon_threadsafe(settle, outcome)
-
-    _JOB_THREADS.submit(run, deliver)
-    try:
-        return await future
-    except asyncio.CancelledError:
-        if not call.returned:
-            _abandon(call, loop)
-        raise
-
-
-def _abandon(call: _ThreadCall, loop: asyncio.AbstractEventLoop) -> None:
-    """List ``call`` as abandoned and ask it to stop; on the loop."""
-    call.abandoned = AbandonedCall(call.job_id, call.target, time.monotonic(), loop.create_future())
-    _ABANDONED[call] = call.abandoned
-    call.stop()
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        summary = f"exit code {returncode} (killed by {name})"
+    else:
+        summary = f"exit code {returncode}"
+    return f"{summary}: {stderr_tail}" if stderr_tail else summary
 
 
 class _Output:
-    """The job's ``ctx.log`` as seen by the function: thread-safe, teed into the tail."""
+    """Where the lines go: ``ctx.log``, the combined tail and the stderr summary."""
 
-    def __init__(self, ctx: JobContext, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, ctx: JobContext) -> None:
         self._ctx = ctx
-        self._loop = loop
-        self._loop_thread = threading.get_ident()
-        self._open = True
         self._log_failed = False
         self.tail = OutputTail()
+        self.stderr = OutputTail(_STDERR_SUMMARY_CHARS, _STDERR_SUMMARY_LINES)
 
-    def log(self, stream: str, line: str) -> None:
-        """Log a line (or several, split at ``"\\n"``) on ``stream``, from any thread.
-
-        Raises:
-            ValueError: ``stream`` is neither ``"stdout"`` nor ``"stderr"``.
-        """
-        if stream not in _STREAMS:
-            raise ValueError(f"stream must be 'stdout' or 'stderr', got {stream!r}")
-        if threading.get_ident() == self._loop_thread:
-            self._emit(stream, str(line))
-        else:
-            with contextlib.suppress(RuntimeError):  # the loop is closed: the job is long over
-                self._loop.call_soon_threadsafe(self._emit, stream, str(line))
-
-    def close(self) -> None:
-        """Drop whatever is logged from now on (by a function abandoned in its thread)."""
-        self._open = False
-
-    def _emit(self, stream: str, text: str) -> None:
-        if not self._open:
-            return
-        for line in text.split("\n"):
-            self.tail.add(line)
-            try:
-                self._ctx.log(stream, line)
-            except Exception:
-                if not self._log_failed:
-                    self._log_failed = True
-                    logger.exception(
-                        "job %d: ctx.log failed; further output is only kept in the tail",
-                        self._ctx.job_id,
-                        extra={"job_id": self._ctx.job_id, "task_id": self._ctx.task_id},
-                    )
-
-
-def _summary(exc: BaseException) -> str:
-    """``"<ExcType>: message"``, or the type alone when the message is empty."""
-    message = str(exc)
-    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
-
-
-def _format_traceback(exc: BaseException) -> str:
-    """The traceback of ``exc`` without the leading frames of this package and asyncio."""
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_frame.f_code.co_filename.startswith(_INTERNAL_DIRS):
-        tb = tb.tb_next
-    return "".join(traceback.format_exception(type(exc), exc, tb)).rstrip("\n")
-
-
-def _failure(exc: BaseException, output: _Output) -> JobFailed:
-    """The JobFailed for an exception raised by the function."""
-    output.tail.add(_format_traceback(exc))
-    return JobFailed(_summary(exc), output.tail.text())
+    def line(self, stream: str, line: str) -> None:
+        self.tail.add(line)
+        if stream == "stderr":
+            self.stderr.add(line)
+        try:
+            self._ctx.log(stream, line)
+        except Exception:
+            if not self._log_failed:
+                self._log_failed = True
+                logger.exception(
+                    "job %d: ctx.log failed; further output is only kept in the tail",
+                    self._ctx.job_id,
+                    extra={"job_id": self._ctx.job_id, "task_id": self._ctx.task_id},
+                )
 
 
 def _parse(params: dict[str, Any]) -> _PythonParams:

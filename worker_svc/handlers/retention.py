@@ -26,6 +26,8 @@ class RetentionHandler:
     """
 
     name = "tickwork.retention"
+    runs_in_worker: bool = True
+    """It runs on the worker's event loop (and starts the job's processes itself)."""
 
     def validate(self, params: dict[str, Any]) -> None:
         """Check ``keep_days``; raises InvalidParams naming it."""

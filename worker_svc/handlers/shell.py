@@ -18,6 +18,7 @@ from typing import Any
 from ._base import HandlerResult, InvalidParams, JobContext, JobFailed, normalize_timeout_s
 from ._guard import forget_group, guard_group
 from ._output import OutputTail
+from .python import exit_error, job_environment
 
 __all__ = ["ShellHandler"]
 
@@ -52,15 +53,18 @@ class ShellHandler:
     - ``argv`` (list[str], required, non-empty): the program and its arguments. The program
       is looked up on ``PATH`` (of the merged environment) unless it contains a slash. To use
       shell syntax, run a shell: ``["sh", "-c", "..."]``.
-    - ``env`` (dict[str, str], optional): variables merged over the worker's environment.
+    - ``env`` (dict[str, str], optional): variables merged over the worker's environment;
+      the job's ``TICKWORK_*`` variables are set over both.
     - ``cwd`` (str, optional): working directory; default the worker's.
     - ``timeout_seconds`` (number >= 0, optional): longest run time in seconds, overriding
       ``ctx.timeout_s``; ``0`` means no timeout.
 
     The program runs in a new session, hence its own process group, with stdin from
-    ``/dev/null``. Its stdout and stderr are decoded as UTF-8 (undecodable bytes replaced),
-    split into lines and passed to ``ctx.log`` as they arrive; lines longer than 65536
-    characters are passed on in pieces. The result keeps the last 4096 characters of both
+    ``/dev/null`` and the task's limits (``ulimit -v`` for ``memory_limit_bytes``, ``-t``
+    for ``cpu_limit_seconds``). Its stdout and stderr are read in chunks of at most 256 KiB,
+    decoded as UTF-8 (undecodable bytes replaced), split into lines and passed to
+    ``ctx.log`` as they arrive; lines longer than 65536 characters (or output without
+    newlines) are passed on in pieces. The result keeps the last 4096 characters of both
     streams interleaved in arrival order.
 
     The job is over when the program exits. Whatever it left running in its process group is
@@ -76,6 +80,8 @@ class ShellHandler:
     """
 
     name: str = "shell"
+    runs_in_worker: bool = True
+    """It runs on the worker's event loop (and starts the job's processes itself)."""
 
     def validate(self, params: dict[str, Any]) -> None:
         """Check the params' shape without any I/O (the program and cwd are not looked up).
@@ -109,15 +115,22 @@ class ShellHandler:
         spec = _parse(params)
         timeout_s = normalize_timeout_s(ctx.timeout_s if spec.timeout_s is None else spec.timeout_s)
         output = _Output(ctx)
-        env = None if spec.env is None else {**os.environ, **spec.env}
+        env = job_environment(ctx, spec.env)
         loop = asyncio.get_running_loop()
         gated = _gateable(spec.argv[0])
+        limits = ctx.limits
+        problem = limits.problem() or (
+            "" if gated or not limits.shell_prefix() else "a program named '-...' runs ungated"
+        )
+        if problem:
+            raise JobFailed(f"cannot apply the task's limits on this worker: {problem}")
+        gate = (_GATE_ARGV[0], _GATE_ARGV[1], limits.shell_prefix() + _GATE_ARGV[2])
         try:
             if gated:
                 _check_program(spec.argv[0], env, spec.cwd)
             transport, proto = await loop.subprocess_exec(
                 lambda: _LineProtocol(output.line),
-                *(_GATE_ARGV + spec.argv if gated else spec.argv),
+                *(gate + spec.argv if gated else spec.argv),
                 stdin=subprocess.PIPE if gated else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -174,7 +187,9 @@ class ShellHandler:
 
         returncode = transport.get_returncode()
         if returncode != 0:
-            raise JobFailed(_exit_error(returncode, output.stderr.text()), output.tail.text())
+            error = exit_error(returncode, output.stderr.text())
+            reached = limits.reached(returncode, output.tail.text())
+            raise JobFailed(f"{reached}: {error}" if reached else error, output.tail.text())
         return HandlerResult(output_tail=output.tail.text())
 
 
@@ -387,21 +402,6 @@ def _start_error(spec: _ShellParams, exc: OSError | ValueError) -> str:
         if isinstance(exc, PermissionError):
             return f"executable not runnable: {program!r}: {exc.strerror}"
     return f"cannot start {program!r}: {exc}"
-
-
-def _exit_error(returncode: int | None, stderr_tail: str) -> str:
-    """The JobFailed message for a non-zero exit: summary, then the last stderr lines."""
-    if returncode is None:
-        summary = "exit status unknown"
-    elif returncode < 0:
-        try:
-            name = signal.Signals(-returncode).name
-        except ValueError:
-            name = f"signal {-returncode}"
-        summary = f"exit code {returncode} (killed by {name})"
-    else:
-        summary = f"exit code {returncode}"
-    return f"{summary}: {stderr_tail}" if stderr_tail else summary
 
 
 def _parse(params: dict[str, Any]) -> _ShellParams:

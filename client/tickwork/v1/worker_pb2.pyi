@@ -107,18 +107,26 @@ class ConnectResponse(_message.Message):
         lease_ttl_seconds: float
         def __init__(self, active: _Optional[bool] = ..., heartbeat_interval_seconds: _Optional[float] = ..., lease_ttl_seconds: _Optional[float] = ...) -> None: ...
     class AssignJob(_message.Message):
-        __slots__ = ("job", "handler", "params", "timeout_seconds", "lease_token")
+        __slots__ = ("job", "handler", "params", "timeout_seconds", "lease_token", "memory_limit_bytes", "cpu_limit_seconds", "schedule_name", "previous_fire_time")
         JOB_FIELD_NUMBER: _ClassVar[int]
         HANDLER_FIELD_NUMBER: _ClassVar[int]
         PARAMS_FIELD_NUMBER: _ClassVar[int]
         TIMEOUT_SECONDS_FIELD_NUMBER: _ClassVar[int]
         LEASE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+        MEMORY_LIMIT_BYTES_FIELD_NUMBER: _ClassVar[int]
+        CPU_LIMIT_SECONDS_FIELD_NUMBER: _ClassVar[int]
+        SCHEDULE_NAME_FIELD_NUMBER: _ClassVar[int]
+        PREVIOUS_FIRE_TIME_FIELD_NUMBER: _ClassVar[int]
         job: _job_pb2.Job
         handler: str
         params: _struct_pb2.Struct
         timeout_seconds: float
         lease_token: str
-        def __init__(self, job: _Optional[_Union[_job_pb2.Job, _Mapping]] = ..., handler: _Optional[str] = ..., params: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., timeout_seconds: _Optional[float] = ..., lease_token: _Optional[str] = ...) -> None: ...
+        memory_limit_bytes: int
+        cpu_limit_seconds: int
+        schedule_name: str
+        previous_fire_time: _timestamp_pb2.Timestamp
+        def __init__(self, job: _Optional[_Union[_job_pb2.Job, _Mapping]] = ..., handler: _Optional[str] = ..., params: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., timeout_seconds: _Optional[float] = ..., lease_token: _Optional[str] = ..., memory_limit_bytes: _Optional[int] = ..., cpu_limit_seconds: _Optional[int] = ..., schedule_name: _Optional[str] = ..., previous_fire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
     class NoJob(_message.Message):
         __slots__ = ()
         def __init__(self) -> None: ...

@@ -1,0 +1,266 @@
+"""Jobs run in processes of their own, on real processes: a job process that dies fails
+only its job while the service keeps answering; output streams as it is written and stays
+bounded without newlines; a job knows the window it was fired for; limits are validated."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+
+from tests.handler_fixtures import pid_exists, pids
+from tests.harness import Server, WorkerProc, wait_for
+from tickwork import Client, JobStatus
+from tickwork._context import format_time
+from tickwork.v1 import task_pb2, task_pb2_grpc
+
+FIXTURES = "tests.handler_fixtures"
+WAIT_S = 60
+
+CRASHES: dict[str, tuple[str, dict[str, object], str]] = {
+    "exit-code": ("exit_with", {"code": 3}, r"^exit code 3$"),
+    "os-exit": ("hard_exit", {"code": 4}, r"^exit code 4$"),
+    "keyboard-interrupt": (
+        "raise_keyboard_interrupt",
+        {},
+        r"^exit code -2 \(killed by SIGINT\): .*KeyboardInterrupt",
+    ),
+    "memory-error": ("raise_memory_error", {}, r"^exit code 1: .*MemoryError"),
+    "segfault": ("segfault", {}, r"^exit code -11 \(killed by SIGSEGV\)"),
+    "sigkill": ("kill_self", {"signal_name": "SIGKILL"}, r"^exit code -9 \(killed by SIGKILL\)"),
+}
+"""Task name -> (fixture, its kwargs, the error its job fails with)."""
+
+
+class Poller:
+    """Calls ListTasks every 100 ms in a thread and keeps the longest wait for an answer."""
+
+    def __init__(self, address: str) -> None:
+        self._client = Client(address)
+        self._stop = threading.Event()
+        self.longest_s = 0.0
+        self.calls = 0
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            started = time.monotonic()
+            self._client.list_tasks()
+            self.longest_s = max(self.longest_s, time.monotonic() - started)
+            self.calls += 1
+            self._stop.wait(0.1)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        self._client.close()
+
+
+def test_each_kind_of_dying_job_process_fails_only_its_job_and_serve_keeps_serving(
+    tmp_path: Path,
+) -> None:
+    srv = Server(tmp_path)
+    try:
+        srv.wait_healthy()
+        pid = srv.pid
+        with Client(srv.address) as client:
+            for name, (fixture, kwargs, _) in CRASHES.items():
+                params = {"callable": f"{FIXTURES}:{fixture}", "kwargs": kwargs}
+                client.create_task(name, "python", params)
+            # A blocking async function blocks its own process only.
+            blocking = {"record": str(tmp_path / "blocking"), "name": "b", "seconds": 3}
+            client.create_task(
+                "blocking", "python", {"callable": f"{FIXTURES}:blocking_async", "kwargs": blocking}
+            )
+            client.create_task("plain", "shell", {"argv": ["true"]})
+            poller = Poller(srv.address)
+            try:
+                for name, (_, _, error) in CRASHES.items():
+                    (run,) = client.run(name)
+                    job = client.wait(run.job_id, timeout=WAIT_S)
+                    assert job.status == JobStatus.JOB_STATUS_FAILED, (name, job)
+                    assert re.match(error, job.error, re.DOTALL), (name, job.error)
+                    (plain,) = client.run("plain")
+                    done = client.wait(plain.job_id, timeout=WAIT_S)
+                    assert done.status == JobStatus.JOB_STATUS_SUCCEEDED, (name, done)
+                (run,) = client.run("blocking")
+                job = client.wait(run.job_id, timeout=WAIT_S)
+                assert job.status == JobStatus.JOB_STATUS_SUCCEEDED, job.error
+            finally:
+                poller.stop()
+        assert poller.calls >= 10
+        assert poller.longest_s < 1.0, poller.longest_s
+        assert srv.popen.poll() is None, srv.output()
+        assert srv.pid == pid
+        assert srv.output().count("connecting to ") == 1, "the embedded worker never restarted"
+    finally:
+        srv.stop()
+
+
+def test_a_job_s_print_lines_appear_in_watch_job_as_they_are_written(tmp_path: Path) -> None:
+    go = tmp_path / "go"
+    srv = Server(tmp_path)
+    try:
+        srv.wait_healthy()
+        with Client(srv.address) as client:
+            client.create_task(
+                "printer",
+                "python",
+                {"callable": f"{FIXTURES}:print_then_wait", "kwargs": {"go": str(go)}},
+            )
+            (run,) = client.run("printer")
+            seen_first_while_running = False
+            last = None
+            for state in client.watch(run.job_id, timeout=WAIT_S):
+                last = state
+                lines = state.output_tail.splitlines()
+                if "first" in lines and not go.exists():
+                    assert state.status == JobStatus.JOB_STATUS_RUNNING
+                    assert "second" not in lines
+                    seen_first_while_running = True
+                    go.touch()  # only now does the job print its second line
+            assert seen_first_while_running
+            assert last is not None and last.status == JobStatus.JOB_STATUS_SUCCEEDED
+            assert last.output_tail.splitlines() == ["first", "second", "done"]
+    finally:
+        srv.stop()
+
+
+def _peak_rss_mb(pid: int) -> float:
+    """The process's peak resident set size (VmHWM), MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError(f"no VmHWM for pid {pid}")
+
+
+@pytest.fixture
+def api_and_worker(tmp_path: Path) -> Iterator[tuple[Server, WorkerProc]]:
+    srv = Server(tmp_path, env={"WORKER_IS_ENABLED": "false"}, name="api")
+    worker: WorkerProc | None = None
+    try:
+        srv.wait_healthy()
+        worker = WorkerProc(tmp_path, srv.address)
+        wait_for(lambda: "as the active worker" in worker.output(), what="the worker")
+        yield srv, worker
+    finally:
+        if worker is not None:
+            worker.stop()
+        srv.stop()
+
+
+def test_one_gigabyte_of_output_without_newlines_keeps_service_and_worker_memory_flat(
+    api_and_worker: tuple[Server, WorkerProc],
+) -> None:
+    srv, worker = api_and_worker
+    script = "head -c 1073741824 /dev/zero | tr '\\000' x; echo; echo end"
+    with Client(srv.address) as client:
+        client.create_task("flood", "shell", {"argv": ["sh", "-c", script]})
+        (run,) = client.run("flood")
+        job = client.wait(run.job_id, timeout=600)
+    assert job.status == JobStatus.JOB_STATUS_SUCCEEDED, job.error
+    assert job.output_tail.endswith("x\nend"), job.output_tail[-100:]
+    service_mb, worker_mb = _peak_rss_mb(srv.pid), _peak_rss_mb(worker.pid)
+    assert service_mb < 150, f"service peak RSS {service_mb:.0f} MiB"
+    assert worker_mb < 150, f"worker peak RSS {worker_mb:.0f} MiB"
+
+
+def test_a_python_job_process_dies_with_its_worker(
+    api_and_worker: tuple[Server, WorkerProc], tmp_path: Path
+) -> None:
+    srv, worker = api_and_worker
+    record = tmp_path / "intervals"
+    kwargs = {"path": str(record), "label": "long", "seconds": 600}
+    with Client(srv.address) as client:
+        client.create_task(
+            "long", "python", {"callable": f"{FIXTURES}:sleep_in_one_call", "kwargs": kwargs}
+        )
+        client.run("long")
+        (pid,) = wait_for(lambda: pids(str(record)), what="the job to start")
+        assert pid_exists(pid)
+        worker.kill()  # SIGKILL: no cleanup of its own
+        wait_for(lambda: not pid_exists(pid), timeout_s=5, what="the job process to die")
+
+
+def _fire_seconds(now: dt.datetime) -> tuple[dt.datetime, dt.datetime]:
+    """Two fire times 4 s apart, in one minute, the first at least 3 s from ``now``."""
+    first = (now + dt.timedelta(seconds=3)).replace(microsecond=0)
+    if first.second > 55:
+        first = (first + dt.timedelta(minutes=1)).replace(second=1)
+    return first, first + dt.timedelta(seconds=4)
+
+
+def test_a_scheduled_job_and_its_retry_know_the_window_it_was_fired_for(tmp_path: Path) -> None:
+    record = tmp_path / "windows"
+    srv = Server(tmp_path, env={"SCHEDULER_POLL_INTERVAL_SECONDS": "1"})
+    try:
+        srv.wait_healthy()
+        with Client(srv.address) as client:
+            task = client.create_task(
+                "windowed",
+                "python",
+                {"callable": f"{FIXTURES}:record_window", "kwargs": {"path": str(record)}},
+                max_attempts=2,
+                backoff_base_seconds=1,
+                backoff_cap_seconds=1,
+            )
+            first, second = _fire_seconds(dt.datetime.now(dt.UTC))
+            cron = f"{first.second},{second.second} {first.minute} {first.hour} * * *"
+            client.create_schedule("twice", [task.id], cron=cron)
+
+            def both_retried() -> list[list[str]] | None:
+                lines = (
+                    [line.split() for line in record.read_text().splitlines()]
+                    if (record.exists())
+                    else []
+                )
+                return lines if [line[0] for line in lines] == ["1", "2", "1", "2"] else None
+
+            lines = wait_for(both_retried, timeout_s=60, what="both fires and their retries")
+            fires = sorted(client.list_fires("twice"), key=lambda f: f.fire_time.ToDatetime())
+        fire_times = [format_time(f.fire_time.ToDatetime(dt.UTC)) for f in fires]
+        assert fire_times == [format_time(first), format_time(second)]
+        for attempt in lines[:2]:  # the first fire: no fire before it
+            assert attempt[1:] == [fire_times[0], "-", first.isoformat(), "-", "twice"]
+        for attempt in lines[2:]:  # the second: the first is its previous one
+            assert attempt[1:] == [
+                fire_times[1],
+                fire_times[0],
+                second.isoformat(),
+                first.isoformat(),
+                "twice",
+            ]
+    finally:
+        srv.stop()
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("memory_limit_bytes", -1, "must be >= 0"),
+        ("cpu_limit_seconds", -5, "must be >= 0"),
+    ],
+)
+def test_a_negative_limit_is_invalid_argument_naming_the_field(
+    api_server: Server, field: str, value: int, message: str
+) -> None:
+    task = task_pb2.Task(name="limited", handler="shell")
+    task.params.update({"argv": ["true"]})
+    setattr(task, field, value)
+    with grpc.insecure_channel(api_server.address) as channel:
+        stub = task_pb2_grpc.TaskServiceStub(channel)
+        with pytest.raises(grpc.RpcError) as caught:
+            stub.CreateTask(task_pb2.CreateTaskRequest(task=task), timeout=10)
+        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert (caught.value.details() or "").startswith(f"task.{field}: {message}")
+        task.name = "limited-ok"
+        setattr(task, field, 3)
+        created = stub.CreateTask(task_pb2.CreateTaskRequest(task=task), timeout=10).task
+        assert getattr(created, field) == 3

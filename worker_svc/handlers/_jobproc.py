@@ -1,0 +1,415 @@
+"""The worker's side of job processes: get one from the job process server, feed it its
+spec, read its output in bounded chunks, stop its process group, learn how it ended.
+
+The server (:mod:`worker_svc.handlers._zygote`) is started on first use, one per worker
+process, and again when it died. A job process is a process group of its own: stopping
+it (abort, timeout) sends SIGTERM to the group, then SIGKILL once the grace has passed
+with the process still there; when it exits by itself, whatever it left in its group is
+SIGKILLed. The group is registered with the guard (``_guard``) for as long as it runs, so
+a worker that dies kills it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ._guard import forget_group, guard_group
+
+__all__ = ["ProcessEnd", "run_job_process", "start_job_process_server"]
+
+logger = logging.getLogger(__name__)
+
+MAX_LINE_CHARS = 64 * 1024
+"""A longer line (or output without newlines) is passed on in pieces of this many characters."""
+_READ_CHUNK_BYTES = 64 * 1024
+"""Output is read at most this much at a time."""
+_RESULT_LIMIT_BYTES = 1 << 20
+"""More of a result than this is ignored."""
+_PIPE_DRAIN_S = 2.0
+"""After the job process exited, how long to wait for its output pipes to reach EOF."""
+_REAP_S = 5.0
+"""After SIGKILL, how long to wait for the job process to be reaped before giving up."""
+
+_Exit = tuple[int | None, float | None]
+"""How a job process ended: (its exit code, negative for a signal; the CPU seconds it
+used); (None, None) when the job process server died before telling."""
+
+
+class _ForkServer:
+    """This worker process's job process server; see the module docstring."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._sock: socket.socket | None = None
+        self._next_request = 0
+        self._spawning: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[int]]] = {}
+        self._exit_waiters: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[_Exit]]] = {}
+        self._exited: dict[int, _Exit] = {}
+
+    def _started(self) -> socket.socket:
+        """The socket to a running server, starting one if needed (call with the lock)."""
+        if self._sock is not None and self._proc is not None and self._proc.poll() is None:
+            return self._sock
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            self._proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "worker_svc.handlers._zygote",
+                    str(theirs.fileno()),
+                    str(os.getpid()),
+                ],
+                pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                start_new_session=True,  # a terminal's Ctrl-C is the worker's to handle
+            )
+        finally:
+            theirs.close()
+        self._sock = ours
+        threading.Thread(
+            target=self._read, args=(ours,), name="tickwork-job-processes", daemon=True
+        ).start()
+        logger.info("started the job process server, pid %d", self._proc.pid)
+        return ours
+
+    def _read(self, sock: socket.socket) -> None:
+        """Deliver the server's answers until it is gone (a thread of its own)."""
+        while True:
+            try:
+                data = sock.recv(4096)
+            except OSError:
+                data = b""
+            if not data:
+                break
+            message = json.loads(data)
+            with self._lock:
+                if "req" in message:
+                    loop, spawned = self._spawning.pop(message["req"])
+                    if "pid" in message:
+                        _settle(loop, spawned, message["pid"])
+                    else:
+                        _fail(loop, spawned, RuntimeError(message.get("error", "refused")))
+                    continue
+                code = os.waitstatus_to_exitcode(message["status"])
+                end: _Exit = (code, float(message["cpu_s"]))
+                waiting = self._exit_waiters.pop(message["pid"], None)
+                if waiting is None:
+                    self._exited[message["pid"]] = end
+                else:
+                    _settle(waiting[0], waiting[1], end)
+        with self._lock:
+            if self._sock is sock:
+                self._sock = None
+            gone = RuntimeError("the job process server exited")
+            for loop, spawned in self._spawning.values():
+                _fail(loop, spawned, gone)
+            self._spawning.clear()
+            for loop, waiter in self._exit_waiters.values():
+                _settle(loop, waiter, (None, None))
+            self._exit_waiters.clear()
+        sock.close()
+
+    def start(self) -> None:
+        """Start the server now, unless it runs (its imports take a while: the first job
+        should not wait for them). Never raises."""
+        try:
+            with self._lock:
+                self._started()
+        except Exception:
+            logger.exception("could not start the job process server; the first job will try")
+
+    async def spawn(self, fds: list[int]) -> int:
+        """A new job process holding ``fds`` (stdout, stderr, result, spec, log); its pid.
+
+        Raises:
+            OSError, RuntimeError: no job process could be had.
+        """
+        loop = asyncio.get_running_loop()
+        spawned: asyncio.Future[int] = loop.create_future()
+        with self._lock:
+            sock = self._started()
+            self._next_request += 1
+            request = self._next_request
+            self._spawning[request] = (loop, spawned)
+            try:
+                socket.send_fds(sock, [json.dumps({"req": request}).encode()], fds)
+            except OSError:
+                del self._spawning[request]
+                raise
+        return await spawned
+
+    def exit_of(self, pid: int) -> asyncio.Future[_Exit]:
+        """A future of how job process ``pid`` ends."""
+        loop = asyncio.get_running_loop()
+        ended: asyncio.Future[_Exit] = loop.create_future()
+        with self._lock:
+            if pid in self._exited:
+                ended.set_result(self._exited.pop(pid))
+            elif self._sock is None:
+                ended.set_result((None, None))
+            else:
+                self._exit_waiters[pid] = (loop, ended)
+        return ended
+
+
+def _settle(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], value: Any) -> None:
+    def settle() -> None:
+        if not future.done():
+            future.set_result(value)
+
+    with contextlib.suppress(RuntimeError):  # that loop is closed: nobody waits any more
+        loop.call_soon_threadsafe(settle)
+
+
+def _fail(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], error: Exception) -> None:
+    def fail() -> None:
+        if not future.done():
+            future.set_exception(error)
+
+    with contextlib.suppress(RuntimeError):
+        loop.call_soon_threadsafe(fail)
+
+
+_SERVER = _ForkServer()
+
+
+def start_job_process_server() -> None:
+    """Start this process's job process server ahead of the first job. Never raises."""
+    _SERVER.start()
+
+
+class _Lines(asyncio.Protocol):
+    """One output pipe, cut into lines of at most MAX_LINE_CHARS characters."""
+
+    def __init__(self, stream: str, on_line: Callable[[str, str], None]) -> None:
+        self._stream = stream
+        self._on_line = on_line
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._partial = ""
+        self.closed = asyncio.Event()
+
+    def data_received(self, data: bytes) -> None:
+        self._feed(self._decoder.decode(data), eof=False)
+
+    def eof_received(self) -> bool:
+        self._feed(self._decoder.decode(b"", final=True), eof=True)
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed.set()
+
+    def _feed(self, text: str, *, eof: bool) -> None:
+        *lines, rest = (self._partial + text).split("\n")
+        for line in lines:
+            self._on_line(self._stream, line.removesuffix("\r"))
+        while len(rest) > MAX_LINE_CHARS:
+            self._on_line(self._stream, rest[:MAX_LINE_CHARS])
+            rest = rest[MAX_LINE_CHARS:]
+        if eof and rest:
+            self._on_line(self._stream, rest.removesuffix("\r"))
+            rest = ""
+        self._partial = rest
+
+
+class _TaggedLines(_Lines):
+    """The log pipe: lines of JSON ``[stream, line]`` (a handler's ``ctx.log``, in order)."""
+
+    def __init__(self, on_line: Callable[[str, str], None]) -> None:
+        super().__init__("log", self._tagged)
+        self._on_tagged = on_line
+
+    def _tagged(self, _: str, text: str) -> None:
+        try:
+            stream, line = json.loads(text)
+        except ValueError:
+            stream, line = "stderr", text
+        self._on_tagged(str(stream), str(line))
+
+
+class _Result(asyncio.Protocol):
+    """The result pipe: at most _RESULT_LIMIT_BYTES of JSON."""
+
+    def __init__(self) -> None:
+        self._chunks: list[bytes] = []
+        self._size = 0
+        self.closed = asyncio.Event()
+
+    def data_received(self, data: bytes) -> None:
+        if self._size < _RESULT_LIMIT_BYTES:
+            self._chunks.append(data)
+            self._size += len(data)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed.set()
+
+    def value(self) -> dict[str, Any] | None:
+        try:
+            found = json.loads(b"".join(self._chunks))
+        except ValueError:
+            return None
+        return found if isinstance(found, dict) else None
+
+
+@dataclass(frozen=True)
+class ProcessEnd:
+    """How a job process ended.
+
+    Attributes:
+        returncode (int | None): its exit code, negative for the signal that killed it;
+            None when unknown (the job process server died).
+        cpu_s (float | None): the CPU time it used, seconds, when known.
+        result (dict[str, Any] | None): what it wrote to its result fd, if anything.
+        timed_out (bool): it was stopped because it ran longer than the timeout.
+    """
+
+    returncode: int | None
+    cpu_s: float | None
+    result: dict[str, Any] | None
+    timed_out: bool
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+async def _stop(pgid: int, ended: asyncio.Future[_Exit], grace_s: float) -> None:
+    """SIGTERM the group; SIGKILL it after ``grace_s`` unless its process has exited."""
+    _signal_group(pgid, signal.SIGTERM)
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(max(grace_s, 0.0)):
+            await asyncio.shield(ended)
+    _signal_group(pgid, signal.SIGKILL)
+
+
+async def _reaped(ended: asyncio.Future[_Exit], pid: int) -> None:
+    """Wait (bounded, whatever cancellations come) for the SIGKILLed process's end."""
+    waiter = asyncio.ensure_future(asyncio.wait([ended], timeout=_REAP_S))
+    cancelled = False
+    while not waiter.done():
+        try:
+            await asyncio.shield(waiter)
+        except asyncio.CancelledError:
+            cancelled = True
+    if not ended.done():
+        logger.error("job process %d did not end within %g s of SIGKILL", pid, _REAP_S)
+    if cancelled:
+        raise asyncio.CancelledError
+
+
+async def run_job_process(
+    spec: dict[str, Any],
+    *,
+    job_id: int,
+    on_line: Callable[[str, str], None],
+    timeout_s: float | None,
+    grace_s: float,
+) -> ProcessEnd:
+    """Run one job in a job process and wait for its end.
+
+    Args:
+        spec (dict[str, Any]): the job, for :func:`worker_svc.handlers._runner.run`.
+        job_id (int): the job, for the log.
+        on_line (Callable[[str, str], None]): called with (stream, line) for each line of
+            its output, on the event loop, in order per stream; must not block.
+        timeout_s (float | None): stop it after this many seconds; None: never.
+        grace_s (float): seconds between SIGTERM and SIGKILL when it is stopped.
+
+    Returns:
+        ProcessEnd: its exit code, result, and whether it timed out.
+
+    Raises:
+        OSError, RuntimeError: no job process could be started.
+        asyncio.CancelledError: the job was aborted; its process group was stopped first.
+    """
+    loop = asyncio.get_running_loop()
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    res_r, res_w = os.pipe()
+    spec_r, spec_w = os.pipe()
+    log_r, log_w = os.pipe()
+    theirs = [out_w, err_w, res_w, spec_r, log_w]
+    ours = [out_r, err_r, res_r, spec_w, log_r]
+    try:
+        pid = await _SERVER.spawn(theirs)
+    except BaseException:
+        for fd in ours:
+            os.close(fd)
+        raise
+    finally:
+        for fd in theirs:
+            os.close(fd)
+    files = [os.fdopen(fd, "rb" if fd != spec_w else "wb", buffering=0) for fd in ours]
+    ended = _SERVER.exit_of(pid)
+    guard_group(pid)  # killed with the worker if the worker dies first
+    extra = {"job_id": job_id, "pid": pid}
+    logger.info("job %d: started job process %d", job_id, pid, extra=extra)
+    transports: list[asyncio.ReadTransport | asyncio.WriteTransport] = []
+    readers: list[_Lines | _Result] = []
+    result = _Result()
+    timed_out = False
+    try:
+        out, err, res, spec_pipe, log = files
+        pipes: tuple[tuple[Any, _Lines | _Result], ...] = (
+            (out, _Lines("stdout", on_line)),
+            (err, _Lines("stderr", on_line)),
+            (log, _TaggedLines(on_line)),
+            (res, result),
+        )
+        for pipe, protocol in pipes:
+            transport, _ = await loop.connect_read_pipe(lambda p=protocol: p, pipe)  # type: ignore[misc]
+            transport.max_size = _READ_CHUNK_BYTES  # type: ignore[attr-defined]
+            transports.append(transport)
+            readers.append(protocol)
+        writer: asyncio.WriteTransport
+        writer, _ = await loop.connect_write_pipe(asyncio.Protocol, spec_pipe)
+        transports.append(writer)
+        writer.write(json.dumps(spec).encode())  # the go-ahead: the group is guarded
+        writer.close()
+        try:
+            async with asyncio.timeout(timeout_s):
+                await asyncio.shield(ended)
+        except TimeoutError:
+            timed_out = True
+            logger.info("job %d: timed out after %g s, stopping pid %d", job_id, timeout_s, pid)
+            await _stop(pid, ended, grace_s)
+    except asyncio.CancelledError:
+        logger.info("job %d: aborted, stopping pid %d", job_id, pid, extra=extra)
+        await _stop(pid, ended, grace_s)  # cancelled again: see finally
+        raise
+    finally:
+        _signal_group(pid, signal.SIGKILL)  # whatever it left running in its group
+        if not ended.done():
+            await _reaped(ended, pid)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(_PIPE_DRAIN_S):
+                for reader in readers:
+                    await reader.closed.wait()
+        for opened in transports:
+            if isinstance(opened, asyncio.WriteTransport) and opened.get_write_buffer_size():
+                # Nothing more can be read by the process (it is gone), and no write may
+                # land on a descriptor number the files below free for reuse.
+                opened.abort()
+            elif not opened.is_closing():
+                opened.close()
+        for file in files:  # those no transport took (closing twice is harmless)
+            file.close()
+        forget_group(pid)
+    returncode, cpu_s = ended.result()
+    return ProcessEnd(returncode, cpu_s, result.value(), timed_out)

@@ -1,0 +1,268 @@
+"""Inside a job process: set the job's environment up, call its function, say how it ended.
+
+The spec (JSON, from the worker through the job process server) names the function
+(``kind: "python"``, ``callable``, ``kwargs``) or a handler registered by a package
+(``kind: "handler"``, ``handler``, ``params``), and the process's environment, working
+directory, ``sys.path`` and limits. A handler's result goes as its JobResult's fields
+(``status``, ``error``, ``output_tail``), its ``ctx.log`` lines to the log fd. The
+process's stdout and stderr are the job's output too (``print``, ``logging`` at INFO and
+above, tracebacks). How the call ended goes as one JSON
+object to the result fd: ``{"status": "SUCCEEDED", "returned": "..."}`` (the return
+value's text, when it is not None) or ``{"status": "FAILED", "error":
+"...", "invalid_params": bool}``. A call that ends the process otherwise (``sys.exit``,
+``os._exit``, KeyboardInterrupt, MemoryError, a signal, a crash in C) writes no result: the
+worker then reports the exit code or signal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import inspect
+import json
+import logging
+import os
+import signal
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from tickwork import JobContext
+
+from ._base import InvalidParams, JobFailed
+from ._limits import ProcessLimits
+
+__all__ = ["CTX_PARAMETER", "run"]
+
+CTX_PARAMETER = "ctx"
+"""A function with a parameter of this name (positional-or-keyword or keyword-only)
+receives the job's :class:`tickwork.JobContext`."""
+
+_INTERNAL_DIRS = (os.path.dirname(__file__), os.path.dirname(asyncio.__file__))
+"""Traceback frames from these directories (this package, asyncio) are left out."""
+_LOG_FORMAT = "%(levelname)s %(name)s: %(message)s"
+_TAIL = 4096
+"""The most characters of a return value reported."""
+_MAX_ERROR_CHARS = 64 * 1024
+"""The most characters of an error reported (its first and last halves)."""
+
+
+def run(spec: dict[str, Any], result_fd: int, log_fd: int) -> int:
+    """Run the job ``spec`` describes in this process; return the exit code.
+
+    Args:
+        spec (dict[str, Any]): the job (see the module docstring).
+        result_fd (int): where the result goes (closed here).
+        log_fd (int): where a handler's ``ctx.log`` lines go, one JSON ``[stream, line]``
+            per line.
+
+    Returns:
+        int: 0 when a result was written; else the code to exit with (1 for an uncaught
+        MemoryError or a BaseException; ``sys.exit``'s code). KeyboardInterrupt ends the
+        process with SIGINT, as it ends ``python``.
+    """
+    os.environ.clear()
+    os.environ.update(spec["env"])
+    sys.path[:] = spec["sys_path"]
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(AttributeError, ValueError):
+            stream.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+    logging.basicConfig(level=logging.INFO, format=_LOG_FORMAT, stream=sys.stderr, force=True)
+    try:
+        os.chdir(spec["cwd"])
+        ProcessLimits(**spec["limits"]).apply()
+    except (OSError, ValueError) as exc:
+        return _report(result_fd, {"status": "FAILED", "error": f"cannot start the job: {exc}"})
+    try:
+        if spec["kind"] == "handler":
+            return _report(result_fd, _run_handler(spec, log_fd))
+        result = _call(spec)
+    except InvalidParams as exc:
+        return _report(result_fd, {"status": "FAILED", "error": exc.error, "invalid_params": True})
+    except JobFailed as exc:
+        if exc.output_tail:
+            print(exc.output_tail, file=sys.stderr)
+        return _report(result_fd, {"status": "FAILED", "error": exc.error})
+    except MemoryError:
+        _print_traceback()
+        return 1
+    except Exception as exc:
+        _print_traceback()
+        return _report(result_fd, {"status": "FAILED", "error": _summary(exc)})
+    except KeyboardInterrupt:
+        _print_traceback()
+        _flush()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+        return 130
+    except SystemExit as exc:
+        if isinstance(exc.code, int) or exc.code is None:
+            return exc.code or 0
+        print(exc.code, file=sys.stderr)
+        return 1
+    except BaseException:
+        _print_traceback()
+        return 1
+    report: dict[str, Any] = {"status": "SUCCEEDED"}
+    if result is not None:
+        try:
+            report["returned"] = (result if isinstance(result, str) else repr(result))[-_TAIL:]
+        except Exception as exc:
+            report["returned"] = f"<{type(result).__name__} object; repr() raised {_summary(exc)}>"
+    return _report(result_fd, report)
+
+
+def _report(result_fd: int, result: dict[str, Any]) -> int:
+    error = result.get("error")
+    if isinstance(error, str) and len(error) > _MAX_ERROR_CHARS:
+        half = _MAX_ERROR_CHARS // 2
+        cut = len(error) - 2 * half
+        result["error"] = f"{error[:half]}\n[... {cut} characters cut ...]\n{error[-half:]}"
+    _flush()
+    os.write(result_fd, json.dumps(result).encode())
+    os.close(result_fd)
+    return 0
+
+
+def _run_handler(spec: dict[str, Any], log_fd: int) -> dict[str, Any]:
+    """Run a handler registered by a package (its ``run``), as the worker would: how it
+    ended, as a JobResult's fields.
+
+    Raises:
+        KeyboardInterrupt: raised in the handler (the process then dies of SIGINT).
+    """
+    from tickwork._context import JobContext as Window
+    from worker_svc._execute import call_handler
+    from worker_svc._job_output import JobOutput, as_text, sendable
+
+    from ._base import JobContext as HandlerContext
+    from ._limits import ProcessLimits as Limits
+    from ._registry import get_handler
+
+    def log(stream: str, line: str) -> None:
+        record = [sendable(as_text(stream)), sendable(as_text(line))]
+        os.write(log_fd, (json.dumps(record) + "\n").encode())
+
+    window = Window.from_env()
+    ctx = HandlerContext(
+        job_id=window.job_id,
+        task_id=window.task_id,
+        task_name=window.task,
+        attempt=window.attempt,
+        timeout_s=spec["timeout_s"],
+        log=log,
+        abort_grace_s=spec["abort_grace_s"],
+        env={k: v for k, v in os.environ.items() if k.startswith("TICKWORK_")},
+        limits=Limits(**spec["limits"]),
+    )
+    output = JobOutput()
+    try:
+        handler = get_handler(spec["handler"])
+    except LookupError as exc:
+        return {"status": "FAILED", "error": _summary(exc), "output_tail": ""}
+    result = asyncio.run(call_handler(handler, spec["handler"], spec["params"], ctx, output))
+    return {"status": result.status, "error": result.error, "output_tail": result.output_tail}
+
+
+def _flush() -> None:
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.flush()
+
+
+def _call(spec: dict[str, Any]) -> Any:
+    """Import the function, bind its arguments and call it (awaiting it when async)."""
+    func = _resolve(spec["callable"])
+    kwargs = _arguments(func, spec["callable"], dict(spec["kwargs"]))
+    if inspect.iscoroutinefunction(func):
+        return asyncio.run(func(**kwargs))
+    result = func(**kwargs)
+    if inspect.isawaitable(result):  # e.g. an object whose __call__ is async
+        return asyncio.run(_awaited(result))
+    return result
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
+
+
+def _resolve(target: str) -> Callable[..., Any]:
+    """The function ``"module:qualname"`` names.
+
+    Raises:
+        JobFailed: the module cannot be imported, has no such attribute, or it is not
+            callable.
+    """
+    module_name, _, qualname = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:
+        raise JobFailed(
+            f"cannot import module {module_name!r}: {_summary(exc)}", _format_traceback(exc)
+        ) from exc
+    found: Any = module
+    for part in qualname.split("."):
+        try:
+            found = getattr(found, part)
+        except AttributeError:
+            raise JobFailed(
+                f"{target}: {getattr(found, '__name__', module_name)!r} has no attribute {part!r}"
+            ) from None
+    if not callable(found):
+        raise JobFailed(f"{target} is not callable ({type(found).__name__})")
+    return found  # type: ignore[no-any-return]
+
+
+def _arguments(func: Callable[..., Any], target: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``kwargs``, with the job's context as ``ctx`` when the function has that parameter.
+
+    Raises:
+        InvalidParams: ``kwargs`` names ``ctx`` for such a function, or does not fit its
+            signature.
+    """
+    try:
+        signature = inspect.signature(func)
+    except (TypeError, ValueError):  # some builtins have none: call and see
+        return kwargs
+    param = signature.parameters.get(CTX_PARAMETER)
+    if param is not None and param.kind in (
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        inspect.Parameter.KEYWORD_ONLY,
+    ):
+        if CTX_PARAMETER in kwargs:
+            raise InvalidParams(
+                f"param 'kwargs.{CTX_PARAMETER}' is not allowed: {target} takes the job "
+                f"context as {CTX_PARAMETER}"
+            )
+        kwargs[CTX_PARAMETER] = JobContext.from_env()
+    try:
+        signature.bind(**kwargs)
+    except TypeError as exc:
+        raise InvalidParams(f"param 'kwargs' does not fit {target}: {exc}") from exc
+    return kwargs
+
+
+def _summary(exc: BaseException) -> str:
+    """``"<ExcType>: message"``, or the type alone when the message is empty."""
+    try:
+        message = str(exc)
+    except Exception:
+        message = ""
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+def _format_traceback(exc: BaseException) -> str:
+    """The traceback of ``exc`` without the leading frames of this package and asyncio."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename.startswith(_INTERNAL_DIRS):
+        tb = tb.tb_next
+    return "".join(traceback.format_exception(type(exc), exc, tb)).rstrip("\n")
+
+
+def _print_traceback() -> None:
+    exc = sys.exc_info()[1]
+    if exc is not None:
+        with contextlib.suppress(Exception):
+            print(_format_traceback(exc), file=sys.stderr)

@@ -1,0 +1,179 @@
+"""The job process server: a pre-started interpreter that forks one job process per job.
+
+The worker starts it once (``python -m worker_svc.handlers._zygote FD``, FD one end of a
+``SOCK_SEQPACKET`` socket pair) and asks it for a job process by sending one small message
+with five file descriptors: the job's stdout, stderr, result and log pipes (write ends)
+and its spec pipe (read end). The server forks; the child becomes a process group of its own, dies
+with the server (PR_SET_PDEATHSIG), takes the pipes as its stdout, stderr and result fds,
+and reads the job's spec (JSON) from the spec pipe: the worker writes it only once the
+group is registered with the guard (``_guard``), so a worker that dies before that leaves
+a child that reads end-of-file and exits without running anything. The child then runs
+the job (:mod:`worker_svc.handlers._runner`) and exits.
+
+The server answers each request with ``{"req": N, "pid": PID}`` and, when that child has
+exited, ``{"pid": PID, "status": WAIT_STATUS, "cpu_s": CPU_SECONDS}``. It never runs a
+job itself: each child starts from the state the server had before any job ran (the
+imports below, done once), and nothing of one job reaches the next. The server dies with
+the worker (PR_SET_PDEATHSIG) and exits when the worker closes its socket.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import selectors
+import signal
+import socket
+import sys
+import traceback
+from typing import Any
+
+_PR_SET_PDEATHSIG = 1
+_MAX_FDS = 5
+_SPEC_LIMIT_BYTES = 64 * 1024 * 1024
+"""A spec longer than this is refused (params are at most 1 MiB)."""
+
+
+def die_with_parent() -> None:
+    """Have the kernel SIGKILL this process when its parent (thread) dies; Linux only."""
+    if not sys.platform.startswith("linux"):
+        return
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def _read_all(fd: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > _SPEC_LIMIT_BYTES:
+            break
+    return b"".join(chunks)
+
+
+def _child(fds: list[int], closing: list[int]) -> None:
+    """In the forked child: become the job process, run the job, exit. Never returns."""
+    code = 1
+    try:
+        for fd in closing:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        with contextlib.suppress(OSError):
+            os.setpgid(0, 0)
+        die_with_parent()
+        out, err, result, spec, log = fds
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.dup2(out, 1)
+        os.dup2(err, 2)
+        for fd in (devnull, out, err):
+            os.close(fd)
+        data = _read_all(spec)
+        os.close(spec)
+        if not data:
+            os._exit(125)  # the worker gave no go-ahead: run nothing
+        from worker_svc.handlers import _runner
+
+        code = _runner.run(json.loads(data), result, log)
+    except BaseException:
+        with contextlib.suppress(BaseException):
+            traceback.print_exc()
+    finally:
+        with contextlib.suppress(BaseException):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
+
+
+def _send(sock: socket.socket, message: dict[str, Any]) -> None:
+    sock.send(json.dumps(message).encode())
+
+
+def serve(sock: socket.socket) -> None:
+    """Fork a job process per request until the worker closes ``sock``."""
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+    selector = selectors.DefaultSelector()
+    selector.register(sock, selectors.EVENT_READ)
+    selector.register(wake_r, selectors.EVENT_READ)
+    closing = [sock.fileno(), wake_r, wake_w]
+    while True:
+        for key, _ in selector.select():
+            if key.fileobj is sock:
+                message, fds, _flags, _addr = socket.recv_fds(sock, 4096, _MAX_FDS)
+                if not message:
+                    return  # the worker is gone
+                request = json.loads(message)
+                if len(fds) != _MAX_FDS:
+                    for fd in fds:
+                        os.close(fd)
+                    _send(sock, {"req": request["req"], "error": "expected 5 descriptors"})
+                    continue
+                pid = os.fork()
+                if pid == 0:
+                    selector.close()
+                    _child(fds, closing)
+                with contextlib.suppress(OSError):
+                    os.setpgid(pid, pid)  # also done by the child: whichever comes first
+                for fd in fds:
+                    os.close(fd)
+                _send(sock, {"req": request["req"], "pid": pid})
+            else:
+                with contextlib.suppress(BlockingIOError):
+                    while os.read(wake_r, 4096):
+                        pass
+        _reap(sock)
+
+
+def _reap(sock: socket.socket) -> None:
+    """Report every child that has exited."""
+    while True:
+        try:
+            pid, status, usage = os.wait4(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        cpu_s = usage.ru_utime + usage.ru_stime
+        _send(sock, {"pid": pid, "status": status, "cpu_s": cpu_s})
+
+
+def _preload() -> None:
+    """Import what every job process needs, once, before any fork."""
+    import asyncio  # noqa: F401
+    import inspect  # noqa: F401
+    import logging  # noqa: F401
+
+    import tickwork  # noqa: F401
+    from worker_svc.handlers import _runner  # noqa: F401
+
+
+def main(argv: list[str]) -> int:
+    """``python -m worker_svc.handlers._zygote FD WORKER_PID``."""
+    die_with_parent()
+    if os.getppid() != int(argv[2]):  # the worker died before the line above
+        return 1
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sock = socket.socket(fileno=int(argv[1]))
+    _preload()
+    try:
+        serve(sock)
+    except (BrokenPipeError, ConnectionResetError):
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
