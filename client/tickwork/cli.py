@@ -238,6 +238,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=_positive_seconds, default=3.0, metavar="S", help="default 3")
     p.set_defaults(func=_cmd_health)
 
+    from tickwork.console.command import add_parser as add_console_parser
+
+    add_console_parser(sub, [net])
+
     token = sub.add_parser("token", help="make access tokens")
     toksub = token.add_subparsers(dest="token_command", metavar="ACTION", required=True)
     p = toksub.add_parser(

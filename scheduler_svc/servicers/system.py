@@ -80,4 +80,3 @@ class SystemServicer(system_pb2_grpc.SystemServiceServicer):
             ],
             read_time=cv.ts(now),
         )
-
