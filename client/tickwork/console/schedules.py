@@ -244,7 +244,8 @@ async def describe(request: Request) -> Response:
             "fire_times": [
                 {
                     "utc": fmt.clock(f.fire_time),
-                    "local": f.local_time,
+                    "local": fmt.clock(f.fire_time, timezone),
+                    "iso": f.local_time,
                     "dst_note": f.dst_note,
                 }
                 for f in answer.fire_times

@@ -101,7 +101,9 @@ function cronPreview() {
     const body = el("tbody");
     answer.fire_times.forEach((f) => {
       const row = el("tr");
-      row.append(el("td", f.local), el("td", f.utc), el("td", f.dst_note));
+      const local = el("td", f.local);
+      local.title = f.iso;
+      row.append(local, el("td", f.utc), el("td", f.dst_note));
       body.append(row);
     });
     table.append(body);
