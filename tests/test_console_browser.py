@@ -17,13 +17,12 @@ from tests.harness import wait_for
 from tickwork import Client, SkipReason
 
 CHROMIUM = Path("/usr/bin/chromium")
-sync_api = pytest.importorskip("playwright.sync_api", reason="the console extra: playwright")
+pytest.importorskip("playwright.sync_api", reason="the console extra: playwright")
 pytestmark = pytest.mark.skipif(
     not CHROMIUM.exists(), reason="Debian's chromium package (installed by .ci/run)"
 )
 
-Page = sync_api.Page
-expect = sync_api.expect
+from playwright.sync_api import Browser, Page, expect, sync_playwright  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +33,8 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[sync_api.Browser]:
-    with sync_api.sync_playwright() as playwright:
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(
             executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"]
         )
@@ -51,7 +50,7 @@ def admin(console: Console) -> Iterator[Client]:
         yield tw
 
 
-def signed_in(browser: sync_api.Browser, console: Console, role: str, **options: object) -> Page:
+def signed_in(browser: Browser, console: Console, role: str, **options: object) -> Page:
     """A new browser context signed in with ``role``'s token, on the overview."""
     context = browser.new_context(**options)  # type: ignore[arg-type]
     context.set_default_timeout(20_000)
@@ -72,7 +71,7 @@ def shot(page: Page, name: str) -> Path:
 
 
 def test_a_viewer_sees_the_overview_with_the_worker_active(
-    browser: sync_api.Browser, console: Console, admin: Client
+    browser: Browser, console: Console, admin: Client
 ) -> None:
     admin.create_task("nightly-report", "shell", {"argv": ["echo", "report"]})
     admin.create_schedule("every-10-minutes", ["nightly-report"], cron="*/10 * * * *")
@@ -93,7 +92,7 @@ def test_a_viewer_sees_the_overview_with_the_worker_active(
 
 
 def test_an_operator_runs_a_task_and_watches_its_output_arrive(
-    browser: sync_api.Browser, console: Console, admin: Client
+    browser: Browser, console: Console, admin: Client
 ) -> None:
     script = "echo first line; sleep 3; echo second line; sleep 1; echo all done"
     task = admin.create_task("slow-echo", "shell", {"argv": ["sh", "-c", script]})
@@ -120,7 +119,7 @@ def test_an_operator_runs_a_task_and_watches_its_output_arrive(
 
 
 def test_an_admin_sees_the_cron_preview_follow_the_expression_before_saving(
-    browser: sync_api.Browser, console: Console, admin: Client
+    browser: Browser, console: Console, admin: Client
 ) -> None:
     admin.create_task("spring-task", "shell", {"argv": ["true"]})
     page = signed_in(browser, console, "admin")
@@ -159,7 +158,7 @@ def test_an_admin_sees_the_cron_preview_follow_the_expression_before_saving(
 
 
 def test_a_viewers_run_now_is_refused_and_no_job_appears(
-    browser: sync_api.Browser, console: Console, admin: Client
+    browser: Browser, console: Console, admin: Client
 ) -> None:
     admin.create_task("viewer-target", "shell", {"argv": ["true"]})
     page = signed_in(browser, console, "viewer")
@@ -174,7 +173,7 @@ def test_a_viewers_run_now_is_refused_and_no_job_appears(
 
 
 def test_stored_markup_and_ansi_escapes_render_as_text(
-    browser: sync_api.Browser, console: Console, admin: Client
+    browser: Browser, console: Console, admin: Client
 ) -> None:
     name = "<script>window.pwned=1</script>"
     script = r"printf '<script>window.pwned=2</script>\n\033[31mred\033[0m <b>bold</b>\n'"
@@ -195,7 +194,7 @@ def test_stored_markup_and_ansi_escapes_render_as_text(
 
 
 def test_the_disabled_pill_tells_the_failure_count_after_an_auto_disable(
-    browser: sync_api.Browser, console: Console, admin: Client
+    browser: Browser, console: Console, admin: Client
 ) -> None:
     admin.create_task("always-fails", "shell", {"argv": ["sh", "-c", "echo boom >&2; exit 3"]})
     admin.create_schedule("every-second", ["always-fails"], cron="* * * * * *")
