@@ -94,7 +94,7 @@ def test_a_viewer_sees_the_overview_with_the_worker_active(
 def test_an_operator_runs_a_task_and_watches_its_output_arrive(
     browser: Browser, console: Console, admin: Client
 ) -> None:
-    script = "echo first line; sleep 3; echo second line; sleep 1; echo all done"
+    script = "echo first line; sleep 6; echo second line; sleep 1; echo all done"
     task = admin.create_task("slow-echo", "shell", {"argv": ["sh", "-c", script]})
     page = signed_in(browser, console, "operator")
     page.goto(console.url + f"tasks/{task.id}")
@@ -109,8 +109,16 @@ def test_an_operator_runs_a_task_and_watches_its_output_arrive(
     )
     expect(page.locator("[data-job-status] .pill")).to_have_text("running")
     shot(page, "job-running")
+    overview = page.context.new_page()
+    overview.goto(console.url)
+    running = overview.locator("section", has=overview.locator("#running-h"))
+    expect(running).to_contain_text("slow-echo")
+    expect(running.locator("[data-watch-job]")).to_have_text("first line")
+    shot(overview, "overview-running")
+    overview.close()
     expect(output).to_contain_text("all done", timeout=30_000)
     expect(page.locator("[data-job-status] .pill")).to_have_text("succeeded")
+    expect(page.locator("button:has-text('Abort')")).to_be_hidden()
     assert "second line" in output.text_content()  # type: ignore[operator]
     shot(page, "job-done")
     page.goto(console.url + f"tasks/{task.id}")

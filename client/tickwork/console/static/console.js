@@ -37,6 +37,9 @@ function watchJobPage(output) {
     if (error && errorBox) { error.textContent = job.error; errorBox.hidden = !job.error; }
     if (start) start.textContent = job.start;
     if (finish) finish.textContent = job.finish;
+    const actions = document.querySelector("[data-live-actions]");
+    // Cancel and Abort fit a queued or running job only: once it has ended they go.
+    if (actions && job.status !== "QUEUED" && job.status !== "RUNNING") actions.hidden = true;
   }, () => { if (note) note.textContent = "The job has ended."; });
 }
 
