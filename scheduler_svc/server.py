@@ -549,6 +549,8 @@ async def serve(
     try:
         await service.start_loops(worker_settings)
         console = await start_console(settings, service.internal_address)
+        if console is not None and console.task is not None:
+            service._supervise(console.task)  # a console that dies stops the service loudly
         # Everything made so far (modules, compiled statements, the service) lives as long
         # as the process: move it out of the collector's sight, so the full collections
         # that a tick's burst of records triggers do not walk it again and again (about a

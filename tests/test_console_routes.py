@@ -85,6 +85,17 @@ def test_every_page_answers_each_role(
         assert events.body.rstrip().endswith("event: end\ndata: {}")
     for path in ("/signin", "/healthz", "/static/console.js", "/static/console.css"):
         assert v.get(path).status == 200, path
+    # Unknown ids are 404 (the API's NOT_FOUND), an id beyond int64 is 400, never 500.
+    unknown = {
+        f"/tasks/{2**40}": 404,
+        f"/jobs/{2**40}": 404,
+        f"/schedules/{2**40}": 404,
+        f"/tasks/{2**70}": 400,
+        "/nowhere": 404,
+    }
+    for path, status in unknown.items():
+        expected = 303 if role is None and path != "/nowhere" else status
+        assert v.get(path).status == expected, path
 
 
 Form = dict[str, str | list[str]]

@@ -7,16 +7,25 @@ signed-in user's token, so the API's roles decide. ``tickwork serve`` runs it on
 - :func:`create_app`: the ASGI app (Starlette, Jinja2 templates).
 - :class:`ConsoleServer`: the app on uvicorn in the caller's event loop.
 - :class:`ConsoleSettings`, :func:`check_exposure`: where it listens and may listen.
+
+The web stack (Starlette, uvicorn) is imported on first use of ``create_app`` or
+``ConsoleServer``, so that the command line does not pay for it on every command.
 """
 
-from tickwork.console.app import create_app
-from tickwork.console.server import ConsoleServer
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from tickwork.console.settings import (
     DEFAULT_LISTEN,
     ConsoleSettings,
     ConsoleSettingsError,
     check_exposure,
 )
+
+if TYPE_CHECKING:
+    from tickwork.console.app import create_app
+    from tickwork.console.server import ConsoleServer
 
 __all__ = [
     "DEFAULT_LISTEN",
@@ -26,3 +35,15 @@ __all__ = [
     "check_exposure",
     "create_app",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "create_app":
+        from tickwork.console.app import create_app
+
+        return create_app
+    if name == "ConsoleServer":
+        from tickwork.console.server import ConsoleServer
+
+        return ConsoleServer
+    raise AttributeError(f"module 'tickwork.console' has no attribute {name!r}")

@@ -20,6 +20,12 @@ from tickwork.v1.schedule_pb2 import Fire, FireOutcome, Schedule
 FIRE_HISTORY_SCHEDULES = 200
 #: Most fires of one schedule shown as due in the next hour.
 DUE_PER_SCHEDULE = 12
+#: Most rows of each fire table.
+MAX_ROWS = 100
+#: API calls the overview makes at once.
+CONCURRENT_CALLS = 16
+#: Running jobs whose output line is live (each is a stream the browser keeps open).
+LIVE_LINES = 3
 
 
 @dataclass(frozen=True)
@@ -41,10 +47,11 @@ class DueRow:
 
 
 async def _recent_quiet_fires(
-    session: Session, schedules: list[Schedule], since: dt.datetime
+    session: Session, schedules: list[Schedule], since: dt.datetime, calls: asyncio.Semaphore
 ) -> list[FireRow]:
     async def one(schedule: Schedule) -> list[FireRow]:
-        fires = await session.client.list_fires(schedule.id, limit=200)
+        async with calls:
+            fires = await session.client.list_fires(schedule.id, limit=200)
         return [
             FireRow(schedule, f)
             for f in fires
@@ -55,10 +62,12 @@ async def _recent_quiet_fires(
     chunks = await asyncio.gather(*(one(s) for s in schedules[:FIRE_HISTORY_SCHEDULES]))
     rows = [row for chunk in chunks for row in chunk]
     rows.sort(key=lambda r: r.fire.fire_time.ToNanoseconds(), reverse=True)
-    return rows
+    return rows[:MAX_ROWS]
 
 
-async def _due_soon(session: Session, schedules: list[Schedule], now: dt.datetime) -> list[DueRow]:
+async def _due_soon(
+    session: Session, schedules: list[Schedule], now: dt.datetime, calls: asyncio.Semaphore
+) -> list[DueRow]:
     horizon = now + dt.timedelta(hours=1)
 
     async def one(schedule: Schedule) -> list[DueRow]:
@@ -67,12 +76,13 @@ async def _due_soon(session: Session, schedules: list[Schedule], now: dt.datetim
             return []
         if not schedule.cron_expression:
             return [DueRow(schedule, first, fmt.clock(first, schedule.timezone), "")]
-        preview = await session.client.describe_cron(
-            schedule.cron_expression,
-            schedule.timezone or "UTC",
-            after=first - dt.timedelta(microseconds=1),
-            count=DUE_PER_SCHEDULE,
-        )
+        async with calls:
+            preview = await session.client.describe_cron(
+                schedule.cron_expression,
+                schedule.timezone or "UTC",
+                after=first - dt.timedelta(microseconds=1),
+                count=DUE_PER_SCHEDULE,
+            )
         return [
             DueRow(schedule, at, p.local_time, p.dst_note)
             for p in preview.fire_times
@@ -82,7 +92,7 @@ async def _due_soon(session: Session, schedules: list[Schedule], now: dt.datetim
     chunks = await asyncio.gather(*(one(s) for s in schedules if s.enabled))
     rows = [row for chunk in chunks for row in chunk]
     rows.sort(key=lambda r: (r.fire_time, r.schedule.name))
-    return rows
+    return rows[:MAX_ROWS]
 
 
 @page
@@ -96,9 +106,10 @@ async def overview(request: Request, session: Session) -> Response:
         session.client.list_tasks(),
         session.client.list_schedules(),
     )
+    calls = asyncio.Semaphore(CONCURRENT_CALLS)
     quiet, due = await asyncio.gather(
-        _recent_quiet_fires(session, schedules, now - dt.timedelta(hours=24)),
-        _due_soon(session, schedules, now),
+        _recent_quiet_fires(session, schedules, now - dt.timedelta(hours=24), calls),
+        _due_soon(session, schedules, now, calls),
     )
     return render(
         request,
@@ -111,4 +122,5 @@ async def overview(request: Request, session: Session) -> Response:
         disabled=[t for t in tasks if not t.enabled],
         quiet_fires=quiet,
         due=due,
+        live_lines=LIVE_LINES,
     )

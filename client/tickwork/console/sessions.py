@@ -65,8 +65,14 @@ class Sessions:
         self._idle_s = idle_s
         self._sessions: dict[str, Session] = {}
 
-    def create(self, token: str, label: str) -> Session:
+    #: Most sessions kept; signing in beyond it ends the least recently used one.
+    MAX_SESSIONS = 1000
+
+    async def create(self, token: str, label: str) -> Session:
         """A new session for ``token`` (already checked against the API)."""
+        if len(self._sessions) >= self.MAX_SESSIONS:
+            oldest = min(self._sessions.values(), key=lambda s: s.last_used)
+            await self.end(oldest.id)
         session = Session(
             id=secrets.token_urlsafe(32),
             csrf=secrets.token_urlsafe(32),

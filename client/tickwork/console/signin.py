@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import time
 
 import grpc
 from starlette.datastructures import FormData
@@ -17,13 +18,25 @@ from tickwork.errors import TickworkError
 log = logging.getLogger(__name__)
 
 
+#: How long the answer "does the API need a token?" is reused, seconds (asking is a refused
+#: call, hence a warning, in the log of a server with access control).
+OPEN_SERVER_TTL_S = 60.0
+
+
 async def _open_server(request: Request) -> bool:
     """True when the API answers without a token (its access control is off)."""
+    console = console_of(request)
+    now = time.monotonic()
+    seen = console.open_server
+    if seen is not None and now - seen[0] < OPEN_SERVER_TTL_S:
+        return seen[1]
     try:
-        await console_of(request).api.status("")
+        await console.api.status("")
+        is_open = True
     except TickworkError:
-        return False
-    return True
+        is_open = False
+    console.open_server = (now, is_open)
+    return is_open
 
 
 async def signin_form(request: Request, status_code: int = 200, error: str = "") -> Response:
@@ -77,7 +90,7 @@ async def signin(request: Request) -> Response:
     old = await current_session(request)
     if old is not None:
         await console.sessions.end(old.id)
-    session = console.sessions.create(token, "signed in" if token else "no access control")
+    session = await console.sessions.create(token, "signed in" if token else "no access control")
     response = RedirectResponse(local_path(form.get("next"), "/"), status_code=303)
     response.set_cookie(
         SESSION_COOKIE,

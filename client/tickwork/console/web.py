@@ -28,7 +28,7 @@ from tickwork.console import format as fmt
 from tickwork.console.api import Api
 from tickwork.console.sessions import SESSION_COOKIE, Session, Sessions, same_token
 from tickwork.console.settings import ConsoleSettings
-from tickwork.errors import TickworkError
+from tickwork.errors import InvalidArgument, TickworkError
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +69,8 @@ class Console:
     api: Api
     sessions: Sessions
     templates: jinja2.Environment
+    #: (``time.monotonic()`` when asked, whether the API answered without a token).
+    open_server: tuple[float, bool] | None = None
 
 
 def make_templates() -> jinja2.Environment:
@@ -150,6 +152,8 @@ def page(fn: PageHandler) -> Endpoint:
                 await console_of(request).sessions.end(session.id)
                 return signin_redirect(request)
             return error_page(request, session, err)
+        except ValueError as err:  # e.g. an id in the path beyond int64
+            return error_page(request, session, InvalidArgument(str(err)))
 
     return endpoint
 
@@ -175,6 +179,8 @@ def action(fn: ActionHandler) -> Endpoint:
             return await fn(request, session, form)
         except TickworkError as err:
             return error_page(request, session, err)
+        except ValueError as err:
+            return error_page(request, session, InvalidArgument(str(err)))
 
     return endpoint
 
