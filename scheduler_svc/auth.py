@@ -63,6 +63,7 @@ RPC_ROLES: Mapping[str, frozenset[str]] = {
     "/tickwork.v1.JobService/ListJobs": _VIEW,
     "/tickwork.v1.JobService/WatchJob": _VIEW,
     "/tickwork.v1.JobService/CancelJob": _OPERATE,
+    "/tickwork.v1.SystemService/GetStatus": _VIEW,
     "/tickwork.v1.QueueService/Enqueue": _SELF,
     "/tickwork.v1.QueueService/EnqueueFires": _SELF,
     "/tickwork.v1.WorkerService/Connect": _WORK,

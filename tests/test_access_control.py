@@ -21,7 +21,7 @@ from google.protobuf.descriptor import MethodDescriptor
 from tests.harness import REPO, Server, WorkerProc, base_env, free_port, healthy, wait_for
 from tests.security import role_tokens, tokens_file
 from tickwork import Client, JobStatus, PermissionDenied, Unauthenticated
-from tickwork.v1 import job_pb2, queue_pb2, schedule_pb2, task_pb2, worker_pb2
+from tickwork.v1 import job_pb2, queue_pb2, schedule_pb2, system_pb2, task_pb2, worker_pb2
 
 ADMIN_ONLY = {
     "TaskService/CreateTask",
@@ -43,6 +43,7 @@ VIEW = {
     "JobService/GetJob",
     "JobService/ListJobs",
     "JobService/WatchJob",
+    "SystemService/GetStatus",
 }
 WORK = {"WorkerService/Connect", "WorkerService/PurgeHistory"}
 SELF_ONLY = {"QueueService/Enqueue", "QueueService/EnqueueFires"}
@@ -60,7 +61,7 @@ DENIALS = {grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED}
 def all_methods() -> list[MethodDescriptor]:
     """Every RPC of every tickwork.v1 service."""
     out = []
-    for module in (task_pb2, schedule_pb2, job_pb2, queue_pb2, worker_pb2):
+    for module in (task_pb2, schedule_pb2, job_pb2, queue_pb2, worker_pb2, system_pb2):
         for service in module.DESCRIPTOR.services_by_name.values():
             out.extend(service.methods)
     return out
