@@ -122,12 +122,12 @@ def post_routes(ids: dict[str, int], role: str) -> list[tuple[str, Form, tuple[i
         (f"/tasks/{t}/run", {}, (403, 303, 303)),
         (f"/tasks/{t}/abort", {}, (403, 303, 303)),
         (f"/jobs/{j}/cancel", {}, (403, 409, 409)),  # the job has ended: not queued
-        (f"/tasks/{t}/disable", {}, (403, 403, 303)),  # UpdateTask is the admin's
-        (f"/tasks/{t}/enable", {}, (403, 403, 303)),
+        (f"/tasks/{t}/disable", {}, (403, 303, 303)),  # an operator may switch enabled
+        (f"/tasks/{t}/enable", {}, (403, 303, 303)),
         ("/schedules", new, (403, 403, 303)),
         (f"/schedules/{s}", edit, (403, 403, 303)),
-        (f"/schedules/{s}/disable", {}, (403, 403, 303)),
-        (f"/schedules/{s}/enable", {}, (403, 403, 303)),
+        (f"/schedules/{s}/disable", {}, (403, 303, 303)),
+        (f"/schedules/{s}/enable", {}, (403, 303, 303)),
     ]
 
 
