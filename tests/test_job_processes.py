@@ -246,9 +246,12 @@ def test_a_scheduled_job_and_its_retry_know_the_window_it_was_fired_for(tmp_path
     [
         ("memory_limit_bytes", -1, "must be >= 0"),
         ("cpu_limit_seconds", -5, "must be >= 0"),
+        # RLIMIT_CPU's hard limit is a second above the soft one: int64's largest value
+        # would overflow it in every job process, so it is refused on save.
+        ("cpu_limit_seconds", 2**63 - 1, "must be at most 316224000 seconds"),
     ],
 )
-def test_a_negative_limit_is_invalid_argument_naming_the_field(
+def test_a_negative_or_huge_limit_is_invalid_argument_naming_the_field(
     api_server: Server, field: str, value: int, message: str
 ) -> None:
     task = task_pb2.Task(name="limited", handler="shell")
