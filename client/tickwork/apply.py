@@ -10,6 +10,8 @@ File format (every key but ``name``, ``handler`` and the schedule's timing is op
     task_priority = 100
     timeout_seconds = 30
     retry = { max_attempts = 3, backoff_base_seconds = 5, backoff_cap_seconds = 60 }
+    memory_limit_bytes = 314572800  # RLIMIT_AS of each job process; 0: none
+    cpu_limit_seconds = 60          # RLIMIT_CPU of each job process; 0: none
     enabled = true
 
     [[schedules]]
@@ -99,6 +101,8 @@ class TaskSpec:
     backoff_base_seconds: float = 10.0
     backoff_cap_seconds: float = 600.0
     enabled: bool | None = None
+    memory_limit_bytes: int = 0
+    cpu_limit_seconds: int = 0
 
 
 @dataclass(frozen=True)
@@ -246,7 +250,10 @@ _TASK_KEYS = (
     "timeout_seconds",
     "retry",
     "enabled",
+    "memory_limit_bytes",
+    "cpu_limit_seconds",
 )
+_LIMIT_KEYS = ("memory_limit_bytes", "cpu_limit_seconds")
 _RETRY_KEYS = ("max_attempts", "backoff_base_seconds", "backoff_cap_seconds")
 _SCHEDULE_KEYS = (
     "name",
@@ -331,6 +338,10 @@ def _task(i: int, item: Mapping[str, Any], problems: _Problems) -> TaskSpec | No
     enabled = _get(item, prefix, "enabled", "bool", problems)
     if timeout is not None and timeout < 0:
         problems.add(f"{prefix}.timeout_seconds", f"must be >= 0 (0 means no limit), got {timeout}")
+    limits = {key: _get(item, prefix, key, "int", problems) for key in _LIMIT_KEYS}
+    for key, value in limits.items():
+        if value is not None and value < 0:
+            problems.add(f"{prefix}.{key}", f"must be >= 0 (0 means no limit), got {value}")
     retry = _get(item, prefix, "retry", "table", problems) or {}
     rprefix = f"{prefix}.retry"
     _unknown(rprefix, retry, _RETRY_KEYS, problems)
@@ -360,6 +371,8 @@ def _task(i: int, item: Mapping[str, Any], problems: _Problems) -> TaskSpec | No
         backoff_base_seconds=10.0 if base is None else float(base),
         backoff_cap_seconds=600.0 if cap is None else float(cap),
         enabled=enabled,
+        memory_limit_bytes=limits["memory_limit_bytes"] or 0,
+        cpu_limit_seconds=limits["cpu_limit_seconds"] or 0,
     )
 
 
@@ -519,6 +532,8 @@ def _apply_task(client: Client, spec: TaskSpec) -> tuple[int, ApplyChange]:
             max_attempts=spec.max_attempts,
             backoff_base_seconds=spec.backoff_base_seconds,
             backoff_cap_seconds=spec.backoff_cap_seconds,
+            memory_limit_bytes=spec.memory_limit_bytes,
+            cpu_limit_seconds=spec.cpu_limit_seconds,
         )
         return created.id, ApplyChange("task", spec.name, "created")
     diff = task_diff(spec, current)
@@ -534,6 +549,8 @@ def _apply_task(client: Client, spec: TaskSpec) -> tuple[int, ApplyChange]:
         "max_attempts": spec.max_attempts,
         "backoff_base_seconds": spec.backoff_base_seconds,
         "backoff_cap_seconds": spec.backoff_cap_seconds,
+        "memory_limit_bytes": spec.memory_limit_bytes,
+        "cpu_limit_seconds": spec.cpu_limit_seconds,
     }
     if spec.enabled is not None:
         fields["enabled"] = spec.enabled
@@ -555,6 +572,8 @@ def task_diff(spec: TaskSpec, current: Task) -> tuple[str, ...]:
         "backoff_base_seconds": retry.backoff_base_seconds if retry else 10.0,
         "backoff_cap_seconds": retry.backoff_cap_seconds if retry else 600.0,
         "enabled": current.enabled if current.HasField("enabled") else True,
+        "memory_limit_bytes": current.memory_limit_bytes,
+        "cpu_limit_seconds": current.cpu_limit_seconds,
     }
     wanted: dict[str, object] = {
         "description": spec.description,
@@ -565,6 +584,8 @@ def task_diff(spec: TaskSpec, current: Task) -> tuple[str, ...]:
         "max_attempts": spec.max_attempts,
         "backoff_base_seconds": spec.backoff_base_seconds,
         "backoff_cap_seconds": spec.backoff_cap_seconds,
+        "memory_limit_bytes": spec.memory_limit_bytes,
+        "cpu_limit_seconds": spec.cpu_limit_seconds,
     }
     if spec.enabled is not None:
         wanted["enabled"] = spec.enabled
