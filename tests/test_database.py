@@ -137,8 +137,8 @@ async def test_migrations_run_without_the_statement_timeout(database_url: str) -
     """Building an index on a long history may take longer than any API statement may."""
     bounded = Database(database_url, statement_timeout_s=1e-6)
     try:
-        with pytest.raises(StorageError):  # the bound is real: nothing finishes within it
-            await bounded.read(lambda conn: conn.scalar(sa.text("SELECT 1")))
+        with pytest.raises(StorageError):  # the bound is real: a 1 s statement cannot finish
+            await bounded.read(lambda conn: conn.scalar(sa.text("SELECT pg_sleep(1)")))
         assert await migrate.upgrade(bounded) == migrate.head_revision()
     finally:
         await bounded.dispose()
