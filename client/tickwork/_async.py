@@ -379,6 +379,7 @@ class AsyncClient:
         max_attempts: int = 1,
         backoff_base_seconds: float = 10,
         backoff_cap_seconds: float = 600,
+        concurrency_group: str = "",
     ) -> Task:
         """Create a task and return it with its id.
 
@@ -394,6 +395,9 @@ class AsyncClient:
             max_attempts (int): attempts including the first; 1 means no retry.
             backoff_base_seconds (float): base of the exponential retry backoff, seconds.
             backoff_cap_seconds (float): upper bound of one backoff delay, seconds.
+            concurrency_group (str): jobs of tasks in one non-empty group never run at
+                once (with the service's TICKWORK_MAX_RUNNING_JOBS above 1); empty: the
+                task alone.
 
         Raises:
             AlreadyExists: the name is taken.
@@ -410,6 +414,7 @@ class AsyncClient:
             max_attempts=max_attempts,
             backoff_base_seconds=backoff_base_seconds,
             backoff_cap_seconds=backoff_cap_seconds,
+            concurrency_group=concurrency_group,
         )
         request = CreateTaskRequest(task=task)
         response = await self._call(self._stubs().tasks.CreateTask, request)

@@ -10,6 +10,7 @@ File format (every key but ``name``, ``handler`` and the schedule's timing is op
     task_priority = 100
     timeout_seconds = 30
     retry = { max_attempts = 3, backoff_base_seconds = 5, backoff_cap_seconds = 60 }
+    concurrency_group = "staging"  # jobs of tasks in one group never run at once
     enabled = true
 
     [[schedules]]
@@ -99,6 +100,7 @@ class TaskSpec:
     backoff_base_seconds: float = 10.0
     backoff_cap_seconds: float = 600.0
     enabled: bool | None = None
+    concurrency_group: str = ""
 
 
 @dataclass(frozen=True)
@@ -246,6 +248,7 @@ _TASK_KEYS = (
     "timeout_seconds",
     "retry",
     "enabled",
+    "concurrency_group",
 )
 _RETRY_KEYS = ("max_attempts", "backoff_base_seconds", "backoff_cap_seconds")
 _SCHEDULE_KEYS = (
@@ -329,6 +332,7 @@ def _task(i: int, item: Mapping[str, Any], problems: _Problems) -> TaskSpec | No
     priority = _get(item, prefix, "task_priority", "int", problems)
     timeout = _get(item, prefix, "timeout_seconds", "number", problems)
     enabled = _get(item, prefix, "enabled", "bool", problems)
+    group = _get(item, prefix, "concurrency_group", "str", problems)
     if timeout is not None and timeout < 0:
         problems.add(f"{prefix}.timeout_seconds", f"must be >= 0 (0 means no limit), got {timeout}")
     retry = _get(item, prefix, "retry", "table", problems) or {}
@@ -360,6 +364,7 @@ def _task(i: int, item: Mapping[str, Any], problems: _Problems) -> TaskSpec | No
         backoff_base_seconds=10.0 if base is None else float(base),
         backoff_cap_seconds=600.0 if cap is None else float(cap),
         enabled=enabled,
+        concurrency_group=(group or "").strip(),
     )
 
 
@@ -519,6 +524,7 @@ def _apply_task(client: Client, spec: TaskSpec) -> tuple[int, ApplyChange]:
             max_attempts=spec.max_attempts,
             backoff_base_seconds=spec.backoff_base_seconds,
             backoff_cap_seconds=spec.backoff_cap_seconds,
+            concurrency_group=spec.concurrency_group,
         )
         return created.id, ApplyChange("task", spec.name, "created")
     diff = task_diff(spec, current)
@@ -534,6 +540,7 @@ def _apply_task(client: Client, spec: TaskSpec) -> tuple[int, ApplyChange]:
         "max_attempts": spec.max_attempts,
         "backoff_base_seconds": spec.backoff_base_seconds,
         "backoff_cap_seconds": spec.backoff_cap_seconds,
+        "concurrency_group": spec.concurrency_group,
     }
     if spec.enabled is not None:
         fields["enabled"] = spec.enabled
@@ -555,6 +562,7 @@ def task_diff(spec: TaskSpec, current: Task) -> tuple[str, ...]:
         "backoff_base_seconds": retry.backoff_base_seconds if retry else 10.0,
         "backoff_cap_seconds": retry.backoff_cap_seconds if retry else 600.0,
         "enabled": current.enabled if current.HasField("enabled") else True,
+        "concurrency_group": current.concurrency_group,
     }
     wanted: dict[str, object] = {
         "description": spec.description,
@@ -565,6 +573,7 @@ def task_diff(spec: TaskSpec, current: Task) -> tuple[str, ...]:
         "max_attempts": spec.max_attempts,
         "backoff_base_seconds": spec.backoff_base_seconds,
         "backoff_cap_seconds": spec.backoff_cap_seconds,
+        "concurrency_group": spec.concurrency_group,
     }
     if spec.enabled is not None:
         wanted["enabled"] = spec.enabled

@@ -38,6 +38,7 @@ class TaskFields(TypedDict, total=False):
     max_attempts: int
     backoff_base_seconds: float
     backoff_cap_seconds: float
+    concurrency_group: str
 
 
 _RETRY_FIELDS = ("max_attempts", "backoff_base_seconds", "backoff_cap_seconds")
@@ -52,6 +53,7 @@ TASK_MASK = (
     "enabled",
     "timeout_seconds",
     "retry_policy",
+    "concurrency_group",
 )
 """Every writable Task field: the full update mask."""
 
@@ -111,6 +113,7 @@ def build_task(
     max_attempts: int,
     backoff_base_seconds: float,
     backoff_cap_seconds: float,
+    concurrency_group: str = "",
 ) -> Task:
     """Build a Task with every writable field set explicitly (see ``create_task``).
 
@@ -126,6 +129,7 @@ def build_task(
     check_type(max_attempts, int, "max_attempts")
     check_type(backoff_base_seconds, int | float, "backoff_base_seconds")
     check_type(backoff_cap_seconds, int | float, "backoff_cap_seconds")
+    check_type(concurrency_group, str, "concurrency_group")
     task = Task(params=to_struct(params, "task.params"))
     for field, value in (
         ("name", name),
@@ -134,6 +138,7 @@ def build_task(
         ("task_priority", task_priority),
         ("enabled", enabled),
         ("timeout_seconds", timeout_seconds),
+        ("concurrency_group", concurrency_group),
     ):
         assign_field(task, field, value)
     for field, value in (
