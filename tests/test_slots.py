@@ -17,13 +17,20 @@ import pytest
 import sqlalchemy as sa
 
 from scheduler_svc.db import Database, jobs
+from scheduler_svc.errors import SettingsError
+from scheduler_svc.settings import Settings
 from scheduler_svc.store import LEASE_LOST, Store
 from scheduler_svc.values import JobStatus as StoreStatus
 from scheduler_svc.values import Trigger
 from tests.databases import run_sql
 from tests.harness import Server, WorkerProc, wait_for
+from tests.inprocess import inprocess
 from tests.queue_helpers import processes_with, unique_sleep, wait_logged, wait_status
 from tickwork import Client, JobStatus
+from tickwork.apply import parse_config, task_diff
+from tickwork.errors import InvalidArgument, InvalidSetting
+from tickwork.v1.task_pb2 import Task
+from worker_svc.settings import WorkerSettings
 
 UTC = dt.UTC
 T0 = dt.datetime(2026, 6, 1, 10, 0, 0, tzinfo=UTC)
@@ -371,3 +378,60 @@ async def test_a_group_runs_one_job_at_a_time_and_the_database_refuses_a_second(
     with pytest.raises(sa.exc.IntegrityError):
         await database.write(start(0, ""))
     await database.write(start(5, ""))  # a free slot, no group: the rows allow it
+
+
+# ---------------------------------------------------------------- settings and bad input
+
+
+@pytest.mark.parametrize("raw", ["0", "-1", "1025", "two"])
+def test_max_running_jobs_out_of_range_is_refused_naming_the_variable(raw: str) -> None:
+    with pytest.raises(SettingsError, match=r"^TICKWORK_MAX_RUNNING_JOBS: "):
+        Settings.from_env({"TICKWORK_MAX_RUNNING_JOBS": raw})
+    assert Settings.from_env({}).max_running_jobs == 1
+    assert Settings.from_env({"TICKWORK_MAX_RUNNING_JOBS": "8"}).max_running_jobs == 8
+
+
+@pytest.mark.parametrize("raw", ["0", "257", "2.5", "x"])
+def test_worker_slots_out_of_range_are_refused_naming_the_variable(raw: str) -> None:
+    with pytest.raises(InvalidSetting, match=r"^INVALID_ARGUMENT: WORKER_SLOTS: "):
+        WorkerSettings.from_env(environ={"WORKER_SLOTS": raw})
+    assert WorkerSettings.from_env(environ={}).slots == 1
+    assert WorkerSettings.from_env(environ={"WORKER_SLOTS": "3"}).slots == 3
+    # --slots wins over the variable; the embedded worker reads the variable too.
+    assert WorkerSettings.from_env(environ={"WORKER_SLOTS": "3"}, slots=5).slots == 5
+    assert WorkerSettings.embedded("unix:/x", "", {"WORKER_SLOTS": "4"}).slots == 4
+
+
+async def test_a_concurrency_group_is_a_label_trimmed_and_updatable(
+    tmp_path: Path, database_url: str
+) -> None:
+    async with inprocess(tmp_path, database_url, T0) as h:
+        task = await h.client.create_task(
+            "t", "shell", {"argv": ["true"]}, concurrency_group="  staging "
+        )
+        assert task.concurrency_group == "staging"
+        for bad, why in (("a\x00b", "control"), ("x" * 201, "at most 200")):
+            with pytest.raises(InvalidArgument, match=f"task.concurrency_group: .*{why}"):
+                await h.client.create_task("u", "shell", {"argv": ["true"]}, concurrency_group=bad)
+        updated = await h.client.update_task("t", concurrency_group="")
+        assert updated.concurrency_group == ""
+        assert (await h.client.update_task("t", concurrency_group="b")).concurrency_group == "b"
+
+
+def test_an_apply_file_sets_and_compares_the_concurrency_group() -> None:
+    config = parse_config(
+        {
+            "tasks": [
+                {"name": "a", "handler": "shell", "concurrency_group": "staging"},
+                {"name": "b", "handler": "shell"},
+            ]
+        }
+    )
+    a, b = config.tasks
+    assert (a.concurrency_group, b.concurrency_group) == ("staging", "")
+    stored = Task(name="a", handler="shell", concurrency_group="other")
+    assert task_diff(a, stored) == ("concurrency_group",)
+    stored.concurrency_group = "staging"
+    assert task_diff(a, stored) == ()
+    with pytest.raises(InvalidArgument, match=r"tasks\[0\]\.concurrency_group"):
+        parse_config({"tasks": [{"name": "a", "handler": "shell", "concurrency_group": 3}]})
