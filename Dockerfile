@@ -2,6 +2,8 @@
 # tickwork images. Targets (the deployment modes of docs/operations/deployment.md):
 #   api       `tickwork serve` without the worker's system tools (WORKER_IS_ENABLED=false)
 #   worker    `tickwork worker`: the dedicated worker, with the task handlers' system tools
+#   console   `tickwork console`: the web console on its own, a client of the API at
+#             TICKWORK_SERVER (split deployments)
 #   embedded  `tickwork serve` with both loops (the default: the last target)
 # All run as the unprivileged user `tickwork`; the SQLite database lives in the volume
 # /var/lib/tickwork. The service's health check asks the gRPC health service.
@@ -31,11 +33,19 @@ FROM base AS api
 ENV SCHEDULER_IS_ENABLED=true \
     WORKER_IS_ENABLED=false
 VOLUME ["/var/lib/tickwork"]
-EXPOSE 50051 9464
+EXPOSE 50051 9464 8484
 USER tickwork
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
   CMD ["tickwork", "health"]
 CMD ["tickwork", "serve"]
+
+FROM base AS console
+ENV TICKWORK_CONSOLE_LISTEN=0.0.0.0:8484
+EXPOSE 8484
+USER tickwork
+HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
+  CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8484/healthz', timeout=3)"]
+CMD ["tickwork", "console"]
 
 FROM base AS worker
 # What `shell` tasks commonly need; add your own tools in an image built FROM this target.
@@ -52,7 +62,7 @@ FROM worker AS embedded
 ENV SCHEDULER_IS_ENABLED=true \
     WORKER_IS_ENABLED=true
 VOLUME ["/var/lib/tickwork"]
-EXPOSE 50051 9464
+EXPOSE 50051 9464 8484
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
   CMD ["tickwork", "health"]
 CMD ["tickwork", "serve"]

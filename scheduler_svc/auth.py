@@ -63,11 +63,20 @@ RPC_ROLES: Mapping[str, frozenset[str]] = {
     "/tickwork.v1.JobService/ListJobs": _VIEW,
     "/tickwork.v1.JobService/WatchJob": _VIEW,
     "/tickwork.v1.JobService/CancelJob": _OPERATE,
+    "/tickwork.v1.SystemService/GetStatus": _VIEW,
     "/tickwork.v1.QueueService/Enqueue": _SELF,
     "/tickwork.v1.QueueService/EnqueueFires": _SELF,
     "/tickwork.v1.WorkerService/Connect": _WORK,
     "/tickwork.v1.WorkerService/PurgeHistory": _WORK,
 }
+
+#: RPCs an operator may call to switch a task or schedule on or off, and for nothing else:
+#: the request's ``update_mask.paths`` must be exactly ``["enabled"]`` (every other field of
+#: a task or schedule is the admin's). Re-enabling a task resets its failure count.
+OPERATOR_TOGGLES = frozenset(
+    {"/tickwork.v1.TaskService/UpdateTask", "/tickwork.v1.ScheduleService/UpdateSchedule"}
+)
+_TOGGLE_PATHS = ["enabled"]
 
 #: Services anyone may call: load balancers and grpcurl need no token.
 OPEN_SERVICES = (
@@ -150,6 +159,32 @@ def _deny(handler: grpc.RpcMethodHandler[Any, Any], code: grpc.StatusCode, messa
     return grpc.stream_stream_rpc_method_handler(streaming, **ser)
 
 
+def _toggle_only(handler: grpc.RpcMethodHandler[Any, Any], method: str) -> Any:
+    """``handler`` (unary) for an operator: served when the update mask is exactly
+    ``enabled``, else PERMISSION_DENIED naming ``update_mask.paths``."""
+    inner: Any = handler.unary_unary
+    assert inner is not None  # OPERATOR_TOGGLES are unary RPCs
+
+    async def guarded(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+        mask = getattr(request, "update_mask", None)
+        if mask is None or list(mask.paths) != _TOGGLE_PATHS:
+            log.warning(
+                "call refused: operator may only switch enabled",
+                extra={"method": method, "role": OPERATOR},
+            )
+            await context.abort(
+                grpc.StatusCode.PERMISSION_DENIED,
+                f"update_mask.paths: role 'operator' may only change ['enabled'] with {method}",
+            )
+        return await inner(request, context)
+
+    return grpc.unary_unary_rpc_method_handler(
+        guarded,
+        request_deserializer=handler.request_deserializer,
+        response_serializer=handler.response_serializer,
+    )
+
+
 class AuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
     """Checks every call's bearer token against :data:`RPC_ROLES`."""
 
@@ -178,6 +213,8 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
             )
             reason = "unknown token" if token else "a bearer token is required"
             return _deny(handler, grpc.StatusCode.UNAUTHENTICATED, reason)  # type: ignore[no-any-return]
+        if principal.role == OPERATOR and method in OPERATOR_TOGGLES:
+            return _toggle_only(handler, method)  # type: ignore[no-any-return]
         if principal.role not in RPC_ROLES.get(method, _SELF):
             log.warning(
                 "call refused: role may not call this method",

@@ -118,8 +118,9 @@ tasks = sa.Table(
     sa.Column("disabled_reason", sa.Text, nullable=False, default=""),
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.Column("updated_at", UTCDateTime, nullable=False),
-    sa.Column("memory_limit_bytes", sa.BigInteger, nullable=False, server_default="0", default=0),
-    sa.Column("cpu_limit_seconds", sa.BigInteger, nullable=False, server_default="0", default=0),
+    # Server defaults only: an insert that does not name them fits every revision's table.
+    sa.Column("memory_limit_bytes", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("cpu_limit_seconds", sa.BigInteger, nullable=False, server_default="0"),
     # Jobs of tasks in one non-empty group never run at once (uq_jobs_running_group).
     sa.Column("concurrency_group", sa.String(200), nullable=False, server_default=""),
     **_NEVER_REUSE_IDS,

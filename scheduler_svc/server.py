@@ -32,6 +32,7 @@ from scheduler_svc import maintenance, migrate
 from scheduler_svc.app import App, Clock, utc_now
 from scheduler_svc.auth import AuthInterceptor
 from scheduler_svc.db import Database
+from scheduler_svc.embedded_console import start_console
 from scheduler_svc.errors import SettingsError, StorageError
 from scheduler_svc.hub import Hub
 from scheduler_svc.metrics import REFRESH_S, Metrics, MetricsServer
@@ -41,6 +42,7 @@ from scheduler_svc.servicers._decoding import add_servicer
 from scheduler_svc.servicers.jobs import JobServicer
 from scheduler_svc.servicers.queue import QueueServicer
 from scheduler_svc.servicers.schedules import ScheduleServicer
+from scheduler_svc.servicers.system import SystemServicer
 from scheduler_svc.servicers.tasks import TaskServicer
 from scheduler_svc.servicers.worker import WorkerServicer
 from scheduler_svc.settings import Settings
@@ -54,6 +56,8 @@ from tickwork.v1 import (
     queue_pb2_grpc,
     schedule_pb2,
     schedule_pb2_grpc,
+    system_pb2,
+    system_pb2_grpc,
     task_pb2,
     task_pb2_grpc,
     worker_pb2,
@@ -70,6 +74,7 @@ SERVICE_NAMES = (
     task_pb2.DESCRIPTOR.services_by_name["TaskService"].full_name,
     schedule_pb2.DESCRIPTOR.services_by_name["ScheduleService"].full_name,
     job_pb2.DESCRIPTOR.services_by_name["JobService"].full_name,
+    system_pb2.DESCRIPTOR.services_by_name["SystemService"].full_name,
     queue_pb2.DESCRIPTOR.services_by_name["QueueService"].full_name,
     worker_pb2.DESCRIPTOR.services_by_name["WorkerService"].full_name,
 )
@@ -452,7 +457,13 @@ async def create_server(settings: Settings, *, clock: Clock = utc_now) -> Servic
     )
     add_servicer(job_pb2_grpc.add_JobServiceServicer_to_server, JobServicer(app), server)
     add_servicer(queue_pb2_grpc.add_QueueServiceServicer_to_server, QueueServicer(app), server)
-    add_servicer(worker_pb2_grpc.add_WorkerServiceServicer_to_server, WorkerServicer(app), server)
+    workers = WorkerServicer(app)
+    add_servicer(worker_pb2_grpc.add_WorkerServiceServicer_to_server, workers, server)
+    add_servicer(
+        system_pb2_grpc.add_SystemServiceServicer_to_server,
+        SystemServicer(app, workers.registry),
+        server,
+    )
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(
@@ -535,8 +546,12 @@ async def serve(
     service = await create_server(settings)
     loop = asyncio.get_running_loop()
     crashed = False
+    console = None
     try:
         await service.start_loops(worker_settings)
+        console = await start_console(settings, service.internal_address)
+        if console is not None and console.task is not None:
+            service._supervise(console.task)  # a console that dies stops the service loudly
         # Everything made so far (modules, compiled statements, the service) lives as long
         # as the process: move it out of the collector's sight, so the full collections
         # that a tick's burst of records triggers do not walk it again and again (about a
@@ -547,6 +562,8 @@ async def serve(
             loop.add_signal_handler(sig, stop.set)
         say = _Say(json_logs)
         say(f"tickwork serving on {service.listen_address}", address=service.listen_address)
+        if console is not None:
+            say(f"tickwork console on {console.url}", console=console.url)
         if not (is_loopback(settings.listen) or settings.tokens or settings.tls_enabled):
             say(
                 f"WARNING: --insecure: {settings.listen} is served without access control or "
@@ -571,6 +588,8 @@ async def serve(
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        if console is not None:
+            await console.stop()
         await service.stop()
     if crashed:
         raise SystemExit(1)

@@ -7,8 +7,8 @@ WORKER_POLL_INTERVAL_SECONDS, SCHEDULER_AUTO_DISABLE_TASK_FAILURE_COUNT, DATABAS
 plus TICKWORK_LISTEN, TICKWORK_LEASE_TTL_SECONDS, TICKWORK_HEARTBEAT_INTERVAL_SECONDS, the
 SMTP_* variables of :mod:`scheduler_svc.notify`, the access-control and TLS variables
 (TICKWORK_TOKENS, TICKWORK_TOKENS_FILE, TICKWORK_TLS_CERT_FILE, TICKWORK_TLS_KEY_FILE,
-TICKWORK_TLS_CLIENT_CA_FILE, TICKWORK_INSECURE), TICKWORK_METRICS_LISTEN, TICKWORK_RETENTION_DAYS
-and TICKWORK_MAX_RUNNING_JOBS.
+TICKWORK_TLS_CLIENT_CA_FILE, TICKWORK_INSECURE), TICKWORK_METRICS_LISTEN,
+TICKWORK_CONSOLE_LISTEN, TICKWORK_RETENTION_DAYS and TICKWORK_MAX_RUNNING_JOBS.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import url as sa_url
 
 DEFAULT_LISTEN = "127.0.0.1:50051"
+DEFAULT_CONSOLE_LISTEN = "127.0.0.1:8484"
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./tickwork.db"
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -139,6 +140,8 @@ class Settings:
     insecure: bool = False
     #: HOST:PORT of the Prometheus /metrics endpoint; empty: no metrics endpoint.
     metrics_listen: str = ""
+    #: HOST:PORT of the web console (TICKWORK_CONSOLE_LISTEN); empty: no console.
+    console_listen: str = DEFAULT_CONSOLE_LISTEN
     #: keep_days of the built-in retention task when it is first created; 0: no built-in
     #: retention task and schedule are created.
     retention_days: int = 30
@@ -183,6 +186,8 @@ class Settings:
             )
         if self.metrics_listen:
             _check_address(self.metrics_listen, "TICKWORK_METRICS_LISTEN")
+        if self.console_listen:
+            _check_address(self.console_listen, "TICKWORK_CONSOLE_LISTEN")
         if self.retention_days < 0:
             raise SettingsError("TICKWORK_RETENTION_DAYS: must be >= 0 (0: no built-in task)")
 
@@ -229,6 +234,8 @@ class Settings:
             "tls_client_ca_file": e.get("TICKWORK_TLS_CLIENT_CA_FILE", "").strip(),
             "insecure": _bool(e, "TICKWORK_INSECURE", False),
             "metrics_listen": e.get("TICKWORK_METRICS_LISTEN", "").strip(),
+            # Set but empty turns the console off.
+            "console_listen": e.get("TICKWORK_CONSOLE_LISTEN", DEFAULT_CONSOLE_LISTEN).strip(),
             "retention_days": _int(e, "TICKWORK_RETENTION_DAYS", 30),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})

@@ -156,13 +156,19 @@ def seconds(value: float, field: str, *, minimum: float = 0.0) -> float:
 
 def process_limit(value: int, field: str) -> int:
     """A per-task process limit (``task.memory_limit_bytes``, ``task.cpu_limit_seconds``):
-    0 for none, else a positive number this platform can apply.
+    0 for none, else a positive number this platform can apply; a CPU limit at most
+    :data:`MAX_SECONDS` (its hard limit, a second above, must fit the platform's rlim_t).
 
     Raises:
-        InvalidArgument: negative, or the platform cannot apply the limit; naming ``field``.
+        InvalidArgument: negative, a CPU limit above :data:`MAX_SECONDS`, or the platform
+            cannot apply the limit; naming ``field``.
     """
     if value < 0:
         raise InvalidArgument(f"must be >= 0 (0 means no limit), got {value}", field=field)
+    if field.endswith("cpu_limit_seconds") and value > MAX_SECONDS:
+        raise InvalidArgument(
+            f"must be at most {MAX_SECONDS} seconds (ten years), got {value}", field=field
+        )
     if value > 0:
         problem = unsupported_limit(field.rpartition(".")[2])
         if problem:

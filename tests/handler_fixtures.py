@@ -336,3 +336,8 @@ def record_window(ctx: Window, path: str) -> str:
     if ctx.attempt == 1:
         raise RuntimeError("the first attempt fails")
     return "ok"
+
+
+def append_task_name(ctx: Window, path: str) -> None:
+    """Append the job's task name to the file ``path``."""
+    _append(path, ctx.task_name)

@@ -96,8 +96,13 @@ class Proc:
 
 
 def base_env(**extra: str) -> dict[str, str]:
-    """The test environment: this interpreter's PATH and no TICKWORK_* from the caller."""
+    """The test environment: this interpreter's PATH and no TICKWORK_* from the caller.
+
+    The web console is off (TICKWORK_CONSOLE_LISTEN empty), so that servers started side by
+    side do not all ask for its default port; a test of the console gives it a free port.
+    """
     env = {k: v for k, v in os.environ.items() if not k.startswith("TICKWORK_")}
+    env["TICKWORK_CONSOLE_LISTEN"] = ""
     env.update(extra)
     return env
 

@@ -21,7 +21,7 @@ from google.protobuf.descriptor import MethodDescriptor
 from tests.harness import REPO, Server, WorkerProc, base_env, free_port, healthy, wait_for
 from tests.security import role_tokens, tokens_file
 from tickwork import Client, JobStatus, PermissionDenied, Unauthenticated
-from tickwork.v1 import job_pb2, queue_pb2, schedule_pb2, task_pb2, worker_pb2
+from tickwork.v1 import job_pb2, queue_pb2, schedule_pb2, system_pb2, task_pb2, worker_pb2
 
 ADMIN_ONLY = {
     "TaskService/CreateTask",
@@ -43,6 +43,7 @@ VIEW = {
     "JobService/GetJob",
     "JobService/ListJobs",
     "JobService/WatchJob",
+    "SystemService/GetStatus",
 }
 WORK = {"WorkerService/Connect", "WorkerService/PurgeHistory"}
 SELF_ONLY = {"QueueService/Enqueue", "QueueService/EnqueueFires"}
@@ -60,7 +61,7 @@ DENIALS = {grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED}
 def all_methods() -> list[MethodDescriptor]:
     """Every RPC of every tickwork.v1 service."""
     out = []
-    for module in (task_pb2, schedule_pb2, job_pb2, queue_pb2, worker_pb2):
+    for module in (task_pb2, schedule_pb2, job_pb2, queue_pb2, worker_pb2, system_pb2):
         for service in module.DESCRIPTOR.services_by_name.values():
             out.extend(service.methods)
     return out
@@ -259,6 +260,32 @@ def test_job_states_reach_clients_of_every_reading_role(
         [run] = operator.run("quick")
     with Client(secured.address, token=tokens["viewer"]) as viewer:
         assert viewer.wait(run.job_id, timeout=20).status == JobStatus.JOB_STATUS_SUCCEEDED
+
+
+def test_an_operator_switches_tasks_and_schedules_on_and_off_and_nothing_else(
+    secured: Server, tokens: dict[str, str]
+) -> None:
+    with Client(secured.address, token=tokens["admin"]) as admin:
+        admin.create_task("switched", "shell", {"argv": ["true"]}, task_priority=7)
+        admin.create_schedule("hourly", ["switched"], cron="0 * * * *")
+    with Client(secured.address, token=tokens["operator"]) as operator:
+        assert not operator.disable_task("switched").enabled
+        assert operator.enable_task("switched").enabled
+        assert not operator.update_schedule("hourly", enabled=False).enabled
+        for change in (
+            lambda: operator.update_task("switched", task_priority=1),
+            lambda: operator.update_task("switched", enabled=False, task_priority=1),
+            lambda: operator.update_schedule("hourly", cron="5 * * * *"),
+        ):
+            with pytest.raises(PermissionDenied, match=r"update_mask\.paths"):
+                change()
+    with Client(secured.address, token=tokens["viewer"]) as viewer:
+        with pytest.raises(PermissionDenied):
+            viewer.disable_task("switched")
+        task = viewer.get_task("switched")
+        assert task.enabled and task.task_priority == 7
+        assert viewer.get_schedule("hourly").cron_expression == "0 * * * *"
+    assert "operator may only switch enabled" in secured.output()
 
 
 async def test_worker_handler_allow_list(tmp_path: Path, database_url: str) -> None:

@@ -646,6 +646,15 @@ async def test_python_cpu_limit_fails_the_job_saying_so() -> None:
 
 
 @pytest.mark.usefixtures("fixtures")
+async def test_python_largest_cpu_limit_applies() -> None:
+    """int64's largest cpu_limit_seconds, which the service refuses but a row written
+    directly may hold: its hard limit (a second above) is capped, so the job runs."""
+    limits = handlers.ProcessLimits(cpu_limit_seconds=2**63 - 1)
+    result = await PythonHandler().run(py("allocate", mib=1), make_ctx(Recorder(), limits=limits))
+    assert result.output_tail == "1"
+
+
+@pytest.mark.usefixtures("fixtures")
 @pytest.mark.parametrize(
     ("target", "message"),
     [

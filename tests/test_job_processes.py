@@ -16,8 +16,9 @@ import pytest
 
 from tests.handler_fixtures import pid_exists, pids
 from tests.harness import Server, WorkerProc, wait_for
-from tickwork import Client, JobStatus
+from tickwork import Client, InvalidArgument, JobStatus
 from tickwork._context import format_time
+from tickwork.apply import ConfigError, apply_config, load_config
 from tickwork.v1 import task_pb2, task_pb2_grpc
 
 FIXTURES = "tests.handler_fixtures"
@@ -246,9 +247,12 @@ def test_a_scheduled_job_and_its_retry_know_the_window_it_was_fired_for(tmp_path
     [
         ("memory_limit_bytes", -1, "must be >= 0"),
         ("cpu_limit_seconds", -5, "must be >= 0"),
+        # RLIMIT_CPU's hard limit is a second above the soft one: int64's largest value
+        # would overflow it in every job process, so it is refused on save.
+        ("cpu_limit_seconds", 2**63 - 1, "must be at most 316224000 seconds"),
     ],
 )
-def test_a_negative_limit_is_invalid_argument_naming_the_field(
+def test_a_negative_or_huge_limit_is_invalid_argument_naming_the_field(
     api_server: Server, field: str, value: int, message: str
 ) -> None:
     task = task_pb2.Task(name="limited", handler="shell")
@@ -264,3 +268,49 @@ def test_a_negative_limit_is_invalid_argument_naming_the_field(
         setattr(task, field, 3)
         created = stub.CreateTask(task_pb2.CreateTaskRequest(task=task), timeout=10).task
         assert getattr(created, field) == 3
+
+
+LIMITED_TOML = """
+[[tasks]]
+name = "limited"
+handler = "shell"
+params = { argv = ["true"] }
+memory_limit_bytes = 314572800
+cpu_limit_seconds = 7
+"""
+
+
+def test_the_sdk_and_apply_set_and_clear_the_limits(api_server: Server, tmp_path: Path) -> None:
+    with Client(api_server.address) as client:
+        created = client.create_task(
+            "sdk", "shell", {"argv": ["true"]}, memory_limit_bytes=1 << 30, cpu_limit_seconds=5
+        )
+        assert (created.memory_limit_bytes, created.cpu_limit_seconds) == (1 << 30, 5)
+        updated = client.update_task("sdk", cpu_limit_seconds=9)
+        assert (updated.memory_limit_bytes, updated.cpu_limit_seconds) == (1 << 30, 9)
+        with pytest.raises(InvalidArgument) as refused:
+            client.update_task("sdk", memory_limit_bytes=-1)
+        assert refused.value.details.startswith("task.memory_limit_bytes: must be >= 0")
+
+        path = tmp_path / "limited.toml"
+        path.write_text(LIMITED_TOML)
+        assert [c.action for c in apply_config(client, load_config(path)).changes] == ["created"]
+        task = client.get_task("limited")
+        assert (task.memory_limit_bytes, task.cpu_limit_seconds) == (314572800, 7)
+        again = apply_config(client, load_config(path)).changes
+        assert [c.action for c in again] == ["unchanged"]
+        # A key left out is set to its default, as every other key of a task is.
+        path.write_text(LIMITED_TOML.replace("cpu_limit_seconds = 7\n", ""))
+        [change] = apply_config(client, load_config(path)).changes
+        assert (change.action, change.fields) == ("updated", ("cpu_limit_seconds",))
+        assert client.get_task("limited").cpu_limit_seconds == 0
+
+    path.write_text(LIMITED_TOML.replace("= 7", "= -7").replace("314572800", '"300M"'))
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert "tasks[0].cpu_limit_seconds: must be >= 0 (0 means no limit), got -7" in str(
+        caught.value
+    )
+    assert "tasks[0].memory_limit_bytes: expected an integer, got string '300M'" in str(
+        caught.value
+    )

@@ -380,11 +380,12 @@ def test_a_0002_sqlite_database_upgrades_with_its_rows_indexes_and_foreign_keys(
     _write(database_url, _fill)
     rows = _all_rows(database_url)
 
-    assert _migrated_schema_diff(database_url) == []  # as the service upgrades on start
-    assert revisions(database_url) == [HEAD]
+    _migrate(database_url, "0003")
     assert _all_rows(database_url) == rows  # ids and every column kept
     assert _sqlite_schema(database_url) == _with_autoincrement(at_0002)
     assert _sequences(database_url) == {"tasks": 4, "schedules": 3, "jobs": 5, "fires": 2}
+    assert _migrated_schema_diff(database_url) == []  # as the service upgrades on start
+    assert revisions(database_url) == [HEAD]
 
     _assert_new_ids_are_past_every_id_still_named(database_url)
 
@@ -411,7 +412,7 @@ def test_0003_downgrades_to_0002_and_upgrades_again_with_its_rows(database_url: 
     at_0002 = _sqlite_schema(database_url)
     _write(database_url, _fill)
     rows = _all_rows(database_url)
-    _migrate(database_url, "head")
+    _migrate(database_url, "0003")
     assert _sqlite_schema(database_url) == _with_autoincrement(at_0002)
 
     _migrate(database_url, "0002", down=True)
@@ -420,10 +421,28 @@ def test_0003_downgrades_to_0002_and_upgrades_again_with_its_rows(database_url: 
     assert _all_rows(database_url) == rows
     assert _sequences(database_url) == {}
 
-    _migrate(database_url, "head")
+    _migrate(database_url, "0003")
     assert _sqlite_schema(database_url) == _with_autoincrement(at_0002)
     assert _all_rows(database_url) == rows
+    _migrate(database_url, "head")
     _assert_new_ids_are_past_every_id_still_named(database_url)
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_0004_adds_the_task_limits_as_no_limit_and_downgrades_with_the_rows(
+    database_url: str,
+) -> None:
+    _migrate(database_url, "0003")
+    _write(database_url, _fill)
+    rows = _all_rows(database_url)
+    _migrate(database_url, "head")
+    limits = run_sql(
+        database_url, "SELECT DISTINCT memory_limit_bytes, cpu_limit_seconds FROM tasks"
+    )
+    assert [tuple(row) for row in limits] == [(0, 0)]
+    _migrate(database_url, "0003", down=True)
+    assert revisions(database_url) == ["0003"]
+    assert _all_rows(database_url) == rows
 
 
 def test_sqlite_tables_never_reuse_ids_as_the_code_declares(tmp_path: Path) -> None:

@@ -8,7 +8,6 @@ import datetime as dt
 import os
 import subprocess
 import sys
-import threading
 from asyncio import Task
 from collections.abc import Awaitable, Iterator
 from pathlib import Path
@@ -47,30 +46,21 @@ from tickwork import (
     Trigger,
 )
 from worker_svc import Worker, WorkerSettings
-from worker_svc.handlers import JobContext
 
 UTC = dt.UTC
 T = TypeVar("T")
 T0 = dt.datetime(2026, 6, 1, 10, 0, 30, tzinfo=UTC)
 FIRE = dt.datetime(2026, 6, 1, 10, 5, 0, tzinfo=UTC)
 
-RAN: list[str] = []
-_RAN_LOCK = threading.Lock()
-
-
-def record_run(ctx: JobContext) -> None:
-    """A python-handler job that records which task ran (in the worker's process)."""
-    with _RAN_LOCK:
-        RAN.append(ctx.task_name)
-
 
 def at(seconds: float) -> dt.datetime:
     return FIRE + dt.timedelta(seconds=seconds)
 
 
-async def queue_the_mix(h: Harness) -> list[str]:
+async def queue_the_mix(h: Harness, ran: Path | None = None) -> list[str]:
     """Enqueue a mix of scheduler and manual jobs; return the task names in the order the
-    queue contract says the worker must take them."""
+    queue contract says the worker must take them. Each job appends its task's name to the
+    file ``ran`` (when given)."""
     priorities = {
         "sched-100-a": 100,
         "sched-100-b": 100,
@@ -81,7 +71,8 @@ async def queue_the_mix(h: Harness) -> list[str]:
         "manual-100-early": 100,
         "manual-300": 300,
     }
-    params = {"callable": "tests.test_queue:record_run"}
+    ran_path = str(ran) if ran is not None else os.devnull
+    params = {"callable": "tests.handler_fixtures:append_task_name", "kwargs": {"path": ran_path}}
     for name, priority in priorities.items():
         await h.client.create_task(name, "python", params, task_priority=priority)
     await h.client.create_schedule(
@@ -109,9 +100,9 @@ async def queue_the_mix(h: Harness) -> list[str]:
 
 
 async def test_the_worker_takes_jobs_in_queue_order(tmp_path: Path, database_url: str) -> None:
-    RAN.clear()
+    ran = tmp_path / "ran"
     async with inprocess(tmp_path, database_url, T0, worker_poll_interval_s=0.5) as h:
-        expected = await queue_the_mix(h)
+        expected = await queue_the_mix(h, ran)
         queued = await h.service.app.store.queued_jobs_in_order(h.clock())
         assert [j.task_name for j in queued] == expected
         async with inprocess_worker(h.service.address):
@@ -121,7 +112,7 @@ async def test_the_worker_takes_jobs_in_queue_order(tmp_path: Path, database_url
                 return len(done) == len(expected)
 
             await eventually(all_ran, what="every job to succeed")
-        assert expected == RAN
+        assert expected == ran.read_text().splitlines()
 
 
 async def test_claims_take_one_job_at_a_time_in_order(tmp_path: Path, database_url: str) -> None:

@@ -374,6 +374,8 @@ class Client:
         max_attempts: int = 1,
         backoff_base_seconds: float = 10,
         backoff_cap_seconds: float = 600,
+        memory_limit_bytes: int = 0,
+        cpu_limit_seconds: int = 0,
         concurrency_group: str = "",
     ) -> Task:
         """Create a task and return it with its id.
@@ -390,6 +392,10 @@ class Client:
             max_attempts (int): attempts including the first; 1 means no retry.
             backoff_base_seconds (float): base of the exponential retry backoff, seconds.
             backoff_cap_seconds (float): upper bound of one backoff delay, seconds.
+            memory_limit_bytes (int): address space each job process may map, bytes
+                (RLIMIT_AS); 0 means no limit.
+            cpu_limit_seconds (int): CPU time each job process may use, seconds
+                (RLIMIT_CPU); 0 means no limit.
             concurrency_group (str): jobs of tasks in one non-empty group never run at
                 once (with the service's TICKWORK_MAX_RUNNING_JOBS above 1); empty: the
                 task alone.
@@ -409,6 +415,8 @@ class Client:
             max_attempts=max_attempts,
             backoff_base_seconds=backoff_base_seconds,
             backoff_cap_seconds=backoff_cap_seconds,
+            memory_limit_bytes=memory_limit_bytes,
+            cpu_limit_seconds=cpu_limit_seconds,
             concurrency_group=concurrency_group,
         )
         request = CreateTaskRequest(task=task)

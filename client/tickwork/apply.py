@@ -10,6 +10,8 @@ File format (every key but ``name``, ``handler`` and the schedule's timing is op
     task_priority = 100
     timeout_seconds = 30
     retry = { max_attempts = 3, backoff_base_seconds = 5, backoff_cap_seconds = 60 }
+    memory_limit_bytes = 314572800  # RLIMIT_AS of each job process; 0: none
+    cpu_limit_seconds = 60          # RLIMIT_CPU of each job process; 0: none
     concurrency_group = "staging"  # jobs of tasks in one group never run at once
     enabled = true
 
@@ -100,6 +102,8 @@ class TaskSpec:
     backoff_base_seconds: float = 10.0
     backoff_cap_seconds: float = 600.0
     enabled: bool | None = None
+    memory_limit_bytes: int = 0
+    cpu_limit_seconds: int = 0
     concurrency_group: str = ""
 
 
@@ -248,8 +252,11 @@ _TASK_KEYS = (
     "timeout_seconds",
     "retry",
     "enabled",
+    "memory_limit_bytes",
+    "cpu_limit_seconds",
     "concurrency_group",
 )
+_LIMIT_KEYS = ("memory_limit_bytes", "cpu_limit_seconds")
 _RETRY_KEYS = ("max_attempts", "backoff_base_seconds", "backoff_cap_seconds")
 _SCHEDULE_KEYS = (
     "name",
@@ -335,6 +342,10 @@ def _task(i: int, item: Mapping[str, Any], problems: _Problems) -> TaskSpec | No
     group = _get(item, prefix, "concurrency_group", "str", problems)
     if timeout is not None and timeout < 0:
         problems.add(f"{prefix}.timeout_seconds", f"must be >= 0 (0 means no limit), got {timeout}")
+    limits = {key: _get(item, prefix, key, "int", problems) for key in _LIMIT_KEYS}
+    for key, value in limits.items():
+        if value is not None and value < 0:
+            problems.add(f"{prefix}.{key}", f"must be >= 0 (0 means no limit), got {value}")
     retry = _get(item, prefix, "retry", "table", problems) or {}
     rprefix = f"{prefix}.retry"
     _unknown(rprefix, retry, _RETRY_KEYS, problems)
@@ -364,6 +375,8 @@ def _task(i: int, item: Mapping[str, Any], problems: _Problems) -> TaskSpec | No
         backoff_base_seconds=10.0 if base is None else float(base),
         backoff_cap_seconds=600.0 if cap is None else float(cap),
         enabled=enabled,
+        memory_limit_bytes=limits["memory_limit_bytes"] or 0,
+        cpu_limit_seconds=limits["cpu_limit_seconds"] or 0,
         concurrency_group=(group or "").strip(),
     )
 
@@ -524,6 +537,8 @@ def _apply_task(client: Client, spec: TaskSpec) -> tuple[int, ApplyChange]:
             max_attempts=spec.max_attempts,
             backoff_base_seconds=spec.backoff_base_seconds,
             backoff_cap_seconds=spec.backoff_cap_seconds,
+            memory_limit_bytes=spec.memory_limit_bytes,
+            cpu_limit_seconds=spec.cpu_limit_seconds,
             concurrency_group=spec.concurrency_group,
         )
         return created.id, ApplyChange("task", spec.name, "created")
@@ -540,6 +555,8 @@ def _apply_task(client: Client, spec: TaskSpec) -> tuple[int, ApplyChange]:
         "max_attempts": spec.max_attempts,
         "backoff_base_seconds": spec.backoff_base_seconds,
         "backoff_cap_seconds": spec.backoff_cap_seconds,
+        "memory_limit_bytes": spec.memory_limit_bytes,
+        "cpu_limit_seconds": spec.cpu_limit_seconds,
         "concurrency_group": spec.concurrency_group,
     }
     if spec.enabled is not None:
@@ -562,6 +579,8 @@ def task_diff(spec: TaskSpec, current: Task) -> tuple[str, ...]:
         "backoff_base_seconds": retry.backoff_base_seconds if retry else 10.0,
         "backoff_cap_seconds": retry.backoff_cap_seconds if retry else 600.0,
         "enabled": current.enabled if current.HasField("enabled") else True,
+        "memory_limit_bytes": current.memory_limit_bytes,
+        "cpu_limit_seconds": current.cpu_limit_seconds,
         "concurrency_group": current.concurrency_group,
     }
     wanted: dict[str, object] = {
@@ -573,6 +592,8 @@ def task_diff(spec: TaskSpec, current: Task) -> tuple[str, ...]:
         "max_attempts": spec.max_attempts,
         "backoff_base_seconds": spec.backoff_base_seconds,
         "backoff_cap_seconds": spec.backoff_cap_seconds,
+        "memory_limit_bytes": spec.memory_limit_bytes,
+        "cpu_limit_seconds": spec.cpu_limit_seconds,
         "concurrency_group": spec.concurrency_group,
     }
     if spec.enabled is not None:

@@ -2,7 +2,7 @@
 
 grpcio decodes each request message before our handler runs, and a message it cannot
 decode (bytes that are not the message, or a ``google.protobuf.Struct`` nested past
-protobuf's depth limit of 100 message levels) used to end the call with UNKNOWN
+protobuf's depth limit of 100 message levels) would end the call with UNKNOWN
 "Unexpected DecodeError". :func:`add_servicer` registers a servicer's methods with a
 deserializer that hands such a message to the handler as :class:`Undecodable`, and a
 handler that answers it with INVALID_ARGUMENT naming the request.

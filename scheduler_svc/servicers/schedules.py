@@ -268,7 +268,7 @@ class ScheduleServicer(schedule_pb2_grpc.ScheduleServiceServicer):
 
         def complete(current: ScheduleRecord) -> dict[str, Any]:
             # Run by the store in the update's transaction, on the schedule as it is then
-            # (row locked): two updates each valid on what it read no longer combine into
+            # (row locked), so two updates each valid on what it read never combine into
             # an invalid schedule (e.g. one clearing the cron, one the interval).
             merged = dataclasses.replace(current, **values)
             check_timing(merged, paths)

@@ -28,6 +28,7 @@ from scheduler_svc.records import JobRecord, TaskRecord
 from scheduler_svc.servicers import _convert as cv
 from scheduler_svc.servicers._errors import rpc_errors, translate
 from scheduler_svc.values import JobStatus
+from scheduler_svc.worker_registry import WorkerRegistry, WorkerSeen
 from tickwork.v1 import worker_pb2, worker_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -67,6 +68,8 @@ class WorkerSession:
         self._poll: asyncio.Task[None] | None = None
         self._poll_cancelled = asyncio.Event()  # CancelPoll came for the pending poll
         self._tasks: list[asyncio.Task[None]] = []
+        self.seen = WorkerSeen(worker_id, app.clock())
+        """What status pages show of this stream (SystemService.GetStatus)."""
 
     @property
     def _s(self) -> Any:
@@ -83,6 +86,7 @@ class WorkerSession:
             self.slot, self.slot_token = held
         else:
             self.slot_token = None
+        self.seen.state(self.active, self.app.clock())
         state = "active" if self.active else "standby"
         self.app.metrics.worker_state(self._gauge_state, state)
         self._gauge_state = state
@@ -125,6 +129,7 @@ class WorkerSession:
     async def handle(self, msg: Req) -> None:
         """Handle one message from the worker."""
         kind = msg.WhichOneof("message")
+        self.seen.message(self.app.clock())
         if kind in ("heartbeat", "log_lines", "outcome"):
             # Tokens are ours (hex); one with a NUL matches nothing, and PostgreSQL cannot
             # even compare against it: refused here, not a database error.
@@ -231,6 +236,7 @@ class WorkerSession:
         running job: with the task's process limits, and for a scheduled job the window it
         was fired for (a retry keeps its first attempt's fire time)."""
         self.job_id, self.lease_token = job.id, job.lease_token or ""
+        self.seen.running_job_ids = {job.id}
         self.app.hub.on_abort(job.id, self._abort)
         self.app.hub.job_changed(job.id)
         log.debug(
@@ -311,6 +317,7 @@ class WorkerSession:
         if m.job_id == self.job_id:
             self.app.hub.on_abort(m.job_id, None)
             self.job_id, self.lease_token = 0, ""
+            self.seen.running_job_ids = set()
         ack = Resp.OutcomeAck(job_id=m.job_id, accepted=result.accepted)
         if result.next_job is not None and self.next_job_in_ack:
             ack.next_job.CopyFrom(await self._assignment(*result.next_job))
@@ -349,8 +356,10 @@ class WorkerSession:
 class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):
     """tickwork.v1.WorkerService."""
 
-    def __init__(self, app: App) -> None:
+    def __init__(self, app: App, registry: WorkerRegistry | None = None) -> None:
         self.app = app
+        #: The open streams, for SystemService.GetStatus.
+        self.registry = registry if registry is not None else WorkerRegistry()
 
     @rpc_errors
     async def PurgeHistory(
@@ -412,6 +421,7 @@ class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):
             session.worker_slots,
             extra={"worker_id": session.worker_id},
         )
+        self.registry.open(session.holder, session.seen)
 
         async def read() -> None:
             try:
@@ -421,6 +431,7 @@ class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):
                 session.out.put_nowait(None)
 
         async def end() -> None:
+            self.registry.close(session.holder)
             reader.cancel()
             with suppress(asyncio.CancelledError, Exception):
                 await reader

@@ -20,6 +20,8 @@ __all__ = ["ProcessLimits", "unsupported_limit"]
 
 _CPU_HARD_EXTRA_S = 1
 """The hard CPU limit is this much above the soft one: SIGXCPU first, then SIGKILL."""
+_RLIMIT_MAX = 2**63 - 1
+"""The largest limit ``setrlimit`` and ``ulimit`` take: a hard limit is capped at it."""
 
 
 def unsupported_limit(name: str) -> str:
@@ -70,7 +72,11 @@ class ProcessLimits:
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         if self.cpu_limit_seconds:
             soft = self.cpu_limit_seconds
-            resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + _CPU_HARD_EXTRA_S))
+            resource.setrlimit(resource.RLIMIT_CPU, (soft, self._cpu_hard_s()))
+
+    def _cpu_hard_s(self) -> int:
+        """The hard CPU limit, seconds: a second above the soft one, at most the largest."""
+        return min(self.cpu_limit_seconds + _CPU_HARD_EXTRA_S, _RLIMIT_MAX)
 
     def shell_prefix(self) -> str:
         """``ulimit`` commands that apply them in ``/bin/sh`` (``-v`` is in KiB; the CPU
@@ -79,7 +85,7 @@ class ProcessLimits:
         if self.memory_limit_bytes:
             parts.append(f"ulimit -v {max(1, self.memory_limit_bytes // 1024)}")
         if self.cpu_limit_seconds:
-            hard = self.cpu_limit_seconds + _CPU_HARD_EXTRA_S
+            hard = self._cpu_hard_s()
             parts += [f"ulimit -S -t {self.cpu_limit_seconds}", f"ulimit -H -t {hard}"]
         return "".join(f"{part} || exit 126; " for part in parts)
 

@@ -38,6 +38,8 @@ class TaskFields(TypedDict, total=False):
     max_attempts: int
     backoff_base_seconds: float
     backoff_cap_seconds: float
+    memory_limit_bytes: int
+    cpu_limit_seconds: int
     concurrency_group: str
 
 
@@ -53,6 +55,8 @@ TASK_MASK = (
     "enabled",
     "timeout_seconds",
     "retry_policy",
+    "memory_limit_bytes",
+    "cpu_limit_seconds",
     "concurrency_group",
 )
 """Every writable Task field: the full update mask."""
@@ -113,6 +117,8 @@ def build_task(
     max_attempts: int,
     backoff_base_seconds: float,
     backoff_cap_seconds: float,
+    memory_limit_bytes: int = 0,
+    cpu_limit_seconds: int = 0,
     concurrency_group: str = "",
 ) -> Task:
     """Build a Task with every writable field set explicitly (see ``create_task``).
@@ -129,6 +135,8 @@ def build_task(
     check_type(max_attempts, int, "max_attempts")
     check_type(backoff_base_seconds, int | float, "backoff_base_seconds")
     check_type(backoff_cap_seconds, int | float, "backoff_cap_seconds")
+    check_type(memory_limit_bytes, int, "memory_limit_bytes")
+    check_type(cpu_limit_seconds, int, "cpu_limit_seconds")
     check_type(concurrency_group, str, "concurrency_group")
     task = Task(params=to_struct(params, "task.params"))
     for field, value in (
@@ -138,6 +146,8 @@ def build_task(
         ("task_priority", task_priority),
         ("enabled", enabled),
         ("timeout_seconds", timeout_seconds),
+        ("memory_limit_bytes", memory_limit_bytes),
+        ("cpu_limit_seconds", cpu_limit_seconds),
         ("concurrency_group", concurrency_group),
     ):
         assign_field(task, field, value)

@@ -1,0 +1,270 @@
+"""The console without a browser, on a real ``tickwork serve`` with access control: every
+route answers with the right status for no session, a viewer, an operator and an admin;
+a POST without its CSRF token is refused and changes nothing; sessions and headers."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.console_harness import Console, Visitor, console_server
+from tests.harness import REPO, Proc, base_env, free_port, wait_for
+from tickwork import Client
+
+
+@pytest.fixture(scope="module")
+def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
+    with console_server(tmp_path_factory.mktemp("console")) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def ids(console: Console) -> dict[str, int]:
+    """A task, two schedules (one to delete) and a finished job, made through the API."""
+    with Client(console.server.address, token=console.tokens["admin"]) as tw:
+        task = tw.create_task("echo", "shell", {"argv": ["echo", "hi"]})
+        nightly = tw.create_schedule("nightly", ["echo"], cron="0 2 * * *")
+        [run] = tw.run("echo")
+        tw.wait(run.job_id, timeout=30)
+    return {"task": task.id, "schedule": nightly.id, "job": run.job_id}
+
+
+def visitor(console: Console, role: str | None) -> Visitor:
+    v = Visitor(console.port)
+    if role is not None:
+        assert v.sign_in(console.tokens[role]).status == 303
+    return v
+
+
+ROLES = (None, "viewer", "operator", "admin")
+
+
+def get_routes(ids: dict[str, int]) -> list[str]:
+    t, s, j = ids["task"], ids["schedule"], ids["job"]
+    return [
+        "/",
+        "/schedules",
+        "/schedules/new",
+        f"/schedules/{s}",
+        f"/schedules/{s}/edit",
+        "/tasks",
+        f"/tasks/{t}",
+        "/jobs",
+        f"/jobs?task=echo&status=SUCCEEDED&schedule={s}",
+        f"/jobs/{j}",
+    ]
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_every_page_answers_each_role(
+    console: Console, ids: dict[str, int], role: str | None
+) -> None:
+    v = visitor(console, role)
+    for path in get_routes(ids):
+        reply = v.get(path)
+        if role is None:
+            assert reply.status == 303, path
+            assert reply.location.startswith("/signin?next=%2F"), reply.location
+        else:
+            assert reply.status == 200, (path, reply.body[:500])
+            assert "Sign out" in reply.body
+    describe = v.get("/cron/describe?expression=0+2+*+*+*&timezone=Europe%2FBerlin")
+    events = v.get(f"/jobs/{ids['job']}/events")
+    if role is None:
+        assert (describe.status, events.status) == (401, 401)
+    else:
+        assert describe.status == 200 and "At 02:00 AM" in describe.body
+        assert events.status == 200
+        assert events.headers["content-type"].startswith("text/event-stream")
+        assert "event: job" in events.body and '"status": "SUCCEEDED"' in events.body
+        assert events.body.rstrip().endswith("event: end\ndata: {}")
+    for path in ("/signin", "/healthz", "/static/console.js", "/static/console.css"):
+        assert v.get(path).status == 200, path
+    # Unknown ids are 404 (the API's NOT_FOUND), an id beyond int64 is 400, never 500.
+    unknown = {
+        f"/tasks/{2**40}": 404,
+        f"/jobs/{2**40}": 404,
+        f"/schedules/{2**40}": 404,
+        f"/tasks/{2**70}": 400,
+        "/nowhere": 404,
+    }
+    for path, status in unknown.items():
+        expected = 303 if role is None and path != "/nowhere" else status
+        assert v.get(path).status == expected, path
+
+
+Form = dict[str, str | list[str]]
+
+
+def post_routes(ids: dict[str, int], role: str) -> list[tuple[str, Form, tuple[int, int, int]]]:
+    """(path, form, expected status for viewer, operator, admin)."""
+    t, s, j = ids["task"], ids["schedule"], ids["job"]
+    new: Form = {
+        "name": f"made-by-{role}",
+        "cron": "*/5 * * * *",
+        "timezone": "UTC",
+        "tasks": [str(t)],
+        "enabled": "on",
+    }
+    edit: Form = {
+        "name": "nightly",
+        "cron": "0 3 * * *",
+        "timezone": "UTC",
+        "tasks": [str(t)],
+        "enabled": "on",
+    }
+    return [
+        (f"/tasks/{t}/run", {}, (403, 303, 303)),
+        (f"/tasks/{t}/abort", {}, (403, 303, 303)),
+        (f"/jobs/{j}/cancel", {}, (403, 409, 409)),  # the job has ended: not queued
+        (f"/tasks/{t}/disable", {}, (403, 303, 303)),  # an operator may switch enabled
+        (f"/tasks/{t}/enable", {}, (403, 303, 303)),
+        ("/schedules", new, (403, 403, 303)),
+        (f"/schedules/{s}", edit, (403, 403, 303)),
+        (f"/schedules/{s}/disable", {}, (403, 303, 303)),
+        (f"/schedules/{s}/enable", {}, (403, 303, 303)),
+    ]
+
+
+@pytest.mark.parametrize("role", ["viewer", "operator", "admin"])
+def test_every_action_answers_each_role(console: Console, ids: dict[str, int], role: str) -> None:
+    v = visitor(console, role)
+    csrf = v.csrf()
+    column = ("viewer", "operator", "admin").index(role)
+    for path, form, expected in post_routes(ids, role):
+        reply = v.post(path, {**form, "csrf": csrf})
+        assert reply.status == expected[column], (path, reply.status, reply.body[:800])
+        if reply.status == 403:
+            assert "PERMISSION_DENIED" in reply.body
+    with Client(console.server.address, token=console.tokens["admin"]) as tw:
+        names = {s.name for s in tw.list_schedules()}
+        assert (f"made-by-{role}" in names) == (role == "admin")
+        doomed = tw.create_schedule(f"doomed-{role}", ["echo"], interval_seconds=3600)
+    reply = v.post(f"/schedules/{doomed.id}/delete", {"csrf": csrf})
+    assert reply.status == (303 if role == "admin" else 403)
+
+
+def test_a_post_without_a_session_or_its_csrf_token_is_refused(
+    console: Console, ids: dict[str, int]
+) -> None:
+    anonymous = Visitor(console.port)
+    admin = visitor(console, "admin")
+    other = visitor(console, "admin")
+    with Client(console.server.address, token=console.tokens["admin"]) as tw:
+        jobs_before = len(tw.list_jobs("echo"))
+        for path, form, _ in post_routes(ids, "nobody"):
+            assert anonymous.post(path, {**form, "csrf": "x"}).status == 403, path
+            refused = admin.post(path, form)
+            assert refused.status == 403, path
+            assert "CSRF" in refused.body
+            # Another session's token is not this session's.
+            assert admin.post(path, {**form, "csrf": other.csrf()}).status == 403, path
+        assert len(tw.list_jobs("echo")) == jobs_before
+        assert "nobody" not in {s.name for s in tw.list_schedules()}
+        assert tw.get_task("echo").enabled
+    assert Visitor(console.port).post("/signout", {"csrf": "x"}).status == 403
+
+
+def test_sign_in_exchanges_the_token_for_a_session_cookie(console: Console) -> None:
+    v = Visitor(console.port)
+    form = v.get("/signin")
+    assert form.status == 200
+    headers = form.headers
+    csp = headers["content-security-policy"]
+    assert "script-src 'self'" in csp and "unsafe-inline" not in csp
+    assert "frame-ancestors 'none'" in csp
+    assert headers["x-frame-options"] == "DENY"
+    # Without the sign-in form's CSRF cookie and field: refused.
+    bare = Visitor(console.port)
+    assert bare.post("/signin", {"token": console.tokens["viewer"]}).status == 403
+    assert (
+        bare.post("/signin", {"token": console.tokens["viewer"], "csrf": form.csrf()}).status == 403
+    )
+    # A wrong token: 401, no session.
+    wrong = v.post("/signin", {"csrf": form.csrf(), "token": "tw_not-a-token"})
+    assert wrong.status == 401 and "does not know this token" in wrong.body
+    assert "tickwork_session" not in v.cookies
+    # The worker's token may not read: refused too.
+    v2 = Visitor(console.port)
+    assert v2.sign_in(console.tokens["worker"]).status == 401
+    ok = Visitor(console.port)
+    token = console.tokens["viewer"]
+    reply = ok.sign_in(token)
+    assert reply.status == 303 and reply.location == "/"
+    [cookie] = [c for c in reply.set_cookies if c.startswith("tickwork_session=")]
+    assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/" in cookie
+    assert token not in cookie
+    for page in ("/", "/tasks", "/jobs"):
+        body = ok.get(page)
+        assert token not in body.body and all(token not in v for v in body.headers.values())
+    out = console.server.output()
+    assert token not in out
+    # Signing out ends the session on the server: the old cookie no longer works.
+    old = dict(ok.cookies)
+    assert ok.post("/signout", {"csrf": ok.csrf()}).status == 303
+    stale = Visitor(console.port, cookies=old)
+    assert stale.get("/").status == 303
+
+
+def test_serve_prints_the_console_url_and_refuses_an_exposed_console(tmp_path: Path) -> None:
+    def serve(name: str, **env: str) -> Proc:
+        full = base_env(
+            DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path / (name + '.db')}",
+            TICKWORK_LISTEN=f"127.0.0.1:{free_port()}",
+            WORKER_IS_ENABLED="false",
+            **env,
+        )
+        return Proc([sys.executable, "-m", "tickwork.cli", "serve"], full, tmp_path / f"{name}.log")
+
+    exposed = serve("exposed", TICKWORK_CONSOLE_LISTEN=f"0.0.0.0:{free_port()}")
+    assert exposed.popen.wait(60) == 2
+    assert "TICKWORK_CONSOLE_LISTEN: refusing to serve the console on 0.0.0.0:" in exposed.output()
+    exposed.stop()
+    port = free_port()
+    fine = serve("fine", TICKWORK_CONSOLE_LISTEN=f"127.0.0.1:{port}")
+    try:
+        wait_for(lambda: "tickwork console on" in fine.output(), timeout_s=30, what="console")
+        assert f"tickwork console on http://127.0.0.1:{port}/" in fine.output()
+        # No access control: signing in with no token opens a session.
+        v = Visitor(port)
+        assert "no access control" in v.get("/signin").body
+        assert v.sign_in("").status == 303
+        assert v.get("/").status == 200
+    finally:
+        fine.stop()
+    off = serve("off", TICKWORK_CONSOLE_LISTEN="")
+    try:
+        wait_for(lambda: "tickwork serving on" in off.output(), timeout_s=30, what="serve")
+        assert "console" not in off.output()
+    finally:
+        off.stop()
+
+
+def test_the_console_command_serves_a_remote_api(console: Console, tmp_path: Path) -> None:
+    port = free_port()
+    argv = [sys.executable, "-m", "tickwork.cli", "console", "--server", console.server.address]
+    proc = Proc([*argv, "--listen", f"127.0.0.1:{port}"], base_env(), tmp_path / "console.log")
+    try:
+        wait_for(lambda: "tickwork console on" in proc.output(), timeout_s=30, what="console")
+        v = Visitor(port)
+        assert v.sign_in(console.tokens["viewer"]).status == 303
+        page = v.get("/tasks")
+        assert page.status == 200 and re.search(r">echo</a>", page.body)
+    finally:
+        assert proc.stop() == 0
+    # The API has tokens: listening on every address is allowed; a busy port is not.
+    busy = subprocess.run(
+        [*argv, "--listen", f"127.0.0.1:{console.port}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=base_env(),
+        cwd=REPO,
+    )
+    assert busy.returncode == 2
+    assert "cannot listen on" in busy.stderr
