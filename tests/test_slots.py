@@ -13,6 +13,7 @@ import signal
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+import grpc
 import pytest
 import sqlalchemy as sa
 
@@ -29,6 +30,7 @@ from tests.queue_helpers import processes_with, unique_sleep, wait_logged, wait_
 from tickwork import Client, JobStatus
 from tickwork.apply import parse_config, task_diff
 from tickwork.errors import InvalidArgument, InvalidSetting
+from tickwork.v1 import system_pb2, system_pb2_grpc
 from tickwork.v1.task_pb2 import Task
 from worker_svc.settings import WorkerSettings
 
@@ -435,3 +437,33 @@ def test_an_apply_file_sets_and_compares_the_concurrency_group() -> None:
     assert task_diff(a, stored) == ()
     with pytest.raises(InvalidArgument, match=r"tasks\[0\]\.concurrency_group"):
         parse_config({"tasks": [{"name": "a", "handler": "shell", "concurrency_group": 3}]})
+
+
+def test_the_status_lists_each_slot_stream_active_with_its_slot(tmp_path: Path) -> None:
+    """Three slots, a worker of two and a worker of two: three streams are active (one slot
+    each, whichever lease row they hold), the fourth stands by."""
+    srv = slot_server(tmp_path, f"sqlite:///{tmp_path / 'status.db'}", 3)
+    workers: list[WorkerProc] = []
+    try:
+        workers += start_workers(tmp_path, srv, [2])
+        wait_for(lambda: workers[0].output().count("as the active worker") == 2)
+        workers += start_workers(tmp_path, srv, [2], prefix="second")
+
+        def listed() -> list[tuple[int, int]] | None:
+            got = sorted((int(w.state), w.slots) for w in status(srv.address).workers)
+            return got if len(got) == 4 else None
+
+        active, standby = system_pb2.WORKER_STATE_ACTIVE, system_pb2.WORKER_STATE_STANDBY
+        wait_for(
+            lambda: listed() == [(active, 1), (active, 1), (active, 1), (standby, 1)],
+            what="three active slot streams and one standby",
+        )
+    finally:
+        stop_all(workers)
+        srv.stop()
+
+
+def status(address: str) -> system_pb2.GetStatusResponse:
+    with grpc.insecure_channel(address) as channel:
+        stub = system_pb2_grpc.SystemServiceStub(channel)
+        return stub.GetStatus(system_pb2.GetStatusRequest(), timeout=10)
