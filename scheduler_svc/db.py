@@ -192,8 +192,8 @@ jobs = sa.Table(
     sa.Column("late_outcome", sa.Text, nullable=False, default=""),
     # A running job's slot (0 .. TICKWORK_MAX_RUNNING_JOBS - 1), whose ``worker`` lease
     # fenced its claim, and its task's concurrency group, both set by the claim.
-    sa.Column("slot", sa.Integer, nullable=True),
     sa.Column("concurrency_group", sa.String(200), nullable=False, server_default=""),
+    sa.Column("slot", sa.Integer, nullable=True),
     # At most one queued or running job per task: the database enforces the skip logic.
     sa.Index(
         "uq_jobs_one_active_per_task",
