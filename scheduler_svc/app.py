@@ -133,11 +133,14 @@ class App:
         output_tail: str,
         *,
         claim_next_for: str | None = None,
+        claim_slot: int = 0,
+        claim_lease_token: int | None = None,
     ) -> FinishResult:
         """Record a job's outcome (see :meth:`Store.finish_job`), then wake watchers, wake
         the worker for a retry, and email when the task was auto-disabled. With
-        ``claim_next_for`` (the active worker's id), the next job is leased to that worker
-        in the same transaction (the result's ``next_job``)."""
+        ``claim_next_for`` (an active worker session's id), the next job is leased to that
+        worker in slot ``claim_slot``, fenced by that slot's lease under
+        ``claim_lease_token``, in the same transaction (the result's ``next_job``)."""
         result = await self.store.finish_job(
             job_id,
             token,
@@ -147,6 +150,8 @@ class App:
             self.clock(),
             auto_disable_count=self.settings.auto_disable_task_failure_count,
             claim_next_for=claim_next_for,
+            claim_slot=claim_slot,
+            claim_lease_token=claim_lease_token,
             lease_ttl_s=self.settings.lease_ttl_s,
         )
         self._after_finish(result)

@@ -121,6 +121,8 @@ tasks = sa.Table(
     # Server defaults only: an insert that does not name them fits every revision's table.
     sa.Column("memory_limit_bytes", sa.BigInteger, nullable=False, server_default="0"),
     sa.Column("cpu_limit_seconds", sa.BigInteger, nullable=False, server_default="0"),
+    # Jobs of tasks in one non-empty group never run at once (uq_jobs_running_group).
+    sa.Column("concurrency_group", sa.String(200), nullable=False, server_default=""),
     **_NEVER_REUSE_IDS,
 )
 
@@ -158,6 +160,11 @@ schedule_tasks = sa.Table(
     sa.Index("ix_schedule_tasks_task", "task_id"),
 )
 
+#: The rows of uq_jobs_running_slot and uq_jobs_running_group (SQL text, for the indexes
+#: and their migration).
+RUNNING_SLOT_PREDICATE = "status = 'RUNNING'"
+RUNNING_GROUP_PREDICATE = "status = 'RUNNING' AND concurrency_group <> ''"
+
 jobs = sa.Table(
     "jobs",
     metadata,
@@ -183,6 +190,10 @@ jobs = sa.Table(
     sa.Column("lease_expires_at", UTCDateTime, nullable=True),
     sa.Column("abort_requested", sa.Boolean, nullable=False, default=False),
     sa.Column("late_outcome", sa.Text, nullable=False, default=""),
+    # A running job's slot (0 .. TICKWORK_MAX_RUNNING_JOBS - 1), whose ``worker`` lease
+    # fenced its claim, and its task's concurrency group, both set by the claim.
+    sa.Column("concurrency_group", sa.String(200), nullable=False, server_default=""),
+    sa.Column("slot", sa.Integer, nullable=True),
     # At most one queued or running job per task: the database enforces the skip logic.
     sa.Index(
         "uq_jobs_one_active_per_task",
@@ -190,6 +201,22 @@ jobs = sa.Table(
         unique=True,
         sqlite_where=sa.text("status IN ('QUEUED', 'RUNNING')"),
         postgresql_where=sa.text("status IN ('QUEUED', 'RUNNING')"),
+    ),
+    # At most one running job per slot, and per non-empty concurrency group: the database
+    # enforces the slot limit and the groups, whatever a replica or a worker believes.
+    sa.Index(
+        "uq_jobs_running_slot",
+        "slot",
+        unique=True,
+        sqlite_where=sa.text(RUNNING_SLOT_PREDICATE),
+        postgresql_where=sa.text(RUNNING_SLOT_PREDICATE),
+    ),
+    sa.Index(
+        "uq_jobs_running_group",
+        "concurrency_group",
+        unique=True,
+        sqlite_where=sa.text(RUNNING_GROUP_PREDICATE),
+        postgresql_where=sa.text(RUNNING_GROUP_PREDICATE),
     ),
     sa.Index("ix_jobs_task", "task_id", "id"),
     sa.Index("ix_jobs_schedule", "schedule_id", "id"),
@@ -233,6 +260,13 @@ leases = sa.Table(
 )
 
 LEASE_NAMES = ("scheduler", "worker")
+
+
+def slot_lease_name(slot: int) -> str:
+    """The ``leases`` row of worker slot ``slot`` (>= 0): ``"worker"`` for slot 0 (the one
+    slot of the default, one job at a time), ``"worker.<slot>"`` for the others, which are
+    inserted when first taken."""
+    return "worker" if slot == 0 else f"worker.{slot}"
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,8 @@ class TaskRecord:
     """RLIMIT_AS of each job process, bytes; 0: none."""
     cpu_limit_seconds: int = 0
     """RLIMIT_CPU of each job process, seconds; 0: none."""
+    concurrency_group: str = ""
+    """Jobs of tasks in one non-empty group never run at once; empty: the task alone."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,10 @@ class JobRecord:
     lease_expires_at: dt.datetime | None
     abort_requested: bool
     late_outcome: str
+    slot: int | None = None
+    """The worker slot it ran in (set when claimed)."""
+    concurrency_group: str = ""
+    """Its task's concurrency group when it was claimed."""
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ plus TICKWORK_LISTEN, TICKWORK_LEASE_TTL_SECONDS, TICKWORK_HEARTBEAT_INTERVAL_SE
 SMTP_* variables of :mod:`scheduler_svc.notify`, the access-control and TLS variables
 (TICKWORK_TOKENS, TICKWORK_TOKENS_FILE, TICKWORK_TLS_CERT_FILE, TICKWORK_TLS_KEY_FILE,
 TICKWORK_TLS_CLIENT_CA_FILE, TICKWORK_INSECURE), TICKWORK_METRICS_LISTEN,
-TICKWORK_CONSOLE_LISTEN and TICKWORK_RETENTION_DAYS.
+TICKWORK_CONSOLE_LISTEN, TICKWORK_RETENTION_DAYS and TICKWORK_MAX_RUNNING_JOBS.
 """
 
 from __future__ import annotations
@@ -102,6 +102,11 @@ class SmtpSettings:
         return bool(self.host and self.recipients)
 
 
+#: The largest TICKWORK_MAX_RUNNING_JOBS: each slot is a lease row every waiting worker
+#: stream tries in turn.
+MAX_RUNNING_JOBS_LIMIT = 1024
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything the scheduler service reads from its environment. Times are seconds."""
@@ -116,6 +121,10 @@ class Settings:
     lease_ttl_s: float = 15.0
     heartbeat_interval_s: float = 3.0
     scheduler_lease_ttl_s: float = 10.0
+    #: Jobs that may run at once across every worker (TICKWORK_MAX_RUNNING_JOBS): the
+    #: number of worker slot leases. 1 is one job at a time: one active worker, the
+    #: others standby.
+    max_running_jobs: int = 1
     #: On stop, how long jobs that workers connected here are running may take to finish
     #: and report before they are told to abort (WORKER_SHUTDOWN_GRACE_SECONDS, which the
     #: embedded worker also reads for its own job).
@@ -155,6 +164,11 @@ class Settings:
             )
         if not self.worker_shutdown_grace_s >= 0:
             raise SettingsError("WORKER_SHUTDOWN_GRACE_SECONDS: must be >= 0")
+        if not 1 <= self.max_running_jobs <= MAX_RUNNING_JOBS_LIMIT:
+            raise SettingsError(
+                f"TICKWORK_MAX_RUNNING_JOBS: must be from 1 to {MAX_RUNNING_JOBS_LIMIT}, "
+                f"got {self.max_running_jobs}"
+            )
         if self.scheduler_lease_ttl_s <= 0:
             # The leader renews every TTL/3: 0 would renew in a busy loop.
             raise SettingsError("TICKWORK_SCHEDULER_LEASE_TTL_SECONDS: must be > 0")
@@ -211,6 +225,7 @@ class Settings:
             "lease_ttl_s": _float(e, "TICKWORK_LEASE_TTL_SECONDS", 15.0),
             "heartbeat_interval_s": _float(e, "TICKWORK_HEARTBEAT_INTERVAL_SECONDS", 3.0),
             "scheduler_lease_ttl_s": _float(e, "TICKWORK_SCHEDULER_LEASE_TTL_SECONDS", 10.0),
+            "max_running_jobs": _int(e, "TICKWORK_MAX_RUNNING_JOBS", 1),
             "worker_shutdown_grace_s": _worker_seconds(e, "WORKER_SHUTDOWN_GRACE_SECONDS"),
             "smtp": smtp,
             "tokens": _tokens(e),

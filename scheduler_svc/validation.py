@@ -41,6 +41,17 @@ def _label(text: str, field: str, max_chars: int) -> str:
     return text
 
 
+def concurrency_group(value: str, field: str = "task.concurrency_group") -> str:
+    """A task's concurrency group: empty (the task alone) or a label of at most 200
+    characters without control or format characters, trimmed.
+
+    Raises:
+        InvalidArgument: naming ``field``.
+    """
+    text = value.strip()
+    return _label(text, field, MAX_NAME_CHARS) if text else ""
+
+
 def handler_params(handler: str, params: dict[str, Any]) -> None:
     """The handler exists (built in or an entry point) and accepts ``params``."""
     if not handler.strip():

@@ -1,4 +1,5 @@
-"""One read of the ``worker`` lease row, for status pages (SystemService.GetStatus).
+"""One read of the worker slot lease rows (``worker``, ``worker.1``, ...), for status pages
+(SystemService.GetStatus).
 
 Kept apart from the store's lease operations, which take and renew the lease; this only
 reads who holds it and until when.
@@ -23,17 +24,17 @@ class LeaseHolder:
     expires_at: dt.datetime
 
 
-def _read(conn: Connection) -> LeaseHolder | None:
-    row = conn.execute(
-        sa.select(leases.c.holder, leases.c.expires_at).where(leases.c.name == "worker")
-    ).first()
-    if row is None or not row.holder:
-        return None
-    return LeaseHolder(str(row.holder), row.expires_at)
+def _read(conn: Connection) -> list[LeaseHolder]:
+    rows = conn.execute(
+        sa.select(leases.c.name, leases.c.holder, leases.c.expires_at)
+        .where(sa.or_(leases.c.name == "worker", leases.c.name.like("worker.%")))
+        .order_by(leases.c.name)
+    ).all()
+    return [LeaseHolder(str(r.holder), r.expires_at) for r in rows if r.holder]
 
 
-async def worker_lease_holder(db: Database) -> LeaseHolder | None:
-    """The ``worker`` lease's holder (``WORKER_ID#NONCE``) and expiry, in one read
-    transaction; None when nobody ever held it. An expired lease is returned as it is:
-    the caller compares ``expires_at`` with its clock."""
+async def worker_lease_holders(db: Database) -> list[LeaseHolder]:
+    """The holders (``WORKER_ID#NONCE``, one stream each) and expiries of the worker slot
+    leases, in one read transaction; a slot nobody ever held is left out. An expired lease
+    is returned as it is: the caller compares ``expires_at`` with its clock."""
     return await db.read(_read)

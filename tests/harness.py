@@ -8,7 +8,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -145,14 +145,20 @@ class Server(Proc):
 
 
 class WorkerProc(Proc):
-    """``tickwork worker --server ADDRESS``."""
+    """``tickwork worker --server ADDRESS [ARGS...]``."""
 
     def __init__(
-        self, tmp: Path, address: str, *, env: Mapping[str, str] | None = None, name: str = "worker"
+        self,
+        tmp: Path,
+        address: str,
+        *,
+        env: Mapping[str, str] | None = None,
+        name: str = "worker",
+        args: Sequence[str] = (),
     ) -> None:
         full_env = base_env(**(env or {}))
         super().__init__(
-            [sys.executable, "-m", "tickwork.cli", "worker", "--server", address],
+            [sys.executable, "-m", "tickwork.cli", "worker", "--server", address, *args],
             full_env,
             tmp / f"{name}.log",
         )

@@ -388,6 +388,9 @@ async def test_taking_a_job_reads_the_queue_index_whatever_the_statistics(
         await s.enqueue(ids[start : start + 500], Trigger.API, T0)
     params: dict[str, object] = {
         "now": T1,
+        "b_slot": 0,
+        "b_lease_name": "worker",
+        "b_lease_token": None,
         "b_started_at": T1,
         "b_worker_id": "w",
         "b_token": job.lease_token,

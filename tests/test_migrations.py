@@ -190,7 +190,7 @@ def test_taking_the_next_job_reads_the_queue_index_without_sorting(tmp_path: Pat
     try:
         with engine.connect() as conn:
             compiled = hot.NEXT_READY.compile(conn)
-            params = compiled.construct_params({"now": "2030-01-01 00:00:00.000000"})
+            params = compiled.construct_params({"now": "2030-01-01 00:00:00.000000", "b_slot": 0})
             plan = conn.exec_driver_sql(
                 f"EXPLAIN QUERY PLAN {compiled}",
                 tuple(params[name] for name in compiled.positiontup or ()),

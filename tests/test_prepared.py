@@ -75,14 +75,15 @@ async def test_every_prepared_statement_gives_what_connection_execute_gives(
     now = T0 + dt.timedelta(seconds=5)
     start = {
         "now": now,
+        "b_slot": 0,
         "b_started_at": now,
         "b_worker_id": "w",
         "b_token": "t" * 32,
         "b_expires": now + dt.timedelta(seconds=30),
     }
     idle: dict[str, dict[str, Any]] = {  # nothing running: the claim's statements
-        "LEASE_HOLDER": {},
-        "LEASE_HOLDER_LOCKED": {},
+        "LEASE_HOLDER": {"b_lease_name": "worker"},
+        "LEASE_HOLDER_LOCKED": {"b_lease_name": "worker"},
         "START_NEXT_READY": start,
         "START_NEXT_READY_LOCKED": start,
     }
@@ -107,6 +108,8 @@ async def test_every_prepared_statement_gives_what_connection_execute_gives(
             "b_tail": "done: ü",
             "b_now": now + dt.timedelta(seconds=1),
             "b_next_token": "n" * 32,
+            "b_lease_name": "worker",
+            "b_lease_token": None,
         },
     }
     prepared = _prepared_in_store()

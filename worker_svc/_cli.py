@@ -23,10 +23,23 @@ def add_worker(sub: argparse._SubParsersAction[Any], net: argparse.ArgumentParse
     p.add_argument(
         "--log-format", choices=LOG_FORMATS, help="log lines (default $TICKWORK_LOG_FORMAT)"
     )
+    p.add_argument(
+        "--slots",
+        type=int,
+        metavar="N",
+        help="jobs this worker runs at once, one stream each (default $WORKER_SLOTS, else 1; "
+        "the service's TICKWORK_MAX_RUNNING_JOBS caps them across workers)",
+    )
     p.set_defaults(func=_worker)
 
 
 def _worker(args: argparse.Namespace, out: TextIO) -> int:
     from worker_svc._main import main
 
-    return main(args.server, token=args.token, tls=tls_from_args(args), log_format=args.log_format)
+    return main(
+        args.server,
+        token=args.token,
+        tls=tls_from_args(args),
+        log_format=args.log_format,
+        slots=args.slots,
+    )

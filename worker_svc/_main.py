@@ -103,6 +103,7 @@ def main(
     token: str | None = None,
     tls: TlsConfig | None = None,
     log_format: str | None = None,
+    slots: int | None = None,
 ) -> int:
     """Run a dedicated worker process until SIGTERM or SIGINT.
 
@@ -114,6 +115,7 @@ def main(
         token (str | None): bearer token; overrides ``TICKWORK_TOKEN``.
         tls (TlsConfig | None): TLS options; override the ``TICKWORK_TLS*`` variables.
         log_format (str | None): "text" or "json"; default ``TICKWORK_LOG_FORMAT``, else text.
+        slots (int | None): jobs run at once; overrides ``WORKER_SLOTS``.
 
     Returns:
         int: the exit code: 0 after a stop, 2 for invalid settings, 1 if the worker crashed.
@@ -126,7 +128,7 @@ def main(
         return 2
     _configure_logging(json_format=logs.json)
     try:
-        settings = WorkerSettings.from_env(server, token=token, tls=tls)
+        settings = WorkerSettings.from_env(server, token=token, tls=tls, slots=slots)
         if settings.tls is not None:
             settings.tls.check_files()
     except InvalidArgument as exc:  # InvalidSetting, and TlsConfig's refusals

@@ -115,6 +115,7 @@ class Session:
                     worker_id=self._worker_id,
                     handlers=list(handlers),
                     next_job_in_outcome_ack=True,
+                    slots=self._settings.slots,
                 )
             )
         )

@@ -18,10 +18,12 @@ from tickwork._channel import TlsConfig, resolve_token
 from tickwork._requests import with_default_port
 from tickwork.errors import InvalidSetting
 
-__all__ = ["DEFAULT_SERVER", "WorkerSettings", "worker_seconds"]
+__all__ = ["DEFAULT_SERVER", "MAX_SLOTS", "WorkerSettings", "worker_seconds"]
 
 DEFAULT_SERVER = "127.0.0.1:50051"
 """The scheduler service address a worker connects to when none is given."""
+MAX_SLOTS = 256
+"""The most slots (streams, jobs at once) one worker process runs."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,10 @@ class WorkerSettings:
         handlers (tuple[str, ...]): the only handlers this worker runs (an allow-list; a
             job of another handler fails without running); empty allows every handler.
             Env ``WORKER_HANDLERS``, comma-separated.
+        slots (int): 1 to :data:`MAX_SLOTS`. The jobs this worker runs at once: it opens one
+            stream per slot, each taking one job at a time (the service's
+            TICKWORK_MAX_RUNNING_JOBS caps them across all workers). Env ``WORKER_SLOTS``,
+            ``tickwork worker --slots``.
 
     Raises:
         InvalidSetting: on construction, when a value is out of range; it names the field.
@@ -77,6 +83,7 @@ class WorkerSettings:
     token: str = field(default="", repr=False)
     tls: TlsConfig | None = None
     handlers: tuple[str, ...] = ()
+    slots: int = 1
 
     def __post_init__(self) -> None:
         """Validate the values.
@@ -106,6 +113,10 @@ class WorkerSettings:
                 raise InvalidSetting(
                     f"{name} must be a finite number of seconds >= 0, got {value!r}"
                 )
+        if isinstance(self.slots, bool) or not 1 <= self.slots <= MAX_SLOTS:
+            raise InvalidSetting(
+                f"slots must be a whole number from 1 to {MAX_SLOTS}, got {self.slots!r}"
+            )
         if self.reconnect_backoff_cap_s < self.reconnect_backoff_base_s:
             raise InvalidSetting(
                 "reconnect_backoff_cap_s must be >= reconnect_backoff_base_s, got "
@@ -120,6 +131,7 @@ class WorkerSettings:
         *,
         token: str | None = None,
         tls: TlsConfig | None = None,
+        slots: int | None = None,
     ) -> WorkerSettings:
         """Build the settings from the environment; unset or empty variables keep defaults.
 
@@ -129,6 +141,7 @@ class WorkerSettings:
             environ (Mapping[str, str] | None): the variables to read; ``os.environ`` if None.
             token (str | None): overrides ``TICKWORK_TOKEN`` when given (``--token``).
             tls (TlsConfig | None): overrides the TLS variables when given.
+            slots (int | None): overrides ``WORKER_SLOTS`` when given (``--slots``).
 
         Returns:
             WorkerSettings: the validated settings.
@@ -138,11 +151,14 @@ class WorkerSettings:
                 handler; the details start with the variable's name.
         """
         env = os.environ if environ is None else environ
+        values = _worker_variables(env)
+        if slots is not None:
+            values["slots"] = slots
         return cls(
             server=with_default_port(server or env.get("TICKWORK_SERVER") or DEFAULT_SERVER),
             token=resolve_token(token, env),
             tls=tls if tls is not None else TlsConfig.from_env(env),
-            **_worker_variables(env),
+            **values,
         )
 
     @classmethod
@@ -198,7 +214,26 @@ def _worker_variables(env: Mapping[str, str]) -> dict[str, Any]:
         field: worker_seconds(env, variable) for variable, (field, _) in _SECONDS.items()
     }
     values["handlers"] = _handlers(env)
+    values["slots"] = _slots(env)
     return values
+
+
+def _slots(env: Mapping[str, str]) -> int:
+    """WORKER_SLOTS: a whole number from 1 to :data:`MAX_SLOTS`; unset or empty gives 1.
+
+    Raises:
+        InvalidSetting: ``WORKER_SLOTS: what is wrong``.
+    """
+    raw = env.get("WORKER_SLOTS", "").strip()
+    if not raw:
+        return 1
+    try:
+        value = int(raw)
+    except ValueError:
+        raise InvalidSetting(f"WORKER_SLOTS: expected a whole number, got {raw!r}") from None
+    if not 1 <= value <= MAX_SLOTS:
+        raise InvalidSetting(f"WORKER_SLOTS: must be from 1 to {MAX_SLOTS}, got {value}")
+    return value
 
 
 def _handlers(env: Mapping[str, str]) -> tuple[str, ...]:

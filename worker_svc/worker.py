@@ -14,6 +14,11 @@ The protocol (``tickwork.v1.WorkerService.Connect``, one bidirectional stream):
    Outcome carries ``poll_next``: it is also the next PollJob, so the server answers the
    OutcomeAck with AssignJob or NoJob at once and step 2 sends nothing.
 
+A worker with ``slots`` N (WORKER_SLOTS, ``--slots``) runs N such streams at once, each one
+slot: its own reconnect loop, session and outcome reporter, one job at a time, so N jobs run
+at once when the service's TICKWORK_MAX_RUNNING_JOBS leaves slot leases for them (streams
+beyond them stand by). A stream that breaks stops only its own job.
+
 Every job runs in a child process of the worker (see :mod:`worker_svc.handlers`), so an
 abort or a timeout stops it at once and its process is gone before the Outcome is sent.
 When the stream breaks, the running job is stopped (its lease expires on the server, which
@@ -79,8 +84,20 @@ def _new_worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
+class _Lane:
+    """One slot of the worker: a stream's reconnect loop, its session, and the reporter of
+    its outcomes (which outlives the streams)."""
+
+    def __init__(self, index: int, reporter: OutcomeReporter) -> None:
+        self.index = index
+        self.reporter = reporter
+        self.session: Session | None = None
+        self.failed_attempts = 0
+
+
 class Worker:
-    """A tickwork worker: one stream to the scheduler service, one job at a time.
+    """A tickwork worker: one stream to the scheduler service per slot, one job at a time
+    on each.
 
     Create it, ``await run()``, and call ``stop()`` (from the event loop, e.g. a signal
     handler) to end it.
@@ -96,9 +113,10 @@ class Worker:
         self.worker_id = _new_worker_id()
         """``"host:pid:uuid8"``, sent in Hello; the same for every reconnect."""
         self._signals = StopSignals()
-        self._reporter = OutcomeReporter(settings.outcome_ack_timeout_s)
-        self._session: Session | None = None
-        self._failed_attempts = 0
+        self._lanes = [
+            _Lane(index, OutcomeReporter(settings.outcome_ack_timeout_s))
+            for index in range(settings.slots)
+        ]
         self._running = False
         self._metadata = auth_metadata(settings.token)
 
@@ -108,9 +126,9 @@ class Worker:
         return self._settings
 
     def stop(self, abort_running: bool = False) -> None:
-        """Ask the worker to stop; ``run`` returns once the running job was reported.
+        """Ask the worker to stop; ``run`` returns once the running jobs were reported.
 
-        No new job is polled for. The running job may finish within the shutdown grace
+        No new job is polled for. Each running job may finish within the shutdown grace
         (``settings.shutdown_grace_s``), then it is aborted; either way its outcome is
         reported before the stream is closed. Idempotent; call it from the event loop thread.
 
@@ -123,8 +141,9 @@ class Worker:
         self._signals.stopping.set()
         if abort_running:
             self._signals.abort_now.set()
-            if self._session is not None:
-                self._session.abort_all(ABORT_SHUTDOWN)
+            for lane in self._lanes:
+                if lane.session is not None:
+                    lane.session.abort_all(ABORT_SHUTDOWN)
 
     async def run(self) -> None:
         """Serve jobs until ``stop()``; reconnect whenever the stream breaks.
@@ -145,16 +164,31 @@ class Worker:
         if not allowed or PythonHandler.name in allowed:
             start_job_process_server()
         try:
-            await self._run()
+            if len(self._lanes) == 1:
+                await self._run(self._lanes[0])
+            else:
+                await self._run_lanes()
+            logger.info("worker stopped", extra={"worker_id": self.worker_id})
         finally:
             self._running = False
 
-    async def _run(self) -> None:
-        """The reconnect loop of ``run``."""
+    async def _run_lanes(self) -> None:
+        """Run every lane at once. One that fails cancels the others (each reports its job
+        first), and its exception is raised: the worker stops loudly rather than running
+        with fewer slots than it says."""
+        try:
+            async with asyncio.TaskGroup() as lanes:
+                for lane in self._lanes:
+                    lanes.create_task(self._run(lane), name=f"tickwork-worker-slot-{lane.index}")
+        except BaseExceptionGroup as group:
+            raise group.exceptions[0] from None
+
+    async def _run(self, lane: _Lane) -> None:
+        """The reconnect loop of one slot of ``run``."""
         server = self._settings.server
         stopping = self._signals.stopping
         while not stopping.is_set():
-            attempt = self._failed_attempts + 1
+            attempt = lane.failed_attempts + 1
             logger.info(
                 "connecting to %s (attempt %d)",
                 server,
@@ -162,7 +196,7 @@ class Worker:
                 extra={"worker_id": self.worker_id},
             )
             try:
-                await self._connect()
+                await self._connect(lane)
             except StreamBroken as exc:
                 reason = str(exc)
             else:
@@ -170,18 +204,18 @@ class Worker:
             if stopping.is_set():
                 logger.info("connection to %s ended while stopping: %s", server, reason)
                 break
-            self._failed_attempts += 1
-            delay_s = self._backoff_s(self._failed_attempts)
+            lane.failed_attempts += 1
+            delay_s = self._backoff_s(lane.failed_attempts)
             logger.warning(
                 "connection to %s failed or broke (%s); reconnecting in %.2f s (attempt %d)",
                 server,
                 reason,
                 delay_s,
-                self._failed_attempts + 1,
+                lane.failed_attempts + 1,
                 extra={"worker_id": self.worker_id},
             )
             await wait_any([stopping], timeout_s=delay_s)
-        unacked = self._reporter.unacked
+        unacked = lane.reporter.unacked
         if unacked is not None:
             logger.warning(
                 "stopped without an ack for the outcome of job %d: the server recovers the "
@@ -189,7 +223,6 @@ class Worker:
                 unacked.job_id,
                 extra={"worker_id": self.worker_id, "job_id": unacked.job_id},
             )
-        logger.info("worker stopped", extra={"worker_id": self.worker_id})
 
     def _backoff_s(self, failures: int) -> float:
         """Return the delay before the next connection attempt.
@@ -206,19 +239,19 @@ class Worker:
         delay_s = min(cap_s, base_s * 2.0 ** min(failures - 1, 60))
         return random.uniform(delay_s / 2, delay_s)
 
-    async def _connect(self) -> None:
-        """Open one stream and serve it in a session until ``stop()``.
+    async def _connect(self, lane: _Lane) -> None:
+        """Open one stream of ``lane`` and serve it in a session until ``stop()``.
 
         Raises:
             StreamBroken: the server was unreachable or the stream broke.
         """
         async with aio_channel(self._settings.server, self._settings.tls, KEEPALIVE) as channel:
             stub = worker_pb2_grpc.WorkerServiceStub(channel)
-            session = self._session = Session(
+            session = lane.session = Session(
                 settings=self._settings,
                 worker_id=self.worker_id,
                 signals=self._signals,
-                reporter=self._reporter,
+                reporter=lane.reporter,
                 stub=stub,
                 metadata=self._metadata,
             )
@@ -229,8 +262,8 @@ class Worker:
                 graceful = True
             finally:
                 if session.welcomed:
-                    self._failed_attempts = 0
-                self._session = None
+                    lane.failed_attempts = 0
+                lane.session = None
                 await shielded(conn.close(graceful))
 
 

@@ -381,6 +381,7 @@ class AsyncClient:
         backoff_cap_seconds: float = 600,
         memory_limit_bytes: int = 0,
         cpu_limit_seconds: int = 0,
+        concurrency_group: str = "",
     ) -> Task:
         """Create a task and return it with its id.
 
@@ -400,6 +401,9 @@ class AsyncClient:
                 (RLIMIT_AS); 0 means no limit.
             cpu_limit_seconds (int): CPU time each job process may use, seconds
                 (RLIMIT_CPU); 0 means no limit.
+            concurrency_group (str): jobs of tasks in one non-empty group never run at
+                once (with the service's TICKWORK_MAX_RUNNING_JOBS above 1); empty: the
+                task alone.
 
         Raises:
             AlreadyExists: the name is taken.
@@ -418,6 +422,7 @@ class AsyncClient:
             backoff_cap_seconds=backoff_cap_seconds,
             memory_limit_bytes=memory_limit_bytes,
             cpu_limit_seconds=cpu_limit_seconds,
+            concurrency_group=concurrency_group,
         )
         request = CreateTaskRequest(task=task)
         response = await self._call(self._stubs().tasks.CreateTask, request)

@@ -376,6 +376,7 @@ class Client:
         backoff_cap_seconds: float = 600,
         memory_limit_bytes: int = 0,
         cpu_limit_seconds: int = 0,
+        concurrency_group: str = "",
     ) -> Task:
         """Create a task and return it with its id.
 
@@ -395,6 +396,9 @@ class Client:
                 (RLIMIT_AS); 0 means no limit.
             cpu_limit_seconds (int): CPU time each job process may use, seconds
                 (RLIMIT_CPU); 0 means no limit.
+            concurrency_group (str): jobs of tasks in one non-empty group never run at
+                once (with the service's TICKWORK_MAX_RUNNING_JOBS above 1); empty: the
+                task alone.
 
         Raises:
             AlreadyExists: the name is taken.
@@ -413,6 +417,7 @@ class Client:
             backoff_cap_seconds=backoff_cap_seconds,
             memory_limit_bytes=memory_limit_bytes,
             cpu_limit_seconds=cpu_limit_seconds,
+            concurrency_group=concurrency_group,
         )
         request = CreateTaskRequest(task=task)
         response = self._call(self._stubs().tasks.CreateTask, request)

@@ -12,6 +12,7 @@ File format (every key but ``name``, ``handler`` and the schedule's timing is op
     retry = { max_attempts = 3, backoff_base_seconds = 5, backoff_cap_seconds = 60 }
     memory_limit_bytes = 314572800  # RLIMIT_AS of each job process; 0: none
     cpu_limit_seconds = 60          # RLIMIT_CPU of each job process; 0: none
+    concurrency_group = "staging"  # jobs of tasks in one group never run at once
     enabled = true
 
     [[schedules]]
@@ -103,6 +104,7 @@ class TaskSpec:
     enabled: bool | None = None
     memory_limit_bytes: int = 0
     cpu_limit_seconds: int = 0
+    concurrency_group: str = ""
 
 
 @dataclass(frozen=True)
@@ -252,6 +254,7 @@ _TASK_KEYS = (
     "enabled",
     "memory_limit_bytes",
     "cpu_limit_seconds",
+    "concurrency_group",
 )
 _LIMIT_KEYS = ("memory_limit_bytes", "cpu_limit_seconds")
 _RETRY_KEYS = ("max_attempts", "backoff_base_seconds", "backoff_cap_seconds")
@@ -336,6 +339,7 @@ def _task(i: int, item: Mapping[str, Any], problems: _Problems) -> TaskSpec | No
     priority = _get(item, prefix, "task_priority", "int", problems)
     timeout = _get(item, prefix, "timeout_seconds", "number", problems)
     enabled = _get(item, prefix, "enabled", "bool", problems)
+    group = _get(item, prefix, "concurrency_group", "str", problems)
     if timeout is not None and timeout < 0:
         problems.add(f"{prefix}.timeout_seconds", f"must be >= 0 (0 means no limit), got {timeout}")
     limits = {key: _get(item, prefix, key, "int", problems) for key in _LIMIT_KEYS}
@@ -373,6 +377,7 @@ def _task(i: int, item: Mapping[str, Any], problems: _Problems) -> TaskSpec | No
         enabled=enabled,
         memory_limit_bytes=limits["memory_limit_bytes"] or 0,
         cpu_limit_seconds=limits["cpu_limit_seconds"] or 0,
+        concurrency_group=(group or "").strip(),
     )
 
 
@@ -534,6 +539,7 @@ def _apply_task(client: Client, spec: TaskSpec) -> tuple[int, ApplyChange]:
             backoff_cap_seconds=spec.backoff_cap_seconds,
             memory_limit_bytes=spec.memory_limit_bytes,
             cpu_limit_seconds=spec.cpu_limit_seconds,
+            concurrency_group=spec.concurrency_group,
         )
         return created.id, ApplyChange("task", spec.name, "created")
     diff = task_diff(spec, current)
@@ -551,6 +557,7 @@ def _apply_task(client: Client, spec: TaskSpec) -> tuple[int, ApplyChange]:
         "backoff_cap_seconds": spec.backoff_cap_seconds,
         "memory_limit_bytes": spec.memory_limit_bytes,
         "cpu_limit_seconds": spec.cpu_limit_seconds,
+        "concurrency_group": spec.concurrency_group,
     }
     if spec.enabled is not None:
         fields["enabled"] = spec.enabled
@@ -574,6 +581,7 @@ def task_diff(spec: TaskSpec, current: Task) -> tuple[str, ...]:
         "enabled": current.enabled if current.HasField("enabled") else True,
         "memory_limit_bytes": current.memory_limit_bytes,
         "cpu_limit_seconds": current.cpu_limit_seconds,
+        "concurrency_group": current.concurrency_group,
     }
     wanted: dict[str, object] = {
         "description": spec.description,
@@ -586,6 +594,7 @@ def task_diff(spec: TaskSpec, current: Task) -> tuple[str, ...]:
         "backoff_cap_seconds": spec.backoff_cap_seconds,
         "memory_limit_bytes": spec.memory_limit_bytes,
         "cpu_limit_seconds": spec.cpu_limit_seconds,
+        "concurrency_group": spec.concurrency_group,
     }
     if spec.enabled is not None:
         wanted["enabled"] = spec.enabled

@@ -75,6 +75,7 @@ def task(r: TaskRecord) -> task_pb2.Task:
         update_time=ts(r.updated_at),
         memory_limit_bytes=r.memory_limit_bytes,
         cpu_limit_seconds=r.cpu_limit_seconds,
+        concurrency_group=r.concurrency_group,
     )
 
 

@@ -11,7 +11,7 @@ from scheduler_svc.app import App
 from scheduler_svc.servicers import _convert as cv
 from scheduler_svc.servicers._errors import rpc_errors
 from scheduler_svc.values import Lane
-from scheduler_svc.worker_lease_query import worker_lease_holder
+from scheduler_svc.worker_lease_query import worker_lease_holders
 from scheduler_svc.worker_registry import WorkerRegistry
 from tickwork.v1 import system_pb2, system_pb2_grpc
 
@@ -35,12 +35,13 @@ class SystemServicer(system_pb2_grpc.SystemServiceServicer):
         self, request: system_pb2.GetStatusRequest, context: Ctx
     ) -> system_pb2.GetStatusResponse:
         now = self.app.clock()
-        lease = await worker_lease_holder(self.app.store.db)
+        held = await worker_lease_holders(self.app.store.db)
         depth = await self.app.store.queue_depth_by_lane()
-        live_holder = lease.holder if lease is not None and lease.expires_at >= now else ""
+        # Each active stream holds one slot lease (one with TICKWORK_MAX_RUNNING_JOBS 1).
+        live = {lease.holder: lease for lease in held if lease.expires_at >= now}
         workers: list[system_pb2.WorkerStatus] = []
         for holder, seen in self.registry.items():
-            active = seen.active and holder == live_holder
+            active = seen.active and holder in live
             workers.append(
                 system_pb2.WorkerStatus(
                     worker_id=seen.worker_id,
@@ -55,7 +56,9 @@ class SystemServicer(system_pb2_grpc.SystemServiceServicer):
                 )
             )
         local = {holder for holder, _ in self.registry.items()}
-        if live_holder and live_holder not in local and lease is not None:
+        for live_holder, lease in live.items():
+            if live_holder in local:
+                continue
             renewed = lease.expires_at - dt.timedelta(seconds=self.app.settings.lease_ttl_s)
             workers.append(
                 system_pb2.WorkerStatus(

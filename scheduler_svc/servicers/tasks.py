@@ -27,6 +27,7 @@ WRITABLE = (
     "retry_policy",
     "memory_limit_bytes",
     "cpu_limit_seconds",
+    "concurrency_group",
 )
 
 
@@ -57,6 +58,8 @@ def task_values(task: task_pb2.Task, paths: tuple[str, ...]) -> dict[str, Any]:
             )
         elif path in ("memory_limit_bytes", "cpu_limit_seconds"):
             out[path] = validation.process_limit(getattr(task, path), f"task.{path}")
+        elif path == "concurrency_group":
+            out[path] = validation.concurrency_group(task.concurrency_group)
         elif path == "retry_policy":
             rp = task.retry_policy
             attempts, base, cap = validation.retry_policy(

@@ -1,9 +1,11 @@
-"""WorkerService (internal): the worker's bidirectional stream, and the one-active-worker rule.
+"""WorkerService (internal): the worker's bidirectional stream, and the slot rule.
 
-One :class:`WorkerSession` per stream. The active worker holds the ``worker`` lease row in
-the database (renewed by its session while the stream is open); other sessions are standby
-and try to take the lease as it expires, so the rule holds across replicas. A job's own
-lease is renewed by the worker's heartbeats; the reaper fails jobs whose lease expired.
+One :class:`WorkerSession` per stream. An active stream holds one of the
+TICKWORK_MAX_RUNNING_JOBS worker slot leases (rows ``worker``, ``worker.1``, ... in the
+database, renewed by its session while the stream is open), and claims its jobs fenced by
+that lease; other sessions are standby and try to take a slot lease as one expires, so the
+rule holds across replicas. With the default of one slot this is one active worker. A job's
+own lease is renewed by the worker's heartbeats; the reaper fails jobs whose lease expired.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import grpc
 
 from scheduler_svc import maintenance, validation
 from scheduler_svc.app import App
+from scheduler_svc.db import slot_lease_name
 from scheduler_svc.errors import FailedPrecondition, InvalidArgument
 from scheduler_svc.hub import Ticket
 from scheduler_svc.records import JobRecord, TaskRecord
@@ -40,7 +43,9 @@ _OUTCOMES = {JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.ABORTED}
 class WorkerSession:
     """The server's side of one worker stream."""
 
-    def __init__(self, app: App, worker_id: str, *, next_job_in_ack: bool = False) -> None:
+    def __init__(
+        self, app: App, worker_id: str, *, next_job_in_ack: bool = False, slots: int = 1
+    ) -> None:
         self.app = app
         self.worker_id = worker_id
         self.holder = f"{worker_id}#{secrets.token_hex(4)}"
@@ -49,7 +54,13 @@ class WorkerSession:
         old stream's session, ending later, cannot give up the lease the new one holds."""
         self.next_job_in_ack = next_job_in_ack
         """The worker's Hello set next_job_in_outcome_ack."""
+        self.worker_slots = max(1, slots)
+        """The worker's Hello.slots: the streams it opens (logged, nothing more)."""
         self.active = False
+        self.slot = 0
+        """The slot whose lease this session holds (while ``active``)."""
+        self.slot_token: int | None = None
+        """That lease's fencing token, which every claim of this session checks."""
         self._gauge_state: str | None = None  # how tickwork_workers counts this stream
         self.out: asyncio.Queue[Resp | None] = asyncio.Queue()
         self.job_id = 0
@@ -65,16 +76,26 @@ class WorkerSession:
         return self.app.settings
 
     async def _hold_worker_lease(self) -> bool:
-        token = await self.app.store.acquire_lease(
-            "worker", self.holder, self.app.clock(), self._s.lease_ttl_s
+        """Take or renew a slot lease (the one held, else the lowest free one); True when
+        this session holds one."""
+        held = await self.app.store.acquire_slot_lease(
+            self.holder, self.app.clock(), self._s.lease_ttl_s, self._s.max_running_jobs
         )
-        was, self.active = self.active, token is not None
+        was, self.active = self.active, held is not None
+        if held is not None:
+            self.slot, self.slot_token = held
+        else:
+            self.slot_token = None
         self.seen.state(self.active, self.app.clock())
         state = "active" if self.active else "standby"
         self.app.metrics.worker_state(self._gauge_state, state)
         self._gauge_state = state
         if self.active and not was:
-            log.info("worker is active", extra={"worker_id": self.worker_id})
+            log.info(
+                "worker is active in slot %d",
+                self.slot,
+                extra={"worker_id": self.worker_id, "slot": self.slot},
+            )
             self.app.hub.queue.fire()
         elif was and not self.active:
             log.warning("worker lost the worker lease", extra={"worker_id": self.worker_id})
@@ -99,6 +120,7 @@ class WorkerSession:
                     active=self.active,
                     heartbeat_interval_seconds=self._s.heartbeat_interval_s,
                     lease_ttl_seconds=self._s.lease_ttl_s,
+                    max_running_jobs=self._s.max_running_jobs,
                 )
             )
         )
@@ -174,7 +196,12 @@ class WorkerSession:
             if self.app.dispatching and self.active and not self.job_id and not self.app.hub.firing:
                 now = self.app.clock()
                 claimed = await self.app.store.claim_next_job(
-                    self.holder, now, self._s.lease_ttl_s, worker_lease_holder=self.holder
+                    self.holder,
+                    now,
+                    self._s.lease_ttl_s,
+                    worker_lease_holder=self.holder,
+                    slot=self.slot,
+                    lease_token=self.slot_token,
                 )
                 if claimed is not None:
                     await self._assign(*claimed)
@@ -222,6 +249,7 @@ class WorkerSession:
             params=cv.struct(task.params),
             timeout_seconds=task.timeout_seconds,
             lease_token=self.lease_token,
+            slot=job.slot if job.slot is not None else 0,
             memory_limit_bytes=task.memory_limit_bytes,
             cpu_limit_seconds=task.cpu_limit_seconds,
         )
@@ -283,6 +311,8 @@ class WorkerSession:
             m.error,
             m.output_tail,
             claim_next_for=self.holder if claim else None,
+            claim_slot=self.slot,
+            claim_lease_token=self.slot_token,
         )
         if m.job_id == self.job_id:
             self.app.hub.on_abort(m.job_id, None)
@@ -316,7 +346,9 @@ class WorkerSession:
         self.app.metrics.worker_state(self._gauge_state, None)
         self._gauge_state = None
         if self.active:
-            await self.app.store.release_lease("worker", self.holder, self.app.clock())
+            await self.app.store.release_lease(
+                slot_lease_name(self.slot), self.holder, self.app.clock()
+            )
             self.app.queue_changed()  # a standby, here or on another replica, takes over
         log.info("worker disconnected", extra={"worker_id": self.worker_id})
 
@@ -382,8 +414,13 @@ class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):
             self.app,
             first.hello.worker_id,
             next_job_in_ack=first.hello.next_job_in_outcome_ack,
+            slots=first.hello.slots,
         )
-        log.info("worker connected", extra={"worker_id": session.worker_id})
+        log.info(
+            "worker connected (%d slots)",
+            session.worker_slots,
+            extra={"worker_id": session.worker_id},
+        )
         self.registry.open(session.holder, session.seen)
 
         async def read() -> None:

@@ -21,6 +21,8 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import sqlalchemy as sa
+
 from scheduler_svc.db import Database
 from scheduler_svc.records import (
     EnqueueResult,
@@ -39,6 +41,10 @@ from scheduler_svc.store.rows import ERROR_CHARS, OUTPUT_TAIL_CHARS, job_error
 from scheduler_svc.store.schedules import due_schedules_query
 from scheduler_svc.store.tasks import TASK_DISABLED
 from scheduler_svc.values import AbortAction, JobStatus, Trigger
+
+#: Attempts of :meth:`Store.claim_next_job` when the database refuses a claim that another
+#: slot's claim of the same concurrency group beat.
+CLAIM_ATTEMPTS = 3
 
 __all__ = [
     "ERROR_CHARS",
@@ -323,26 +329,48 @@ class Store:
         lease_ttl_s: float,
         *,
         worker_lease_holder: str | None = None,
+        slot: int = 0,
+        lease_token: int | None = None,
     ) -> tuple[JobRecord, TaskRecord] | None:
-        """Take the next ready job and lease it to ``worker_id``: the job (as started) and
-        its task; None when none is ready.
+        """Take the next ready job and lease it to ``worker_id`` in worker slot ``slot``
+        (>= 0): the job (as started) and its task; None when none is ready.
 
         Order: manual/API lane first, task_priority descending, enqueue time, insertion
         order. Ready: QUEUED, not_before unset or <= now, and not a scheduler-lane job of a
-        disabled task. The job becomes RUNNING with a fresh lease token, started_at ``now``
-        (never before its enqueue time) and lease_expires_at = now + lease_ttl_s. Never
-        returns a job while another job is RUNNING (one job at a time): claims are
-        serialized on the ``worker`` lease row. With ``worker_lease_holder``, None unless
-        that holder holds the ``worker`` lease (fencing a session that believes it is
-        still active).
+        disabled task; a job whose task's non-empty concurrency_group has a RUNNING job is
+        passed over. The job becomes RUNNING in ``slot`` with a fresh lease token, its
+        task's concurrency group, started_at ``now`` (never before its enqueue time) and
+        lease_expires_at = now + lease_ttl_s. Never returns a job while another job is
+        RUNNING in ``slot`` (one job per slot): claims of a slot are serialized on its
+        ``worker`` lease row (:func:`scheduler_svc.db.slot_lease_name`), and the database
+        refuses a second running job in a slot or a group (uq_jobs_running_slot,
+        uq_jobs_running_group; a claim so refused is tried again, up to
+        :data:`CLAIM_ATTEMPTS` times in all). With ``worker_lease_holder``, None unless that
+        holder holds the slot's lease, under ``lease_token`` when given (fencing a session
+        that believes it still holds the slot).
         """
         dialect = self.db.dialect
-        return await self.db.write(
-            lambda conn: queue.claim(
-                conn, dialect, worker_id, now, lease_ttl_s, worker_lease_holder
-            ),
-            queue=True,
-        )
+        for attempt in range(1, CLAIM_ATTEMPTS + 1):
+            try:
+                return await self.db.write(
+                    lambda conn: queue.claim(
+                        conn,
+                        dialect,
+                        worker_id,
+                        now,
+                        lease_ttl_s,
+                        worker_lease_holder,
+                        slot=slot,
+                        lease_token=lease_token,
+                    ),
+                    queue=True,
+                )
+            except sa.exc.IntegrityError:
+                # Another slot's claim of a job of the same group committed first; the next
+                # attempt sees it and passes the group over.
+                if attempt == CLAIM_ATTEMPTS:
+                    return None
+        return None
 
     async def next_ready_time(self, now: dt.datetime) -> dt.datetime | None:
         """When the next queued job becomes ready: ``now`` if one is ready, the earliest
@@ -381,6 +409,8 @@ class Store:
         *,
         auto_disable_count: int,
         claim_next_for: str | None = None,
+        claim_slot: int = 0,
+        claim_lease_token: int | None = None,
         lease_ttl_s: float = 0.0,
     ) -> FinishResult:
         """Record a running job's outcome (``status`` SUCCEEDED, FAILED or ABORTED).
@@ -398,8 +428,9 @@ class Store:
         character in either as U+FFFD: no text a job writes can make its outcome fail.
 
         With ``claim_next_for`` (a worker id), an accepted outcome is followed in the same
-        transaction by :meth:`claim_next_job` for that worker (fenced by the ``worker``
-        lease, leased for ``lease_ttl_s`` seconds): the result's ``next_job``. Where the
+        transaction by :meth:`claim_next_job` for that worker in ``claim_slot`` (fenced by
+        that slot's ``worker`` lease, under ``claim_lease_token`` when given, leased for
+        ``lease_ttl_s`` seconds): the result's ``next_job``. Where the
         database has writable CTEs, a success with nothing to follow it is one statement
         with that claim (its own transaction: a sixth of the round trips).
 
@@ -413,12 +444,24 @@ class Store:
         succeeded = status == JobStatus.SUCCEEDED
         if claim_next_for is not None and succeeded and self.db.dialect.writable_ctes:
             worker_id = claim_next_for
-            done = await self.db.write_one(
-                lambda conn: finish.succeed_and_start_next(
-                    conn, job_id, token, error, output_tail, now, worker_id, lease_ttl_s
-                ),
-                queue=True,
-            )
+            try:
+                done = await self.db.write_one(
+                    lambda conn: finish.succeed_and_start_next(
+                        conn,
+                        job_id,
+                        token,
+                        error,
+                        output_tail,
+                        now,
+                        worker_id,
+                        lease_ttl_s,
+                        slot=claim_slot,
+                        lease_token=claim_lease_token,
+                    ),
+                    queue=True,
+                )
+            except sa.exc.IntegrityError:
+                done = None  # its claim lost a slot or group to another: recorded below
             if done is not None:
                 return done
         return await self.db.write(
@@ -434,6 +477,8 @@ class Store:
                 now,
                 auto_disable_count=auto_disable_count,
                 claim_next_for=claim_next_for,
+                claim_slot=claim_slot,
+                claim_lease_token=claim_lease_token,
                 lease_ttl_s=lease_ttl_s,
             ),
             queue=claim_next_for is not None,
@@ -494,6 +539,21 @@ class Store:
         """
         return await self.db.write(
             lambda conn: leases.acquire_lease(conn, name, holder, now, ttl_s)
+        )
+
+    async def acquire_slot_lease(
+        self, holder: str, now: dt.datetime, ttl_s: float, slots: int
+    ) -> tuple[int, int] | None:
+        """Take or renew one of the ``slots`` (>= 1) worker slot leases for ``holder``, to
+        expire at now + ttl_s: the one it holds (a renewal), else the lowest free one (expired,
+        or never taken: its row, :func:`scheduler_svc.db.slot_lease_name`, is inserted).
+
+        Returns (slot, fencing token), or None when every slot is held by others. With
+        ``slots`` 1 this is :meth:`acquire_lease` of ``"worker"``.
+        """
+        dialect = self.db.dialect
+        return await self.db.write(
+            lambda conn: leases.acquire_slot_lease(conn, dialect, holder, now, ttl_s, slots)
         )
 
     async def release_lease(self, name: str, holder: str, now: dt.datetime) -> None:

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
-from scheduler_svc.db import Dialect, jobs, schedules, tasks
+from scheduler_svc.db import Dialect, jobs, schedules, slot_lease_name, tasks
 from scheduler_svc.records import FinishResult, JobRecord, TaskRecord
 from scheduler_svc.store import hot, locks, queue, rows
 from scheduler_svc.store.rows import FinishingTask
@@ -46,6 +46,9 @@ def succeed_and_start_next(
     now: dt.datetime,
     worker_id: str,
     lease_ttl_s: float,
+    *,
+    slot: int = 0,
+    lease_token: int | None = None,
 ) -> FinishResult | None:
     """A success and the next claim as the one statement :data:`hot.SUCCEED_AND_START_NEXT`
     (needs :attr:`Dialect.writable_ctes`); None when it recorded nothing (stale token, a
@@ -62,6 +65,9 @@ def succeed_and_start_next(
             "now": now,
             "b_started_at": now,
             "b_worker_id": worker_id,
+            "b_slot": slot,
+            "b_lease_name": slot_lease_name(slot),
+            "b_lease_token": lease_token,
             "b_next_token": uuid.uuid4().hex,
             "b_expires": now + dt.timedelta(seconds=lease_ttl_s),
         },
@@ -90,6 +96,8 @@ def finish(
     auto_disable_count: int,
     claim_next_for: str | None,
     lease_ttl_s: float,
+    claim_slot: int = 0,
+    claim_lease_token: int | None = None,
 ) -> FinishResult:
     """:meth:`scheduler_svc.store.Store.finish_job` as one transaction, for every outcome
     and both databases (``error`` already as :func:`rows.job_error` gives it)."""
@@ -102,7 +110,17 @@ def finish(
         )
         if claim_next_for is None:
             return result
-        claimed = queue.claim(conn, dialect, claim_next_for, now, lease_ttl_s, claim_next_for)
+        claimed = queue.claim(
+            conn,
+            dialect,
+            claim_next_for,
+            now,
+            lease_ttl_s,
+            claim_next_for,
+            slot=claim_slot,
+            lease_token=claim_lease_token,
+            guard_conflicts=dialect.row_locks,
+        )
         return replace(result, next_job=claimed)
     stored = conn.execute(jobs.select().where(jobs.c.id == job_id)).first()
     if (

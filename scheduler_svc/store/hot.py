@@ -27,7 +27,9 @@ from scheduler_svc.values import JobStatus, Lane
 # ---------------------------------------------------------------------- the queue's order
 
 _task_of_job = tasks.alias("task_of_job")
+_task_of_group = tasks.alias("task_of_group")
 _running = jobs.alias("running")
+_running_in_group = jobs.alias("running_in_group")
 
 
 def queue_order(query: sa.Select[Any]) -> sa.Select[Any]:
@@ -58,23 +60,46 @@ def ready(now: Any) -> sa.ColumnElement[bool]:
     )
 
 
+def _group_is_running() -> sa.ColumnElement[bool]:
+    """The job's task is in a non-empty concurrency group of which a job is RUNNING."""
+    group = (
+        sa.select(_task_of_group.c.concurrency_group)
+        .where(_task_of_group.c.id == jobs.c.task_id)
+        .correlate_except(_task_of_group)
+        .scalar_subquery()
+    )
+    return sa.exists(
+        sa.select(_running_in_group.c.id).where(
+            _running_in_group.c.status == JobStatus.RUNNING,
+            _running_in_group.c.concurrency_group != "",
+            _running_in_group.c.concurrency_group == group,
+        )
+    )
+
+
 def _next_ready(
     *, running_but: sa.ColumnElement[Any] | None = None, also: Sequence[sa.ColumnElement[bool]] = ()
 ) -> sa.Select[Any]:
     """The next ready job's id in the queue order, unless a job other than ``running_but``
-    (a job id) is RUNNING, and only if every condition in ``also`` holds.
+    (a job id) is RUNNING in slot ``b_slot``, and only if every condition in ``also``
+    holds. A job whose task's concurrency group has a running job is passed over.
 
     Not correlated with the UPDATE that takes it: its own scan of the queue, run once
     (PostgreSQL plans an uncorrelated scalar subquery as an InitPlan; as a FROM item joined
     to the updated table it may be rescanned once per candidate row and, skipping locked
     rows, start several)."""
-    running = [_running.c.status == JobStatus.RUNNING]
+    running = [
+        _running.c.status == JobStatus.RUNNING,
+        _running.c.slot == sa.bindparam("b_slot", type_=sa.Integer),
+    ]
     if running_but is not None:
         running.append(_running.c.id != running_but)
     return (
         queue_order(
             sa.select(jobs.c.id).where(
-                ready(sa.bindparam("now")), ~sa.exists(sa.select(_running.c.id).where(*running))
+                ready(sa.bindparam("now")),
+                ~sa.exists(sa.select(_running.c.id).where(*running)),
+                ~_group_is_running(),
             )
         )
         .where(*also)
@@ -83,7 +108,8 @@ def _next_ready(
     )
 
 
-#: The next ready job's id, unless a job is running (parameter ``now``).
+#: The next ready job's id, unless a job is running in the slot (parameters ``now``,
+#: ``b_slot``).
 NEXT_READY = _next_ready()
 
 # ------------------------------------------------------------------ a job and its task
@@ -116,6 +142,13 @@ def _start_next(
     of one subquery per column) or as scalar subqueries (RETURNING sees only the updated
     table)."""
     started_at = sa.bindparam("b_started_at", type_=jobs.c.started_at.type)
+    group = (
+        tasks.c.concurrency_group
+        if join_task
+        else sa.select(tasks.c.concurrency_group)
+        .where(tasks.c.id == jobs.c.task_id)
+        .scalar_subquery()
+    )
     task_columns = (
         [column.label(f"task__{column.name}") for column in tasks.c]
         if join_task
@@ -135,15 +168,20 @@ def _start_next(
             worker_id=sa.bindparam("b_worker_id"),
             lease_token=sa.bindparam(token),
             lease_expires_at=sa.bindparam("b_expires"),
+            slot=sa.bindparam("b_slot", type_=sa.Integer),
+            concurrency_group=group,
         )
         .returning(*jobs.c, *task_columns)
     )
 
 
-_WORKER_LEASE_HOLDER = sa.select(leases.c.holder).where(leases.c.name == "worker")
+_WORKER_LEASE_HOLDER = sa.select(leases.c.holder, leases.c.token).where(
+    leases.c.name == sa.bindparam("b_lease_name", type_=leases.c.name.type)
+)
 
-# Taking the next job is one statement after the worker lease row (locked where rows can
-# be, so that the claim's snapshot is taken once any other claim has committed).
+# Taking the next job is one statement after the slot's worker lease row (locked where rows
+# can be, so that the claim's snapshot is taken once any other claim of the slot has
+# committed).
 LEASE_HOLDER = Prepared(_WORKER_LEASE_HOLDER)
 LEASE_HOLDER_LOCKED = Prepared(_WORKER_LEASE_HOLDER.with_for_update())
 START_NEXT_READY = Prepared(_start_next(NEXT_READY, join_task=False))
@@ -153,14 +191,16 @@ START_NEXT_READY_LOCKED = Prepared(
 
 
 def lease_holder(dialect: Dialect) -> Prepared:
-    """The ``worker`` lease's holder (column ``holder``; no parameters), its row locked
-    where :attr:`Dialect.row_locks`."""
+    """A slot's ``worker`` lease (columns ``holder``, ``token``; parameter
+    ``b_lease_name``, see :func:`scheduler_svc.db.slot_lease_name`), its row locked where
+    :attr:`Dialect.row_locks`."""
     return LEASE_HOLDER_LOCKED if dialect.row_locks else LEASE_HOLDER
 
 
 def start_next_ready(dialect: Dialect) -> Prepared:
-    """The claim: starts the next ready job, returns it and its task (``task__<name>``).
-    Parameters ``now``, ``b_started_at``, ``b_worker_id``, ``b_token``, ``b_expires``.
+    """The claim: starts the next ready job in slot ``b_slot`` (free of RUNNING jobs),
+    returns it and its task (``task__<name>``). Parameters ``now``, ``b_slot``,
+    ``b_started_at``, ``b_worker_id``, ``b_token``, ``b_expires``.
     Where :attr:`Dialect.skip_locked`, rows other claims hold are passed over."""
     return START_NEXT_READY_LOCKED if dialect.skip_locked else START_NEXT_READY
 
@@ -223,9 +263,10 @@ def _has_no_follow_ups() -> sa.ColumnElement[bool]:
 
 def _succeed_and_start_next() -> sa.Select[Any]:
     """One statement that records a running job's success and starts the next ready job
-    for the same worker, when that success has no follow-ups (:func:`_has_no_follow_ups`)
-    and the worker holds the ``worker`` lease. Needs :attr:`Dialect.writable_ctes` and
-    :attr:`Dialect.skip_locked`.
+    for the same worker in slot ``b_slot``, when that success has no follow-ups
+    (:func:`_has_no_follow_ups`) and the worker holds the slot's ``worker`` lease
+    (``b_lease_name``, under token ``b_lease_token`` unless that is NULL). Needs
+    :attr:`Dialect.writable_ctes` and :attr:`Dialect.skip_locked`.
 
     Columns: the finished job's, prefixed ``finished__`` (all NULL when nothing was
     finished: stale token, a repeat, or follow-ups to do), then the started job and its
@@ -233,14 +274,15 @@ def _succeed_and_start_next() -> sa.Select[Any]:
     Parameters: those of :data:`FINISH_JOB` and of :data:`START_NEXT_READY_LOCKED`, the
     started job's lease token in ``b_next_token``.
 
-    Why no second job can start: the claim's snapshot is taken before the ``worker`` lease
-    row's lock is held (one statement), but the job being finished is RUNNING, committed,
-    in every other transaction's snapshot until this one commits, so no other claim can
-    start a job meanwhile (each requires that none is RUNNING); and this statement's own
-    claim excludes only the job it finishes, which it finishes only under its lease token
-    (a concurrent repeat of the same outcome re-checks the token after the row lock and
-    finishes, and so starts, nothing). The lease row is locked (FOR UPDATE re-reads the
-    holder once the lock is held), so a session that lost the worker lease starts nothing.
+    Why no second job can start in the slot: only the holder of the slot's lease claims in
+    it, and its claims are serialized on the lease row's lock (FOR UPDATE re-reads the
+    holder and token once the lock is held, so a session that lost the lease starts
+    nothing); the claim excludes only the job it finishes, which it finishes only under its
+    lease token (a concurrent repeat of the same outcome re-checks the token after the row
+    lock and finishes, and so starts, nothing). Whatever else happens, uq_jobs_running_slot
+    and uq_jobs_running_group refuse a second running job in a slot or a group: the
+    statement then fails whole (nothing recorded) and the caller records the outcome on
+    its own.
     """
     finished = (
         jobs.update()
@@ -249,9 +291,14 @@ def _succeed_and_start_next() -> sa.Select[Any]:
         .returning(*jobs.c)
         .cte("finished")
     )
+    lease_token = sa.bindparam("b_lease_token", type_=leases.c.token.type)
     lease = (
         sa.select(leases.c.holder)
-        .where(leases.c.name == "worker", leases.c.holder == sa.bindparam("b_worker_id"))
+        .where(
+            leases.c.name == sa.bindparam("b_lease_name", type_=leases.c.name.type),
+            leases.c.holder == sa.bindparam("b_worker_id"),
+            sa.or_(lease_token.is_(None), leases.c.token == lease_token),
+        )
         .with_for_update()
         .cte("worker_lease")
     )

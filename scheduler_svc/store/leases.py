@@ -1,5 +1,6 @@
-"""The named leases (``leases``: "scheduler", "worker"): one conditional UPDATE takes,
-renews or gives one up, fenced by a token incremented on every change of holder."""
+"""The named leases (``leases``: "scheduler", and "worker" with "worker.<n>", one per worker
+slot): one conditional UPDATE takes, renews or gives one up, fenced by a token incremented
+on every change of holder."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import datetime as dt
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from scheduler_svc.db import leases
+from scheduler_svc.db import Dialect, insert_skipping_conflicts, leases, slot_lease_name
 from scheduler_svc.errors import InvalidArgument
 
 
@@ -42,3 +43,33 @@ def release_lease(conn: Connection, name: str, holder: str, now: dt.datetime) ->
         .where(leases.c.name == name, leases.c.holder == holder)
         .values(expires_at=now - dt.timedelta(seconds=1))
     )
+
+
+def acquire_slot_lease(
+    conn: Connection, dialect: Dialect, holder: str, now: dt.datetime, ttl_s: float, slots: int
+) -> tuple[int, int] | None:
+    """See :meth:`scheduler_svc.store.Store.acquire_slot_lease`."""
+    names = [slot_lease_name(slot) for slot in range(slots)]
+    held = {
+        r.name: r for r in conn.execute(sa.select(leases).where(leases.c.name.in_(names))).all()
+    }
+    missing = [name for name in names if name not in held]
+    if missing:
+        expired = now - dt.timedelta(seconds=1)
+        conn.execute(
+            insert_skipping_conflicts(dialect, leases, ["name"]),
+            [{"name": name, "holder": "", "token": 0, "expires_at": expired} for name in missing],
+        )
+    # The slot this holder has first (a renewal), then the free ones in slot order.
+    mine = [
+        slot for slot in range(slots) if names[slot] in held and held[names[slot]].holder == holder
+    ]
+    order = mine + [slot for slot in range(slots) if slot not in mine]
+    for slot in order:
+        row = held.get(names[slot])
+        if row is not None and row.holder != holder and row.expires_at >= now:
+            continue
+        token = acquire_lease(conn, names[slot], holder, now, ttl_s)
+        if token is not None:
+            return slot, token
+    return None

@@ -12,7 +12,14 @@ from dataclasses import replace
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from scheduler_svc.db import ACTIVE_JOB_PREDICATE, Dialect, insert_skipping_conflicts, jobs, tasks
+from scheduler_svc.db import (
+    ACTIVE_JOB_PREDICATE,
+    Dialect,
+    insert_skipping_conflicts,
+    jobs,
+    slot_lease_name,
+    tasks,
+)
 from scheduler_svc.errors import FailedPrecondition, NotFound
 from scheduler_svc.records import EnqueueResult, JobRecord, TaskRecord, TaskRunResult
 from scheduler_svc.store import hot, locks, rows
@@ -129,22 +136,38 @@ def claim(
     now: dt.datetime,
     lease_ttl_s: float,
     worker_lease_holder: str | None,
+    *,
+    slot: int = 0,
+    lease_token: int | None = None,
+    guard_conflicts: bool = False,
 ) -> tuple[JobRecord, TaskRecord] | None:
-    """See :meth:`scheduler_svc.store.Store.claim_next_job`."""
-    lease = hot.lease_holder(dialect).first(conn, {})
-    holder = None if lease is None else lease["holder"]
-    if worker_lease_holder is not None and holder != worker_lease_holder:
+    """See :meth:`scheduler_svc.store.Store.claim_next_job`. ``guard_conflicts``: run the
+    claim in a savepoint, so that a claim refused by uq_jobs_running_slot or
+    uq_jobs_running_group (another transaction's claim committed first) returns None and
+    leaves the rest of the caller's transaction (an outcome) intact."""
+    lease = hot.lease_holder(dialect).first(conn, {"b_lease_name": slot_lease_name(slot)})
+    if worker_lease_holder is not None and (
+        lease is None
+        or lease["holder"] != worker_lease_holder
+        or (lease_token is not None and lease["token"] != lease_token)
+    ):
         return None
-    row = hot.start_next_ready(dialect).first(
-        conn,
-        {
-            "now": now,
-            "b_started_at": now,
-            "b_worker_id": worker_id,
-            "b_token": uuid.uuid4().hex,
-            "b_expires": now + dt.timedelta(seconds=lease_ttl_s),
-        },
-    )
+    params = {
+        "now": now,
+        "b_slot": slot,
+        "b_started_at": now,
+        "b_worker_id": worker_id,
+        "b_token": uuid.uuid4().hex,
+        "b_expires": now + dt.timedelta(seconds=lease_ttl_s),
+    }
+    if guard_conflicts:
+        try:
+            with conn.begin_nested():
+                row = hot.start_next_ready(dialect).first(conn, params)
+        except sa.exc.IntegrityError:
+            return None
+    else:
+        row = hot.start_next_ready(dialect).first(conn, params)
     if row is None:
         return None
     return rows.job(row), rows.prefixed_task(row)

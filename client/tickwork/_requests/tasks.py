@@ -40,6 +40,7 @@ class TaskFields(TypedDict, total=False):
     backoff_cap_seconds: float
     memory_limit_bytes: int
     cpu_limit_seconds: int
+    concurrency_group: str
 
 
 _RETRY_FIELDS = ("max_attempts", "backoff_base_seconds", "backoff_cap_seconds")
@@ -56,6 +57,7 @@ TASK_MASK = (
     "retry_policy",
     "memory_limit_bytes",
     "cpu_limit_seconds",
+    "concurrency_group",
 )
 """Every writable Task field: the full update mask."""
 
@@ -117,6 +119,7 @@ def build_task(
     backoff_cap_seconds: float,
     memory_limit_bytes: int = 0,
     cpu_limit_seconds: int = 0,
+    concurrency_group: str = "",
 ) -> Task:
     """Build a Task with every writable field set explicitly (see ``create_task``).
 
@@ -134,6 +137,7 @@ def build_task(
     check_type(backoff_cap_seconds, int | float, "backoff_cap_seconds")
     check_type(memory_limit_bytes, int, "memory_limit_bytes")
     check_type(cpu_limit_seconds, int, "cpu_limit_seconds")
+    check_type(concurrency_group, str, "concurrency_group")
     task = Task(params=to_struct(params, "task.params"))
     for field, value in (
         ("name", name),
@@ -144,6 +148,7 @@ def build_task(
         ("timeout_seconds", timeout_seconds),
         ("memory_limit_bytes", memory_limit_bytes),
         ("cpu_limit_seconds", cpu_limit_seconds),
+        ("concurrency_group", concurrency_group),
     ):
         assign_field(task, field, value)
     for field, value in (

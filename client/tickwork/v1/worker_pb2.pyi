@@ -34,14 +34,16 @@ class PurgeHistoryResponse(_message.Message):
 class ConnectRequest(_message.Message):
     __slots__ = ("hello", "poll_job", "heartbeat", "log_lines", "outcome", "cancel_poll")
     class Hello(_message.Message):
-        __slots__ = ("worker_id", "handlers", "next_job_in_outcome_ack")
+        __slots__ = ("worker_id", "handlers", "next_job_in_outcome_ack", "slots")
         WORKER_ID_FIELD_NUMBER: _ClassVar[int]
         HANDLERS_FIELD_NUMBER: _ClassVar[int]
         NEXT_JOB_IN_OUTCOME_ACK_FIELD_NUMBER: _ClassVar[int]
+        SLOTS_FIELD_NUMBER: _ClassVar[int]
         worker_id: str
         handlers: _containers.RepeatedScalarFieldContainer[str]
         next_job_in_outcome_ack: bool
-        def __init__(self, worker_id: _Optional[str] = ..., handlers: _Optional[_Iterable[str]] = ..., next_job_in_outcome_ack: _Optional[bool] = ...) -> None: ...
+        slots: int
+        def __init__(self, worker_id: _Optional[str] = ..., handlers: _Optional[_Iterable[str]] = ..., next_job_in_outcome_ack: _Optional[bool] = ..., slots: _Optional[int] = ...) -> None: ...
     class PollJob(_message.Message):
         __slots__ = ()
         def __init__(self) -> None: ...
@@ -98,16 +100,18 @@ class ConnectRequest(_message.Message):
 class ConnectResponse(_message.Message):
     __slots__ = ("welcome", "assign_job", "no_job", "abort_job", "outcome_ack")
     class Welcome(_message.Message):
-        __slots__ = ("active", "heartbeat_interval_seconds", "lease_ttl_seconds")
+        __slots__ = ("active", "heartbeat_interval_seconds", "lease_ttl_seconds", "max_running_jobs")
         ACTIVE_FIELD_NUMBER: _ClassVar[int]
         HEARTBEAT_INTERVAL_SECONDS_FIELD_NUMBER: _ClassVar[int]
         LEASE_TTL_SECONDS_FIELD_NUMBER: _ClassVar[int]
+        MAX_RUNNING_JOBS_FIELD_NUMBER: _ClassVar[int]
         active: bool
         heartbeat_interval_seconds: float
         lease_ttl_seconds: float
-        def __init__(self, active: _Optional[bool] = ..., heartbeat_interval_seconds: _Optional[float] = ..., lease_ttl_seconds: _Optional[float] = ...) -> None: ...
+        max_running_jobs: int
+        def __init__(self, active: _Optional[bool] = ..., heartbeat_interval_seconds: _Optional[float] = ..., lease_ttl_seconds: _Optional[float] = ..., max_running_jobs: _Optional[int] = ...) -> None: ...
     class AssignJob(_message.Message):
-        __slots__ = ("job", "handler", "params", "timeout_seconds", "lease_token", "memory_limit_bytes", "cpu_limit_seconds", "schedule_name", "previous_fire_time")
+        __slots__ = ("job", "handler", "params", "timeout_seconds", "lease_token", "memory_limit_bytes", "cpu_limit_seconds", "schedule_name", "previous_fire_time", "slot")
         JOB_FIELD_NUMBER: _ClassVar[int]
         HANDLER_FIELD_NUMBER: _ClassVar[int]
         PARAMS_FIELD_NUMBER: _ClassVar[int]
@@ -117,6 +121,7 @@ class ConnectResponse(_message.Message):
         CPU_LIMIT_SECONDS_FIELD_NUMBER: _ClassVar[int]
         SCHEDULE_NAME_FIELD_NUMBER: _ClassVar[int]
         PREVIOUS_FIRE_TIME_FIELD_NUMBER: _ClassVar[int]
+        SLOT_FIELD_NUMBER: _ClassVar[int]
         job: _job_pb2.Job
         handler: str
         params: _struct_pb2.Struct
@@ -126,7 +131,8 @@ class ConnectResponse(_message.Message):
         cpu_limit_seconds: int
         schedule_name: str
         previous_fire_time: _timestamp_pb2.Timestamp
-        def __init__(self, job: _Optional[_Union[_job_pb2.Job, _Mapping]] = ..., handler: _Optional[str] = ..., params: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., timeout_seconds: _Optional[float] = ..., lease_token: _Optional[str] = ..., memory_limit_bytes: _Optional[int] = ..., cpu_limit_seconds: _Optional[int] = ..., schedule_name: _Optional[str] = ..., previous_fire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+        slot: int
+        def __init__(self, job: _Optional[_Union[_job_pb2.Job, _Mapping]] = ..., handler: _Optional[str] = ..., params: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., timeout_seconds: _Optional[float] = ..., lease_token: _Optional[str] = ..., memory_limit_bytes: _Optional[int] = ..., cpu_limit_seconds: _Optional[int] = ..., schedule_name: _Optional[str] = ..., previous_fire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., slot: _Optional[int] = ...) -> None: ...
     class NoJob(_message.Message):
         __slots__ = ()
         def __init__(self) -> None: ...

@@ -26,9 +26,12 @@ if _version_not_supported:
 
 
 class WorkerServiceStub:
-    """Internal: the worker protocol, one bidirectional stream per worker, in the manner of
-    poll / heartbeat / respond. Only one worker is active at a time: others are told to stand
-    by and are made active when the active worker's lease expires.
+    """Internal: the worker protocol, one bidirectional stream per worker slot, in the manner of
+    poll / heartbeat / respond; a stream runs one job at a time. An active stream holds one of
+    the service's TICKWORK_MAX_RUNNING_JOBS slot leases (the "worker" lease rows), and every
+    job it is assigned was claimed under that lease. With the default of 1 only one worker is
+    active at a time: others are told to stand by and are made active when the active
+    worker's lease expires. A worker with WORKER_SLOTS N opens N streams.
 
     The worker sends Hello first, then PollJob whenever it is idle; the server answers a poll
     with AssignJob, or NoJob after at most WORKER_POLL_INTERVAL_SECONDS. While a job runs the
@@ -62,9 +65,12 @@ class WorkerServiceStub:
 
 
 class WorkerServiceServicer:
-    """Internal: the worker protocol, one bidirectional stream per worker, in the manner of
-    poll / heartbeat / respond. Only one worker is active at a time: others are told to stand
-    by and are made active when the active worker's lease expires.
+    """Internal: the worker protocol, one bidirectional stream per worker slot, in the manner of
+    poll / heartbeat / respond; a stream runs one job at a time. An active stream holds one of
+    the service's TICKWORK_MAX_RUNNING_JOBS slot leases (the "worker" lease rows), and every
+    job it is assigned was claimed under that lease. With the default of 1 only one worker is
+    active at a time: others are told to stand by and are made active when the active
+    worker's lease expires. A worker with WORKER_SLOTS N opens N streams.
 
     The worker sends Hello first, then PollJob whenever it is idle; the server answers a poll
     with AssignJob, or NoJob after at most WORKER_POLL_INTERVAL_SECONDS. While a job runs the
@@ -121,9 +127,12 @@ def add_WorkerServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class WorkerService:
-    """Internal: the worker protocol, one bidirectional stream per worker, in the manner of
-    poll / heartbeat / respond. Only one worker is active at a time: others are told to stand
-    by and are made active when the active worker's lease expires.
+    """Internal: the worker protocol, one bidirectional stream per worker slot, in the manner of
+    poll / heartbeat / respond; a stream runs one job at a time. An active stream holds one of
+    the service's TICKWORK_MAX_RUNNING_JOBS slot leases (the "worker" lease rows), and every
+    job it is assigned was claimed under that lease. With the default of 1 only one worker is
+    active at a time: others are told to stand by and are made active when the active
+    worker's lease expires. A worker with WORKER_SLOTS N opens N streams.
 
     The worker sends Hello first, then PollJob whenever it is idle; the server answers a poll
     with AssignJob, or NoJob after at most WORKER_POLL_INTERVAL_SECONDS. While a job runs the

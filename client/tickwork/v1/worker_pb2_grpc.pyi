@@ -27,9 +27,12 @@ GRPC_GENERATED_VERSION: str
 GRPC_VERSION: str
 
 class WorkerServiceStub:
-    """Internal: the worker protocol, one bidirectional stream per worker, in the manner of
-    poll / heartbeat / respond. Only one worker is active at a time: others are told to stand
-    by and are made active when the active worker's lease expires.
+    """Internal: the worker protocol, one bidirectional stream per worker slot, in the manner of
+    poll / heartbeat / respond; a stream runs one job at a time. An active stream holds one of
+    the service's TICKWORK_MAX_RUNNING_JOBS slot leases (the "worker" lease rows), and every
+    job it is assigned was claimed under that lease. With the default of 1 only one worker is
+    active at a time: others are told to stand by and are made active when the active
+    worker's lease expires. A worker with WORKER_SLOTS N opens N streams.
 
     The worker sends Hello first, then PollJob whenever it is idle; the server answers a poll
     with AssignJob, or NoJob after at most WORKER_POLL_INTERVAL_SECONDS. While a job runs the
@@ -62,9 +65,12 @@ class WorkerServiceStub:
 
 @_typing.type_check_only
 class WorkerServiceAsyncStub(WorkerServiceStub):
-    """Internal: the worker protocol, one bidirectional stream per worker, in the manner of
-    poll / heartbeat / respond. Only one worker is active at a time: others are told to stand
-    by and are made active when the active worker's lease expires.
+    """Internal: the worker protocol, one bidirectional stream per worker slot, in the manner of
+    poll / heartbeat / respond; a stream runs one job at a time. An active stream holds one of
+    the service's TICKWORK_MAX_RUNNING_JOBS slot leases (the "worker" lease rows), and every
+    job it is assigned was claimed under that lease. With the default of 1 only one worker is
+    active at a time: others are told to stand by and are made active when the active
+    worker's lease expires. A worker with WORKER_SLOTS N opens N streams.
 
     The worker sends Hello first, then PollJob whenever it is idle; the server answers a poll
     with AssignJob, or NoJob after at most WORKER_POLL_INTERVAL_SECONDS. While a job runs the
@@ -93,9 +99,12 @@ class WorkerServiceAsyncStub(WorkerServiceStub):
     """
 
 class WorkerServiceServicer(metaclass=_abc_1.ABCMeta):
-    """Internal: the worker protocol, one bidirectional stream per worker, in the manner of
-    poll / heartbeat / respond. Only one worker is active at a time: others are told to stand
-    by and are made active when the active worker's lease expires.
+    """Internal: the worker protocol, one bidirectional stream per worker slot, in the manner of
+    poll / heartbeat / respond; a stream runs one job at a time. An active stream holds one of
+    the service's TICKWORK_MAX_RUNNING_JOBS slot leases (the "worker" lease rows), and every
+    job it is assigned was claimed under that lease. With the default of 1 only one worker is
+    active at a time: others are told to stand by and are made active when the active
+    worker's lease expires. A worker with WORKER_SLOTS N opens N streams.
 
     The worker sends Hello first, then PollJob whenever it is idle; the server answers a poll
     with AssignJob, or NoJob after at most WORKER_POLL_INTERVAL_SECONDS. While a job runs the
