@@ -10,7 +10,7 @@ import math
 import unicodedata
 from typing import Any
 
-from scheduler_svc.errors import InvalidArgument
+from scheduler_svc.errors import InvalidArgument, Reason
 from scheduler_svc.firing import cron_schedule
 from tickwork.cron import CronError, CronSchedule, validate_timezone
 from worker_svc.handlers import InvalidParams, UnknownHandler, get_handler
@@ -33,7 +33,7 @@ def _label(text: str, field: str, max_chars: int) -> str:
         InvalidArgument: naming ``field``.
     """
     if not text:
-        raise InvalidArgument("must not be empty", field=field)
+        raise InvalidArgument("must not be empty", field=field, reason=Reason.FIELD_REQUIRED)
     if len(text) > max_chars:
         raise InvalidArgument(f"must be at most {max_chars} characters", field=field)
     if any(unicodedata.category(ch) in ("Cc", "Cf") for ch in text):
@@ -44,15 +44,21 @@ def _label(text: str, field: str, max_chars: int) -> str:
 def handler_params(handler: str, params: dict[str, Any]) -> None:
     """The handler exists (built in or an entry point) and accepts ``params``."""
     if not handler.strip():
-        raise InvalidArgument("must not be empty (e.g. shell, python)", field="task.handler")
+        raise InvalidArgument(
+            "must not be empty (e.g. shell, python)",
+            field="task.handler",
+            reason=Reason.FIELD_REQUIRED,
+        )
     try:
         impl = get_handler(handler)
     except (UnknownHandler, LookupError) as err:
-        raise InvalidArgument(str(err).strip("'\""), field="task.handler") from None
+        raise InvalidArgument(
+            str(err).strip("'\""), field="task.handler", reason=Reason.HANDLER_UNKNOWN
+        ) from None
     try:
         impl.validate(params)
     except InvalidParams as err:
-        raise InvalidArgument(str(err), field="task.params") from None
+        raise InvalidArgument(str(err), field="task.params", reason=Reason.PARAMS_INVALID) from None
 
 
 #: Longest interval or timeout accepted, seconds (ten years): beyond it datetimes overflow.
@@ -75,10 +81,12 @@ MAX_TASKS_PER_CALL = 1000
 def tasks_per_call(count: int, field: str) -> None:
     """A call names 1 to :data:`MAX_TASKS_PER_CALL` tasks (``count``) in ``field``."""
     if count == 0:
-        raise InvalidArgument("name at least one task", field=field)
+        raise InvalidArgument("name at least one task", field=field, reason=Reason.FIELD_REQUIRED)
     if count > MAX_TASKS_PER_CALL:
         raise InvalidArgument(
-            f"names {count} tasks; at most {MAX_TASKS_PER_CALL:,} a call", field=field
+            f"names {count} tasks; at most {MAX_TASKS_PER_CALL:,} a call",
+            field=field,
+            reason=Reason.TOO_MANY_ITEMS,
         )
 
 
@@ -93,7 +101,9 @@ def params_size(size: int) -> None:
     """``task.params`` is at most :data:`MAX_PARAMS_BYTES` bytes encoded (``size``)."""
     if size > MAX_PARAMS_BYTES:
         raise InvalidArgument(
-            f"is {size:,} bytes encoded; at most {MAX_PARAMS_BYTES:,}", field="task.params"
+            f"is {size:,} bytes encoded; at most {MAX_PARAMS_BYTES:,}",
+            field="task.params",
+            reason=Reason.PARAMS_INVALID,
         )
 
 
@@ -180,17 +190,26 @@ def cron(expression: str, timezone: str, prefix: str = "schedule.") -> CronSched
     The field is ``schedule.cron_expression`` or ``schedule.timezone``; the message names the
     cron field at fault (e.g. "day_of_month: 32 is out of range 1-31").
     """
+    unknown_zone = Reason.TIMEZONE_UNKNOWN
     try:
         validate_timezone(timezone)
     except CronError as err:
-        raise InvalidArgument(err.reason, field=f"{prefix}timezone") from None
+        raise InvalidArgument(err.reason, field=f"{prefix}timezone", reason=unknown_zone) from None
     try:
         return cron_schedule(expression, timezone)  # parsed once per (expression, zone)
     except CronError as err:
         if err.field == "timezone":
-            raise InvalidArgument(err.reason, field=f"{prefix}timezone") from None
+            raise InvalidArgument(
+                err.reason, field=f"{prefix}timezone", reason=unknown_zone
+            ) from None
         detail = err.reason if err.field == "expression" else str(err)
-        raise InvalidArgument(detail, field=f"{prefix}cron_expression") from None
+        # The parser's one message for an expression that parses but matches no day.
+        never = err.field == "day_of_month" and err.reason.startswith("can never fire")
+        raise InvalidArgument(
+            detail,
+            field=f"{prefix}cron_expression",
+            reason=Reason.CRON_NEVER_FIRES if never else Reason.CRON_INVALID,
+        ) from None
 
 
 def catch_up_policy(value: str) -> str:

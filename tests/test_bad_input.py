@@ -437,11 +437,15 @@ def test_unexpected_errors_never_reach_the_client_with_sql_or_tracebacks() -> No
     from scheduler_svc.servicers._errors import translate
 
     db_error = IntegrityError("INSERT INTO tasks (name) VALUES ('SECRET-ARG')", {}, Exception())
-    code, details = translate(db_error, "TaskServicer.CreateTask")
+    code, details, trailers = translate(db_error, "TaskServicer.CreateTask")
     assert code == grpc.StatusCode.UNAVAILABLE
     assert "SECRET" not in details and "INSERT" not in details
-    code, details = translate(ZeroDivisionError("boom at line 3"), "TaskServicer.CreateTask")
+    assert all(b"SECRET" not in value and b"INSERT" not in value for _, value in trailers)
+    code, details, trailers = translate(
+        ZeroDivisionError("boom at line 3"), "TaskServicer.CreateTask"
+    )
     assert code == grpc.StatusCode.INTERNAL and "boom" not in details
+    assert all(b"boom" not in value for _, value in trailers)
 
 
 def test_an_unknown_catch_up_policy_is_named_once() -> None:

@@ -90,7 +90,8 @@ def test_a_bad_item_fails_the_whole_batch_naming_it(tw: Client) -> None:
     items[1]["tasks"] = [report, 999_999]
     with pytest.raises(NotFound) as unknown:
         tw.create_schedules(items)
-    assert unknown.value.details.startswith("requests[1].schedule.task_ids:")
+    assert unknown.value.details.startswith("requests[1].schedule.task_ids[1]:")
+    assert unknown.value.field == "requests[1].schedule.task_ids[1]"
 
     assert mine(tw) == ["s-0007"]  # nothing else was written
 

@@ -11,7 +11,7 @@ from typing import Any, Generic, TypeVar
 
 from google.protobuf import message, struct_pb2, timestamp_pb2
 
-from scheduler_svc.errors import InvalidArgument
+from scheduler_svc.errors import InvalidArgument, Reason
 from scheduler_svc.records import FireRecord, JobRecord, ScheduleRecord, TaskRecord, TaskRunResult
 from scheduler_svc.values import JobStatus, Trigger
 from tickwork.structs import dict_to_struct, struct_to_dict
@@ -198,15 +198,13 @@ def required_id(value: int, field: str) -> int:
     """An id a request must give: 0 (left out, as in ``grpcurl -d '{}'``) is
     INVALID_ARGUMENT "required", not a lookup of "id 0" that answers NOT_FOUND."""
     if value == 0:
-        raise InvalidArgument("required", field=field)
+        raise InvalidArgument("required", field=field, reason=Reason.FIELD_REQUIRED)
     return value
 
 
 def page_size(value: int) -> int:
     """A requested page size: 0 means 100; at most 1000 (see :func:`fit_page`)."""
     if value < 0:
-        from scheduler_svc.errors import InvalidArgument
-
         raise InvalidArgument("must be >= 0", field="page_size")
     return 100 if value == 0 else min(value, 1000)
 
@@ -262,7 +260,9 @@ def int_page_token(page_token: str, field: str = "page_token") -> int:
     """
     if not (page_token.isascii() and page_token.isdigit()) or int(page_token) >= 2**63:
         raise InvalidArgument(
-            "malformed; pass the next_page_token of the previous page", field=field
+            "malformed; pass the next_page_token of the previous page",
+            field=field,
+            reason=Reason.PAGE_TOKEN_INVALID,
         )
     return int(page_token)
 
@@ -288,6 +288,8 @@ def after_name(page_token: str) -> str:
     # cannot compare against one: a token holding one is not ours either.
     if not text.startswith(_AFTER) or "\x00" in text:
         raise InvalidArgument(
-            "malformed; pass the next_page_token of the previous page", field="page_token"
+            "malformed; pass the next_page_token of the previous page",
+            field="page_token",
+            reason=Reason.PAGE_TOKEN_INVALID,
         )
     return text[len(_AFTER) :]

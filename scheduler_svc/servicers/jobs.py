@@ -8,9 +8,9 @@ from typing import Any
 import grpc
 
 from scheduler_svc.app import App
-from scheduler_svc.errors import InvalidArgument
+from scheduler_svc.errors import InvalidArgument, Reason
 from scheduler_svc.servicers import _convert as cv
-from scheduler_svc.servicers._errors import rpc_errors, stream_errors
+from scheduler_svc.servicers._errors import Failure, abort, rpc_errors, stream_errors
 from scheduler_svc.values import FINAL_STATES
 from tickwork.v1 import job_pb2, job_pb2_grpc
 
@@ -72,8 +72,13 @@ class JobServicer(job_pb2_grpc.JobServiceServicer):
             if not self.app.dispatching:
                 # Stopping: a watch would hold the shutdown for the whole grace. The SDK
                 # watches again once the service (or another replica) answers.
-                await context.abort(
-                    grpc.StatusCode.UNAVAILABLE, "the service is stopping; watch the job again"
+                await abort(
+                    context,
+                    Failure(
+                        grpc.StatusCode.UNAVAILABLE,
+                        "the service is stopping; watch the job again",
+                        Reason.SERVICE_STOPPING,
+                    ),
                 )
 
     @rpc_errors

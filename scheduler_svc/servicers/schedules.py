@@ -12,7 +12,7 @@ import grpc
 
 from scheduler_svc import validation
 from scheduler_svc.app import App
-from scheduler_svc.errors import AlreadyExists, InvalidArgument, ServiceError
+from scheduler_svc.errors import AlreadyExists, InvalidArgument, Reason, Resource, ServiceError
 from scheduler_svc.firing import cron_schedule
 from scheduler_svc.records import ScheduleRecord
 from scheduler_svc.servicers import _convert as cv
@@ -104,6 +104,7 @@ def schedule_values(s: schedule_pb2.Schedule, paths: tuple[str, ...]) -> dict[st
             raise InvalidArgument(
                 f"unknown or read-only field {path!r}; writable: {', '.join(WRITABLE)}",
                 field="update_mask",
+                reason=Reason.UPDATE_MASK_INVALID,
             )
     return out
 
@@ -152,11 +153,14 @@ def in_request(index: int) -> Iterator[None]:
 def check_task_ids(task_ids: list[int]) -> list[int]:
     """At least one task, at most :data:`validation.MAX_SCHEDULE_TASKS`, no duplicates."""
     if not task_ids:
-        raise InvalidArgument("name at least one task", field="schedule.task_ids")
+        raise InvalidArgument(
+            "name at least one task", field="schedule.task_ids", reason=Reason.FIELD_REQUIRED
+        )
     if len(task_ids) > validation.MAX_SCHEDULE_TASKS:
         raise InvalidArgument(
             f"lists {len(task_ids)} tasks; at most {validation.MAX_SCHEDULE_TASKS}",
             field="schedule.task_ids",
+            reason=Reason.TOO_MANY_ITEMS,
         )
     if len(set(task_ids)) != len(task_ids):
         raise InvalidArgument("a task is listed twice", field="schedule.task_ids")
@@ -216,6 +220,8 @@ class ScheduleServicer(schedule_pb2_grpc.ScheduleServiceServicer):
                     raise AlreadyExists(
                         f"{values['name']!r} is also the name in requests[{earlier}]",
                         field="schedule.name",
+                        reason=Reason.SCHEDULE_NAME_TAKEN,
+                        resource=Resource.schedule(values["name"]),
                     )
             items.append((values, task_ids))
         if reply_bytes > MAX_REPLY_BYTES:
@@ -225,6 +231,7 @@ class ScheduleServicer(schedule_pb2_grpc.ScheduleServiceServicer):
                 f"the reply could reach {reply_bytes:,} bytes, over the {MAX_REPLY_BYTES:,} a "
                 "client accepts; send fewer schedules (or fewer tasks each) per call",
                 field="requests",
+                reason=Reason.TOO_MANY_ITEMS,
             )
         stored = await self.app.store.create_schedules(items, now)
         next_runs = [r.next_run_at for r in stored if r.next_run_at is not None]
@@ -242,7 +249,9 @@ class ScheduleServicer(schedule_pb2_grpc.ScheduleServiceServicer):
             name = validation.free_text(request.name, "name")
             found = await self.app.store.get_schedule_by_name(name)
         else:
-            raise InvalidArgument("give schedule_id or name", field="schedule_id")
+            raise InvalidArgument(
+                "give schedule_id or name", field="schedule_id", reason=Reason.FIELD_REQUIRED
+            )
         return schedule_pb2.GetScheduleResponse(schedule=self._out(found))
 
     @rpc_errors
@@ -261,7 +270,7 @@ class ScheduleServicer(schedule_pb2_grpc.ScheduleServiceServicer):
     ) -> schedule_pb2.UpdateScheduleResponse:
         sid = request.schedule.id
         if not sid:
-            raise InvalidArgument("required", field="schedule.id")
+            raise InvalidArgument("required", field="schedule.id", reason=Reason.FIELD_REQUIRED)
         paths = tuple(request.update_mask.paths) or WRITABLE
         values = schedule_values(request.schedule, paths)
         task_ids = check_task_ids(list(request.schedule.task_ids)) if "task_ids" in paths else None
@@ -327,7 +336,9 @@ class ScheduleServicer(schedule_pb2_grpc.ScheduleServiceServicer):
             try:
                 before = cv.from_ts(_token_ts(request.page_token))
             except ValueError:
-                raise InvalidArgument("malformed", field="page_token") from None
+                raise InvalidArgument(
+                    "malformed", field="page_token", reason=Reason.PAGE_TOKEN_INVALID
+                ) from None
         rows = await self.app.store.list_fires(request.schedule_id, size + 1, before)
         page = cv.fit_page(rows, size, cv.fire)
         token = str(int(page.last.fire_time.timestamp() * 1_000_000)) if page.last else ""

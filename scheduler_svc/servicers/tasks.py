@@ -8,7 +8,7 @@ import grpc
 
 from scheduler_svc import validation
 from scheduler_svc.app import App
-from scheduler_svc.errors import InvalidArgument
+from scheduler_svc.errors import InvalidArgument, Reason
 from scheduler_svc.servicers import _convert as cv
 from scheduler_svc.servicers._errors import rpc_errors
 from scheduler_svc.values import AbortAction
@@ -65,6 +65,7 @@ def task_values(task: task_pb2.Task, paths: tuple[str, ...]) -> dict[str, Any]:
             raise InvalidArgument(
                 f"unknown or read-only field {path!r}; writable: {', '.join(WRITABLE)}",
                 field="update_mask",
+                reason=Reason.UPDATE_MASK_INVALID,
             )
     return out
 
@@ -94,7 +95,9 @@ class TaskServicer(task_pb2_grpc.TaskServiceServicer):
             name = validation.free_text(request.name, "name")
             found = await self.app.store.get_task_by_name(name)
         else:
-            raise InvalidArgument("give task_id or name", field="task_id")
+            raise InvalidArgument(
+                "give task_id or name", field="task_id", reason=Reason.FIELD_REQUIRED
+            )
         return task_pb2.GetTaskResponse(task=cv.task(found))
 
     @rpc_errors
@@ -112,7 +115,7 @@ class TaskServicer(task_pb2_grpc.TaskServiceServicer):
         self, request: task_pb2.UpdateTaskRequest, context: Ctx
     ) -> task_pb2.UpdateTaskResponse:
         if not request.task.id:
-            raise InvalidArgument("required", field="task.id")
+            raise InvalidArgument("required", field="task.id", reason=Reason.FIELD_REQUIRED)
         paths = tuple(request.update_mask.paths) or WRITABLE
         values = task_values(request.task, paths)
         if "handler" in values or "params" in values:
@@ -141,9 +144,10 @@ class TaskServicer(task_pb2_grpc.TaskServiceServicer):
     ) -> task_pb2.RunTasksResponse:
         validation.tasks_per_call(len(request.task_ids) + len(request.task_names), "task_ids")
         ids = list(request.task_ids)
-        for name in request.task_names:
-            validation.free_text(name, "task_names")
-            ids.append((await self.app.store.get_task_by_name(name)).id)
+        for i, name in enumerate(request.task_names):
+            field = f"task_names[{i}]"
+            validation.free_text(name, field)
+            ids.append((await self.app.store.get_task_by_name(name, field=field)).id)
         trigger = request.trigger or common_pb2.TRIGGER_API
         if trigger not in (common_pb2.TRIGGER_MANUAL, common_pb2.TRIGGER_API):
             raise InvalidArgument("must be TRIGGER_MANUAL or TRIGGER_API", field="trigger")

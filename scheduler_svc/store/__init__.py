@@ -79,9 +79,10 @@ class Store:
         """The task with ``task_id``. Raises NotFound(field="task_id")."""
         return await self.db.read(lambda conn: tasks.get_task(conn, task_id))
 
-    async def get_task_by_name(self, name: str) -> TaskRecord:
-        """The task named ``name``. Raises NotFound(field="name")."""
-        return await self.db.read(lambda conn: tasks.get_task_by_name(conn, name))
+    async def get_task_by_name(self, name: str, *, field: str = "name") -> TaskRecord:
+        """The task named ``name``. Raises NotFound(field=``field``), the request field
+        that gave the name (``name``, or ``task_names[i]`` for RunTasks)."""
+        return await self.db.read(lambda conn: tasks.get_task_by_name(conn, name, field))
 
     async def list_tasks(self, limit: int, after_name: str = "") -> list[TaskRecord]:
         """Up to ``limit`` tasks with names after ``after_name``, ascending by name."""
