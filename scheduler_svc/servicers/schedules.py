@@ -147,7 +147,7 @@ def in_request(index: int) -> Iterator[None]:
     except ServiceError as err:
         text = str(err.args[0]) if err.args else ""
         field = f"requests[{index}].{err.field}" if err.field else f"requests[{index}]"
-        raise type(err)(text, field=field) from None
+        raise type(err)(text, field=field, reason=err.reason, resource=err.resource) from None
 
 
 def check_task_ids(task_ids: list[int]) -> list[int]:
