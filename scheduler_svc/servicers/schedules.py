@@ -17,6 +17,7 @@ from scheduler_svc.firing import cron_schedule
 from scheduler_svc.records import ScheduleRecord
 from scheduler_svc.servicers import _convert as cv
 from scheduler_svc.servicers._errors import rpc_errors
+from scheduler_svc.servicers._masks import update_paths
 from tickwork.cron import DST_NOTE_TEXT, CronError
 from tickwork.v1 import schedule_pb2, schedule_pb2_grpc
 
@@ -271,7 +272,13 @@ class ScheduleServicer(schedule_pb2_grpc.ScheduleServiceServicer):
         sid = request.schedule.id
         if not sid:
             raise InvalidArgument("required", field="schedule.id", reason=Reason.FIELD_REQUIRED)
-        paths = tuple(request.update_mask.paths) or WRITABLE
+        paths = update_paths(request.schedule, request.update_mask, WRITABLE)
+        if not paths:
+            raise InvalidArgument(
+                "the request sets no writable field; name the fields to change in update_mask",
+                field="update_mask",
+                reason=Reason.UPDATE_MASK_INVALID,
+            )
         values = schedule_values(request.schedule, paths)
         task_ids = check_task_ids(list(request.schedule.task_ids)) if "task_ids" in paths else None
 

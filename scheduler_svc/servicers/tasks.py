@@ -11,6 +11,7 @@ from scheduler_svc.app import App
 from scheduler_svc.errors import InvalidArgument, Reason
 from scheduler_svc.servicers import _convert as cv
 from scheduler_svc.servicers._errors import rpc_errors
+from scheduler_svc.servicers._masks import update_paths
 from scheduler_svc.values import AbortAction
 from tickwork.v1 import common_pb2, task_pb2, task_pb2_grpc
 
@@ -26,10 +27,16 @@ WRITABLE = (
     "timeout_seconds",
     "retry_policy",
 )
+#: RetryPolicy fields an update mask may name one by one (``retry_policy.max_attempts``).
+RETRY_FIELDS = ("max_attempts", "backoff_base_seconds", "backoff_cap_seconds")
+_RETRY_DEFAULTS = {"max_attempts": 1, "backoff_base_seconds": 10.0, "backoff_cap_seconds": 600.0}
 
 
 def task_values(task: task_pb2.Task, paths: tuple[str, ...]) -> dict[str, Any]:
-    """Validated column values for the Task fields named in ``paths``.
+    """Validated column values for the Task fields named in ``paths`` (checked paths, see
+    :func:`_masks.update_paths`). ``retry_policy`` sets the whole policy, unset fields taking
+    their defaults; ``retry_policy.<field>`` sets that column alone (0 meaning its default),
+    left for :func:`check_retry` to validate against the stored policy.
 
     Raises InvalidArgument naming the field (task.name, task.handler, task.params, ...).
     """
@@ -61,6 +68,9 @@ def task_values(task: task_pb2.Task, paths: tuple[str, ...]) -> dict[str, Any]:
                 rp.backoff_cap_seconds or 600.0,
             )
             out.update(max_attempts=attempts, backoff_base_seconds=base, backoff_cap_seconds=cap)
+        elif path.startswith("retry_policy.") and path[len("retry_policy.") :] in RETRY_FIELDS:
+            column = path[len("retry_policy.") :]
+            out[column] = getattr(task.retry_policy, column) or _RETRY_DEFAULTS[column]
         else:
             raise InvalidArgument(
                 f"unknown or read-only field {path!r}; writable: {', '.join(WRITABLE)}",
@@ -116,12 +126,24 @@ class TaskServicer(task_pb2_grpc.TaskServiceServicer):
     ) -> task_pb2.UpdateTaskResponse:
         if not request.task.id:
             raise InvalidArgument("required", field="task.id", reason=Reason.FIELD_REQUIRED)
-        paths = tuple(request.update_mask.paths) or WRITABLE
+        paths = update_paths(
+            request.task, request.update_mask, WRITABLE, {"retry_policy": RETRY_FIELDS}
+        )
+        if not paths:
+            raise InvalidArgument(
+                "the request sets no writable field; name the fields to change in update_mask",
+                field="update_mask",
+                reason=Reason.UPDATE_MASK_INVALID,
+            )
         values = task_values(request.task, paths)
-        if "handler" in values or "params" in values:
+        if {"handler", "params", *RETRY_FIELDS} & set(values):
             current = await self.app.store.get_task(request.task.id)
             validation.handler_params(
                 values.get("handler", current.handler), values.get("params", current.params)
+            )
+            # A policy set field by field must still hold with the stored fields.
+            validation.retry_policy(
+                *(values.get(column, getattr(current, column)) for column in RETRY_FIELDS)
             )
         stored, cancelled = await self.app.store.update_task(
             request.task.id, values, self.app.clock()
