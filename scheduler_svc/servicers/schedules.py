@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import grpc
+from google.protobuf import timestamp_pb2
 
 from scheduler_svc import validation
 from scheduler_svc.app import App
@@ -16,6 +17,7 @@ from scheduler_svc.errors import AlreadyExists, InvalidArgument, Reason, Resourc
 from scheduler_svc.firing import cron_schedule
 from scheduler_svc.records import ScheduleRecord
 from scheduler_svc.servicers import _convert as cv
+from scheduler_svc.servicers import _paging as paging
 from scheduler_svc.servicers._errors import rpc_errors
 from scheduler_svc.servicers._masks import update_paths
 from tickwork.cron import DST_NOTE_TEXT, CronError
@@ -260,9 +262,10 @@ class ScheduleServicer(schedule_pb2_grpc.ScheduleServiceServicer):
         self, request: schedule_pb2.ListSchedulesRequest, context: Ctx
     ) -> schedule_pb2.ListSchedulesResponse:
         size = cv.page_size(request.page_size)
-        rows = await self.app.store.list_schedules(size + 1, cv.after_name(request.page_token))
+        after = paging.decode(request) or ""
+        rows = await self.app.store.list_schedules(size + 1, after)
         page = cv.fit_page(rows, size, self._out)
-        token = cv.name_page_token(page.last.name) if page.last else ""
+        token = paging.encode(request, page.last.name) if page.last else ""
         return schedule_pb2.ListSchedulesResponse(schedules=page.items, next_page_token=token)
 
     @rpc_errors
@@ -338,23 +341,20 @@ class ScheduleServicer(schedule_pb2_grpc.ScheduleServiceServicer):
     ) -> schedule_pb2.ListFiresResponse:
         cv.required_id(request.schedule_id, "schedule_id")
         size = cv.page_size(request.page_size)
+        position = paging.decode(request)
         before = None
-        if request.page_token:
-            try:
-                before = cv.from_ts(_token_ts(request.page_token))
-            except ValueError:
-                raise InvalidArgument(
-                    "malformed", field="page_token", reason=Reason.PAGE_TOKEN_INVALID
-                ) from None
+        if position is not None:  # the last fire time shown, in microseconds since the epoch
+            before = cv.from_ts(_micros_ts(paging.int_position(position)), "page_token")
         rows = await self.app.store.list_fires(request.schedule_id, size + 1, before)
         page = cv.fit_page(rows, size, cv.fire)
-        token = str(int(page.last.fire_time.timestamp() * 1_000_000)) if page.last else ""
+        token = ""
+        if page.last:
+            micros = page.last.fire_time - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+            token = paging.encode(request, str(micros // dt.timedelta(microseconds=1)))
         return schedule_pb2.ListFiresResponse(fires=page.items, next_page_token=token)
 
 
-def _token_ts(token: str) -> Any:
-    from google.protobuf import timestamp_pb2
-
+def _micros_ts(micros: int) -> timestamp_pb2.Timestamp:
     out = timestamp_pb2.Timestamp()
-    out.FromMicroseconds(cv.int_page_token(token))
+    out.FromMicroseconds(micros)
     return out

@@ -10,6 +10,7 @@ from scheduler_svc import validation
 from scheduler_svc.app import App
 from scheduler_svc.errors import InvalidArgument, Reason
 from scheduler_svc.servicers import _convert as cv
+from scheduler_svc.servicers import _paging as paging
 from scheduler_svc.servicers._errors import rpc_errors
 from scheduler_svc.servicers._masks import update_paths
 from scheduler_svc.values import AbortAction
@@ -115,9 +116,10 @@ class TaskServicer(task_pb2_grpc.TaskServiceServicer):
         self, request: task_pb2.ListTasksRequest, context: Ctx
     ) -> task_pb2.ListTasksResponse:
         size = cv.page_size(request.page_size)
-        rows = await self.app.store.list_tasks(size + 1, cv.after_name(request.page_token))
+        after = paging.decode(request) or ""
+        rows = await self.app.store.list_tasks(size + 1, after)
         page = cv.fit_page(rows, size, cv.task)
-        token = cv.name_page_token(page.last.name) if page.last else ""
+        token = paging.encode(request, page.last.name) if page.last else ""
         return task_pb2.ListTasksResponse(tasks=page.items, next_page_token=token)
 
     @rpc_errors
