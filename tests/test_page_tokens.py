@@ -5,6 +5,7 @@ page_token; with the same filter (page_size may change) it continues the listing
 from __future__ import annotations
 
 import base64
+import functools
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -68,7 +69,7 @@ def test_a_jobs_token_is_refused_with_another_filter(
             task_id=first.id, statuses=[job_pb2.JOB_STATUS_CANCELLED], page_token=token
         ),
     ):
-        message = refused(lambda other=other: jobs.ListJobs(other))
+        message = refused(functools.partial(jobs.ListJobs, other))
         assert message.startswith("page_token: was made for another request")
 
     # Another listing's request refuses it too.
@@ -138,6 +139,6 @@ def test_an_edited_or_made_up_token_is_refused(api_client: Client, channel: grpc
     forged = [edited, "YWZ0ZXI6YQ==", "a", token[:-2], token + "x", "after:a"]
     for bad in forged:
         message = refused(
-            lambda bad=bad: tasks.ListTasks(task_pb2.ListTasksRequest(page_token=bad))
+            functools.partial(tasks.ListTasks, task_pb2.ListTasksRequest(page_token=bad))
         )
         assert message.startswith("page_token: malformed"), bad
