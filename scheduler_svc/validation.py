@@ -126,6 +126,16 @@ def worker_id(value: str, field: str = "hello.worker_id") -> str:
     return _label(value, field, MAX_WORKER_ID_CHARS)
 
 
+#: The longest request_id accepted, in characters (a UUID is 36).
+MAX_REQUEST_ID_CHARS = 200
+
+
+def request_id(value: str, field: str = "request_id") -> str:
+    """A request id (AIP-155): non-empty, at most :data:`MAX_REQUEST_ID_CHARS` characters,
+    no control or format characters."""
+    return _label(value, field, MAX_REQUEST_ID_CHARS)
+
+
 def description(value: str, field: str) -> str:
     """A description: free text of at most :data:`MAX_DESCRIPTION_CHARS` characters."""
     if len(value) > MAX_DESCRIPTION_CHARS:

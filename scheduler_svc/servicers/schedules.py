@@ -20,6 +20,8 @@ from scheduler_svc.servicers import _convert as cv
 from scheduler_svc.servicers import _paging as paging
 from scheduler_svc.servicers._errors import rpc_errors
 from scheduler_svc.servicers._masks import update_paths
+from scheduler_svc.servicers._request_ids import once
+from scheduler_svc.store import Remember
 from tickwork.cron import DST_NOTE_TEXT, CronError
 from tickwork.v1 import schedule_pb2, schedule_pb2_grpc
 
@@ -197,25 +199,71 @@ class ScheduleServicer(schedule_pb2_grpc.ScheduleServiceServicer):
     async def CreateSchedule(
         self, request: schedule_pb2.CreateScheduleRequest, context: Ctx
     ) -> schedule_pb2.CreateScheduleResponse:
-        now = self.app.clock()
-        values, task_ids = self._new_schedule(request.schedule, now)
-        stored = await self.app.store.create_schedule(values, task_ids, now)
-        self.app.schedules_changed(stored.next_run_at)
-        return schedule_pb2.CreateScheduleResponse(schedule=self._out(stored))
+        def answer(stored: ScheduleRecord) -> schedule_pb2.CreateScheduleResponse:
+            return schedule_pb2.CreateScheduleResponse(schedule=self._out(stored))
+
+        async def run(remember: Remember | None) -> schedule_pb2.CreateScheduleResponse:
+            now = remember.now if remember else self.app.clock()
+            values, task_ids = self._new_schedule(request.schedule, now)
+            stored = await self.app.store.create_schedule(values, task_ids, now, remember=remember)
+            self.app.schedules_changed(stored.next_run_at)
+            return answer(stored)
+
+        return await once(
+            self.app,
+            "ScheduleService/CreateSchedule",
+            request,
+            schedule_pb2.CreateScheduleResponse,
+            run,
+            answer,
+        )
 
     @rpc_errors
     async def BatchCreateSchedules(
         self, request: schedule_pb2.BatchCreateSchedulesRequest, context: Ctx
     ) -> schedule_pb2.BatchCreateSchedulesResponse:
+        def answer(stored: list[ScheduleRecord]) -> schedule_pb2.BatchCreateSchedulesResponse:
+            return schedule_pb2.BatchCreateSchedulesResponse(
+                schedules=[self._out(r) for r in stored]
+            )
+
+        async def run(remember: Remember | None) -> schedule_pb2.BatchCreateSchedulesResponse:
+            now = remember.now if remember else self.app.clock()
+            stored = await self._create_batch(request, now, remember)
+            next_runs = [r.next_run_at for r in stored if r.next_run_at is not None]
+            if next_runs:
+                self.app.schedules_changed(min(next_runs))
+            return answer(stored)
+
+        return await once(
+            self.app,
+            "ScheduleService/BatchCreateSchedules",
+            request,
+            schedule_pb2.BatchCreateSchedulesResponse,
+            run,
+            answer,
+        )
+
+    async def _create_batch(
+        self,
+        request: schedule_pb2.BatchCreateSchedulesRequest,
+        now: dt.datetime,
+        remember: Remember | None,
+    ) -> list[ScheduleRecord]:
+        """Validate and store a batch, all or none (see :meth:`Store.create_schedules`)."""
         count = len(request.requests)
         if not 1 <= count <= MAX_BATCH:
             raise InvalidArgument(f"give 1 to {MAX_BATCH} requests, got {count}", field="requests")
-        now = self.app.clock()
         items = []
         first_with_name: dict[str, int] = {}
         reply_bytes = 0
         for i, item in enumerate(request.requests):
             with in_request(i):
+                if item.request_id:
+                    raise InvalidArgument(
+                        "must be empty inside a batch; the batch's request_id covers it",
+                        field="request_id",
+                    )
                 values, task_ids = self._new_schedule(item.schedule, now)
                 reply_bytes += reply_bytes_bound(values, task_ids, now)
                 earlier = first_with_name.setdefault(values["name"], i)
@@ -236,11 +284,7 @@ class ScheduleServicer(schedule_pb2_grpc.ScheduleServiceServicer):
                 field="requests",
                 reason=Reason.TOO_MANY_ITEMS,
             )
-        stored = await self.app.store.create_schedules(items, now)
-        next_runs = [r.next_run_at for r in stored if r.next_run_at is not None]
-        if next_runs:
-            self.app.schedules_changed(min(next_runs))
-        return schedule_pb2.BatchCreateSchedulesResponse(schedules=[self._out(r) for r in stored])
+        return await self.app.store.create_schedules(items, now, remember=remember)
 
     @rpc_errors
     async def GetSchedule(

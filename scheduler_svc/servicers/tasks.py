@@ -9,10 +9,13 @@ import grpc
 from scheduler_svc import validation
 from scheduler_svc.app import App
 from scheduler_svc.errors import InvalidArgument, Reason
+from scheduler_svc.records import EnqueueResult, TaskRecord
 from scheduler_svc.servicers import _convert as cv
 from scheduler_svc.servicers import _paging as paging
 from scheduler_svc.servicers._errors import rpc_errors
 from scheduler_svc.servicers._masks import update_paths
+from scheduler_svc.servicers._request_ids import once
+from scheduler_svc.store import Remember
 from scheduler_svc.values import AbortAction
 from tickwork.v1 import common_pb2, task_pb2, task_pb2_grpc
 
@@ -91,10 +94,18 @@ class TaskServicer(task_pb2_grpc.TaskServiceServicer):
     async def CreateTask(
         self, request: task_pb2.CreateTaskRequest, context: Ctx
     ) -> task_pb2.CreateTaskResponse:
-        values = task_values(request.task, WRITABLE)
-        validation.handler_params(values["handler"], values["params"])
-        stored = await self.app.store.create_task(values, self.app.clock())
-        return task_pb2.CreateTaskResponse(task=cv.task(stored))
+        def answer(stored: TaskRecord) -> task_pb2.CreateTaskResponse:
+            return task_pb2.CreateTaskResponse(task=cv.task(stored))
+
+        async def run(remember: Remember | None) -> task_pb2.CreateTaskResponse:
+            values = task_values(request.task, WRITABLE)
+            validation.handler_params(values["handler"], values["params"])
+            now = remember.now if remember else self.app.clock()
+            return answer(await self.app.store.create_task(values, now, remember=remember))
+
+        return await once(
+            self.app, "TaskService/CreateTask", request, task_pb2.CreateTaskResponse, run, answer
+        )
 
     @rpc_errors
     async def GetTask(
@@ -166,36 +177,54 @@ class TaskServicer(task_pb2_grpc.TaskServiceServicer):
     async def RunTasks(
         self, request: task_pb2.RunTasksRequest, context: Ctx
     ) -> task_pb2.RunTasksResponse:
-        validation.tasks_per_call(len(request.task_ids) + len(request.task_names), "task_ids")
-        ids = list(request.task_ids)
-        for i, name in enumerate(request.task_names):
-            field = f"task_names[{i}]"
-            validation.free_text(name, field)
-            ids.append((await self.app.store.get_task_by_name(name, field=field)).id)
-        trigger = request.trigger or common_pb2.TRIGGER_API
-        if trigger not in (common_pb2.TRIGGER_MANUAL, common_pb2.TRIGGER_API):
-            raise InvalidArgument("must be TRIGGER_MANUAL or TRIGGER_API", field="trigger")
-        result = await self.app.enqueue(ids, cv.trigger_name(trigger))
-        # One entry per request entry, in order (ids, then names); repeats come back skipped.
-        return task_pb2.RunTasksResponse(runs=[cv.task_run(r) for r in result.runs])
+        def answer(result: EnqueueResult) -> task_pb2.RunTasksResponse:
+            # One entry per request entry, in order (ids, then names); repeats come back skipped.
+            return task_pb2.RunTasksResponse(runs=[cv.task_run(r) for r in result.runs])
+
+        async def run(remember: Remember | None) -> task_pb2.RunTasksResponse:
+            count = len(request.task_ids) + len(request.task_names)
+            validation.tasks_per_call(count, "task_ids")
+            ids = list(request.task_ids)
+            for i, name in enumerate(request.task_names):
+                field = f"task_names[{i}]"
+                validation.free_text(name, field)
+                ids.append((await self.app.store.get_task_by_name(name, field=field)).id)
+            trigger = request.trigger or common_pb2.TRIGGER_API
+            if trigger not in (common_pb2.TRIGGER_MANUAL, common_pb2.TRIGGER_API):
+                raise InvalidArgument("must be TRIGGER_MANUAL or TRIGGER_API", field="trigger")
+            return answer(await self.app.enqueue(ids, cv.trigger_name(trigger), remember=remember))
+
+        return await once(
+            self.app, "TaskService/RunTasks", request, task_pb2.RunTasksResponse, run, answer
+        )
 
     @rpc_errors
     async def AbortTasks(
         self, request: task_pb2.AbortTasksRequest, context: Ctx
     ) -> task_pb2.AbortTasksResponse:
-        validation.tasks_per_call(len(request.task_ids), "task_ids")
-        done = await self.app.store.abort_tasks(list(request.task_ids), self.app.clock())
-        aborts = []
-        for task_id, job_id, action in done:
-            if action == AbortAction.ABORT_REQUESTED:
-                self.app.hub.request_abort(job_id, "aborted by operator")
-            if job_id:
-                self.app.hub.job_changed(job_id)
-            aborts.append(
-                task_pb2.TaskAbort(
-                    task_id=task_id,
-                    job_id=job_id,
-                    action=task_pb2.TaskAbort.Action.Value(f"ACTION_{action}"),  # type: ignore[arg-type]
-                )
+        def answer(done: list[tuple[int, int, AbortAction]]) -> task_pb2.AbortTasksResponse:
+            return task_pb2.AbortTasksResponse(
+                aborts=[
+                    task_pb2.TaskAbort(
+                        task_id=task_id,
+                        job_id=job_id,
+                        action=task_pb2.TaskAbort.Action.Value(f"ACTION_{action}"),  # type: ignore[arg-type]
+                    )
+                    for task_id, job_id, action in done
+                ]
             )
-        return task_pb2.AbortTasksResponse(aborts=aborts)
+
+        async def run(remember: Remember | None) -> task_pb2.AbortTasksResponse:
+            validation.tasks_per_call(len(request.task_ids), "task_ids")
+            now = remember.now if remember else self.app.clock()
+            done = await self.app.store.abort_tasks(list(request.task_ids), now, remember=remember)
+            for _, job_id, action in done:
+                if action == AbortAction.ABORT_REQUESTED:
+                    self.app.hub.request_abort(job_id, "aborted by operator")
+                if job_id:
+                    self.app.hub.job_changed(job_id)
+            return answer(done)
+
+        return await once(
+            self.app, "TaskService/AbortTasks", request, task_pb2.AbortTasksResponse, run, answer
+        )
