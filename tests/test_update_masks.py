@@ -8,13 +8,14 @@ output-only field is INVALID_ARGUMENT.
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Iterator
 
 import grpc
 import pytest
 from google.protobuf.field_mask_pb2 import FieldMask
 
-from tests.harness import Server
+from tests.harness import REPO, Server
 from tests.test_grpcurl import grpcurl
 from tickwork import Client, Reason, from_rpc_error
 from tickwork.v1 import schedule_pb2, schedule_pb2_grpc, task_pb2, task_pb2_grpc
@@ -208,3 +209,30 @@ def test_grpcurl_sends_a_mask_as_an_object_with_paths(
     after = api_client.get_task(task.id)
     assert (after.description, after.task_priority, after.enabled) == ("via grpcurl", 7, False)
     assert after.retry_policy.max_attempts == 5
+
+
+BUF = REPO / ".ci" / "node" / "node_modules" / ".bin" / "buf"
+
+
+@pytest.mark.skipif(not BUF.exists(), reason="buf is installed by .ci/run into .ci/node")
+def test_buf_curl_sends_a_mask_as_a_string_of_paths(api_server: Server, api_client: Client) -> None:
+    """buf curl follows the canonical proto3 JSON mapping: ``"updateMask": "a,b"`` with
+    lowerCamelCase paths; the object form grpcurl wants is a syntax error there."""
+    task = tuned_task(api_client)
+    url = f"http://{api_server.address}/tickwork.v1.TaskService/UpdateTask"
+
+    def buf_curl(mask: str) -> subprocess.CompletedProcess[str]:
+        body = (
+            f'{{"task": {{"id": "{task.id}", "description": "via buf", "taskPriority": 1, '
+            f'"retryPolicy": {{"maxAttempts": 3}}}}, "updateMask": {mask}}}'
+        )
+        args = [str(BUF), "curl", "--protocol", "grpc", "--http2-prior-knowledge", "-d", body, url]
+        return subprocess.run(args, capture_output=True, text=True, timeout=60)
+
+    out = buf_curl('"description,retryPolicy.maxAttempts"')
+    assert out.returncode == 0, out.stderr
+    after = api_client.get_task(task.id)
+    assert (after.description, after.retry_policy.max_attempts) == ("via buf", 3)
+    assert (after.task_priority, after.retry_policy.backoff_base_seconds) == (7, 20)
+    refused = buf_curl('{"paths": ["description"]}')
+    assert refused.returncode != 0 and "syntax error" in refused.stderr
