@@ -27,7 +27,7 @@ from scheduler_svc.records import (
 )
 from scheduler_svc.replicas import ReplicaWakeups
 from scheduler_svc.settings import Settings
-from scheduler_svc.store import Store
+from scheduler_svc.store import Remember, Store
 from scheduler_svc.values import JobStatus, Trigger
 
 log = logging.getLogger(__name__)
@@ -64,10 +64,13 @@ class App:
         self._background: set[asyncio.Task[None]] = set()
         self._stream_ends: set[asyncio.Future[None]] = set()
 
-    async def enqueue(self, task_ids: Sequence[int], trigger: Trigger) -> EnqueueResult:
-        """Enqueue a manual or API run of tasks (see :meth:`Store.enqueue`) and wake an idle
-        worker at once."""
-        result = await self.store.enqueue(task_ids, trigger, self.clock())
+    async def enqueue(
+        self, task_ids: Sequence[int], trigger: Trigger, *, remember: Remember | None = None
+    ) -> EnqueueResult:
+        """Enqueue a manual or API run of tasks (see :meth:`Store.enqueue`, ``remember``
+        too) and wake an idle worker at once."""
+        now = remember.now if remember is not None else self.clock()
+        result = await self.store.enqueue(task_ids, trigger, now, remember=remember)
         self._enqueued(result.runs)
         return result
 

@@ -26,7 +26,9 @@ from typing import Any
 
 import grpc
 
+from scheduler_svc.servicers._errors import Failure, abort
 from tickwork import tokens
+from tickwork.reasons import Reason
 from tickwork.tokens import hash_token
 
 log = logging.getLogger(__name__)
@@ -136,14 +138,17 @@ def _bearer(metadata: Sequence[tuple[str, Any]] | None) -> str | None:
     return None
 
 
-def _deny(handler: grpc.RpcMethodHandler[Any, Any], code: grpc.StatusCode, message: str) -> Any:
+def _deny(
+    handler: grpc.RpcMethodHandler[Any, Any], code: grpc.StatusCode, message: str, reason: Reason
+) -> Any:
     """A handler of the same kind as ``handler`` that fails the call with ``code``."""
+    failure = Failure(code, message, reason)
 
     async def unary(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-        await context.abort(code, message)
+        await abort(context, failure)
 
     async def streaming(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-        await context.abort(code, message)
+        await abort(context, failure)
         yield  # pragma: no cover - abort raises
 
     ser = {
@@ -172,9 +177,14 @@ def _toggle_only(handler: grpc.RpcMethodHandler[Any, Any], method: str) -> Any:
                 "call refused: operator may only switch enabled",
                 extra={"method": method, "role": OPERATOR},
             )
-            await context.abort(
-                grpc.StatusCode.PERMISSION_DENIED,
-                f"update_mask.paths: role 'operator' may only change ['enabled'] with {method}",
+            await abort(
+                context,
+                Failure(
+                    grpc.StatusCode.PERMISSION_DENIED,
+                    f"update_mask.paths: role 'operator' may only change ['enabled'] with {method}",
+                    Reason.ROLE_NOT_ALLOWED,
+                    field="update_mask.paths",
+                ),
             )
         return await inner(request, context)
 
@@ -211,8 +221,9 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
                 "unknown" if token else "no",
                 extra={"method": method},
             )
-            reason = "unknown token" if token else "a bearer token is required"
-            return _deny(handler, grpc.StatusCode.UNAUTHENTICATED, reason)  # type: ignore[no-any-return]
+            text = "unknown token" if token else "a bearer token is required"
+            why = Reason.TOKEN_UNKNOWN if token else Reason.TOKEN_REQUIRED
+            return _deny(handler, grpc.StatusCode.UNAUTHENTICATED, text, why)  # type: ignore[no-any-return]
         if principal.role == OPERATOR and method in OPERATOR_TOGGLES:
             return _toggle_only(handler, method)  # type: ignore[no-any-return]
         if principal.role not in RPC_ROLES.get(method, _SELF):
@@ -221,5 +232,7 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
                 extra={"method": method, "role": principal.role, "token_label": principal.label},
             )
             message = f"role {principal.role!r} may not call {method}"
-            return _deny(handler, grpc.StatusCode.PERMISSION_DENIED, message)  # type: ignore[no-any-return]
+            return _deny(  # type: ignore[no-any-return]
+                handler, grpc.StatusCode.PERMISSION_DENIED, message, Reason.ROLE_NOT_ALLOWED
+            )
         return handler

@@ -21,73 +21,16 @@ from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy import event
-from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Connection
-from sqlalchemy.engine import Dialect as SaDialect
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
+from scheduler_svc.db_datetime import UTCDateTime as UTCDateTime
+from scheduler_svc.db_datetime import stored_datetime as stored_datetime
 from scheduler_svc.errors import StorageError
 
 log = logging.getLogger(__name__)
 
 UTC = dt.UTC
-
-
-def stored_datetime(value: dt.datetime | None, *, sqlite: bool) -> Any:
-    """An aware datetime as a UTCDateTime column stores it: naive UTC, and on SQLite the
-    text ``YYYY-MM-DD HH:MM:SS.ffffff`` (the text SQLAlchemy's DATETIME writes). None stays
-    None.
-
-    Raises:
-        ValueError: a naive datetime.
-    """
-    if value is None:
-        return None
-    if value.tzinfo is None:
-        raise ValueError("naive datetime given to the database; use aware UTC datetimes")
-    naive = value.astimezone(UTC).replace(tzinfo=None)
-    return naive.isoformat(" ", "microseconds") if sqlite else naive
-
-
-class _SQLiteDateTime(sqlite.DATETIME):
-    """SQLite's DATETIME (text ``YYYY-MM-DD HH:MM:SS.ffffff``) for values that
-    :class:`UTCDateTime` has already written as that text."""
-
-    def bind_processor(self, dialect: SaDialect) -> None:
-        return None
-
-    def literal_processor(self, dialect: SaDialect) -> Callable[[Any], str]:
-        def process(value: Any) -> str:
-            text = value.isoformat(" ", "microseconds") if isinstance(value, dt.datetime) else value
-            return "'" + str(text).replace("'", "''") + "'"
-
-        return process
-
-
-class UTCDateTime(sa.types.TypeDecorator[dt.datetime]):
-    """An aware UTC datetime, stored as naive UTC on every backend (SQLite has no zones).
-
-    On SQLite the value is written with ``datetime.isoformat`` in the very text SQLAlchemy's
-    DATETIME writes (so rows and comparisons are unchanged), at a tenth of its cost: the
-    scheduler binds several datetimes per fire.
-    """
-
-    impl = sa.DateTime
-    cache_ok = True
-
-    def load_dialect_impl(self, dialect: SaDialect) -> sa.types.TypeEngine[Any]:
-        if dialect.name == "sqlite":
-            return dialect.type_descriptor(_SQLiteDateTime())  # type: ignore[no-untyped-call]
-        return dialect.type_descriptor(self.impl_instance)
-
-    def process_bind_param(self, value: dt.datetime | None, dialect: SaDialect) -> Any:
-        return stored_datetime(value, sqlite=dialect.name == "sqlite")
-
-    def process_result_value(self, value: Any, dialect: SaDialect) -> dt.datetime | None:
-        if value is None:
-            return None
-        assert isinstance(value, dt.datetime)
-        return value.replace(tzinfo=UTC)
 
 
 metadata = sa.MetaData()
@@ -260,6 +203,17 @@ leases = sa.Table(
 )
 
 LEASE_NAMES = ("scheduler", "worker")
+
+#: Answers of calls made with a request_id (AIP-155), for 24 h: a repeat gets the stored one.
+requests = sa.Table(
+    "requests",
+    metadata,
+    sa.Column("method", sa.String(64), primary_key=True),
+    sa.Column("request_id", sa.String(200), primary_key=True),
+    sa.Column("fingerprint", sa.String(64), nullable=False),
+    sa.Column("response", sa.LargeBinary, nullable=False),
+    sa.Column("created_at", UTCDateTime, nullable=False, index=True),
+)
 
 
 def slot_lease_name(slot: int) -> str:

@@ -24,11 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
-from scheduler_svc import maintenance, migrate
+from scheduler_svc import maintenance, migrate, reflection
 from scheduler_svc.app import App, Clock, utc_now
 from scheduler_svc.auth import AuthInterceptor
 from scheduler_svc.db import Database
@@ -466,9 +465,7 @@ async def create_server(settings: Settings, *, clock: Clock = utc_now) -> Servic
     )
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable_server_reflection(
-        (*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server
-    )
+    reflection.enable((*SERVICE_NAMES, health.SERVICE_NAME), server)  # v1 and v1alpha
     try:
         if credentials is not None:
             port = server.add_secure_port(settings.listen, credentials)

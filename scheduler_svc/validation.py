@@ -10,7 +10,7 @@ import math
 import unicodedata
 from typing import Any
 
-from scheduler_svc.errors import InvalidArgument
+from scheduler_svc.errors import InvalidArgument, Reason
 from scheduler_svc.firing import cron_schedule
 from tickwork.cron import CronError, CronSchedule, validate_timezone
 from worker_svc.handlers import InvalidParams, UnknownHandler, get_handler, unsupported_limit
@@ -33,7 +33,7 @@ def _label(text: str, field: str, max_chars: int) -> str:
         InvalidArgument: naming ``field``.
     """
     if not text:
-        raise InvalidArgument("must not be empty", field=field)
+        raise InvalidArgument("must not be empty", field=field, reason=Reason.FIELD_REQUIRED)
     if len(text) > max_chars:
         raise InvalidArgument(f"must be at most {max_chars} characters", field=field)
     if any(unicodedata.category(ch) in ("Cc", "Cf") for ch in text):
@@ -55,15 +55,21 @@ def concurrency_group(value: str, field: str = "task.concurrency_group") -> str:
 def handler_params(handler: str, params: dict[str, Any]) -> None:
     """The handler exists (built in or an entry point) and accepts ``params``."""
     if not handler.strip():
-        raise InvalidArgument("must not be empty (e.g. shell, python)", field="task.handler")
+        raise InvalidArgument(
+            "must not be empty (e.g. shell, python)",
+            field="task.handler",
+            reason=Reason.FIELD_REQUIRED,
+        )
     try:
         impl = get_handler(handler)
     except (UnknownHandler, LookupError) as err:
-        raise InvalidArgument(str(err).strip("'\""), field="task.handler") from None
+        raise InvalidArgument(
+            str(err).strip("'\""), field="task.handler", reason=Reason.HANDLER_UNKNOWN
+        ) from None
     try:
         impl.validate(params)
     except InvalidParams as err:
-        raise InvalidArgument(str(err), field="task.params") from None
+        raise InvalidArgument(str(err), field="task.params", reason=Reason.PARAMS_INVALID) from None
 
 
 #: Longest interval or timeout accepted, seconds (ten years): beyond it datetimes overflow.
@@ -86,10 +92,12 @@ MAX_TASKS_PER_CALL = 1000
 def tasks_per_call(count: int, field: str) -> None:
     """A call names 1 to :data:`MAX_TASKS_PER_CALL` tasks (``count``) in ``field``."""
     if count == 0:
-        raise InvalidArgument("name at least one task", field=field)
+        raise InvalidArgument("name at least one task", field=field, reason=Reason.FIELD_REQUIRED)
     if count > MAX_TASKS_PER_CALL:
         raise InvalidArgument(
-            f"names {count} tasks; at most {MAX_TASKS_PER_CALL:,} a call", field=field
+            f"names {count} tasks; at most {MAX_TASKS_PER_CALL:,} a call",
+            field=field,
+            reason=Reason.TOO_MANY_ITEMS,
         )
 
 
@@ -104,7 +112,9 @@ def params_size(size: int) -> None:
     """``task.params`` is at most :data:`MAX_PARAMS_BYTES` bytes encoded (``size``)."""
     if size > MAX_PARAMS_BYTES:
         raise InvalidArgument(
-            f"is {size:,} bytes encoded; at most {MAX_PARAMS_BYTES:,}", field="task.params"
+            f"is {size:,} bytes encoded; at most {MAX_PARAMS_BYTES:,}",
+            field="task.params",
+            reason=Reason.PARAMS_INVALID,
         )
 
 
@@ -125,6 +135,16 @@ def worker_id(value: str, field: str = "hello.worker_id") -> str:
     """A worker id: non-empty, at most :data:`MAX_WORKER_ID_CHARS` characters, no control
     or format characters (it is stored, and printed in the logs)."""
     return _label(value, field, MAX_WORKER_ID_CHARS)
+
+
+#: The longest request_id accepted, in characters (a UUID is 36).
+MAX_REQUEST_ID_CHARS = 200
+
+
+def request_id(value: str, field: str = "request_id") -> str:
+    """A request id (AIP-155): non-empty, at most :data:`MAX_REQUEST_ID_CHARS` characters,
+    no control or format characters."""
+    return _label(value, field, MAX_REQUEST_ID_CHARS)
 
 
 def description(value: str, field: str) -> str:
@@ -213,17 +233,26 @@ def cron(expression: str, timezone: str, prefix: str = "schedule.") -> CronSched
     The field is ``schedule.cron_expression`` or ``schedule.timezone``; the message names the
     cron field at fault (e.g. "day_of_month: 32 is out of range 1-31").
     """
+    unknown_zone = Reason.TIMEZONE_UNKNOWN
     try:
         validate_timezone(timezone)
     except CronError as err:
-        raise InvalidArgument(err.reason, field=f"{prefix}timezone") from None
+        raise InvalidArgument(err.reason, field=f"{prefix}timezone", reason=unknown_zone) from None
     try:
         return cron_schedule(expression, timezone)  # parsed once per (expression, zone)
     except CronError as err:
         if err.field == "timezone":
-            raise InvalidArgument(err.reason, field=f"{prefix}timezone") from None
+            raise InvalidArgument(
+                err.reason, field=f"{prefix}timezone", reason=unknown_zone
+            ) from None
         detail = err.reason if err.field == "expression" else str(err)
-        raise InvalidArgument(detail, field=f"{prefix}cron_expression") from None
+        # The parser's one message for an expression that parses but matches no day.
+        never = err.field == "day_of_month" and err.reason.startswith("can never fire")
+        raise InvalidArgument(
+            detail,
+            field=f"{prefix}cron_expression",
+            reason=Reason.CRON_NEVER_FIRES if never else Reason.CRON_INVALID,
+        ) from None
 
 
 def catch_up_policy(value: str) -> str:

@@ -20,7 +20,7 @@ from google.protobuf.descriptor import MethodDescriptor
 
 from tests.harness import REPO, Server, WorkerProc, base_env, free_port, healthy, wait_for
 from tests.security import role_tokens, tokens_file
-from tickwork import Client, JobStatus, PermissionDenied, Unauthenticated
+from tickwork import Client, JobStatus, PermissionDenied, Reason, Unauthenticated
 from tickwork.v1 import job_pb2, queue_pb2, schedule_pb2, system_pb2, task_pb2, worker_pb2
 
 ADMIN_ONLY = {
@@ -173,8 +173,13 @@ def test_scheduler_and_embedded_worker_use_the_internal_token(
         with pytest.raises(PermissionDenied) as denied:
             viewer.run("tick")
         assert "viewer" in denied.value.details
-    with Client(secured.address, token="") as anonymous, pytest.raises(Unauthenticated):
+        assert denied.value.reason == Reason.ROLE_NOT_ALLOWED
+    with Client(secured.address, token="") as anonymous, pytest.raises(Unauthenticated) as no:
         anonymous.list_tasks()
+    assert no.value.reason == Reason.TOKEN_REQUIRED
+    with Client(secured.address, token="tw_nope") as stranger, pytest.raises(Unauthenticated) as no:
+        stranger.list_tasks()
+    assert no.value.reason == Reason.TOKEN_UNKNOWN
 
 
 def tickwork(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -437,11 +437,15 @@ def test_unexpected_errors_never_reach_the_client_with_sql_or_tracebacks() -> No
     from scheduler_svc.servicers._errors import translate
 
     db_error = IntegrityError("INSERT INTO tasks (name) VALUES ('SECRET-ARG')", {}, Exception())
-    code, details = translate(db_error, "TaskServicer.CreateTask")
+    code, details, trailers = translate(db_error, "TaskServicer.CreateTask")
     assert code == grpc.StatusCode.UNAVAILABLE
     assert "SECRET" not in details and "INSERT" not in details
-    code, details = translate(ZeroDivisionError("boom at line 3"), "TaskServicer.CreateTask")
+    assert all(b"SECRET" not in value and b"INSERT" not in value for _, value in trailers)
+    code, details, trailers = translate(
+        ZeroDivisionError("boom at line 3"), "TaskServicer.CreateTask"
+    )
     assert code == grpc.StatusCode.INTERNAL and "boom" not in details
+    assert all(b"boom" not in value for _, value in trailers)
 
 
 def test_an_unknown_catch_up_policy_is_named_once() -> None:
@@ -596,9 +600,9 @@ def test_enum_values_the_proto_does_not_define_are_invalid_argument(
     assert snapshot(server) == before
 
 
-def test_numeric_page_tokens_take_ascii_digits_only(shared_seeded: tuple[Server, Client]) -> None:
-    """ListJobs and ListFires tokens are decimal numbers of ours: other scripts' digits
-    (which str.isdigit and int accept), signs, spaces and underscores are malformed."""
+def test_numbers_are_not_page_tokens(shared_seeded: tuple[Server, Client]) -> None:
+    """ListJobs and ListFires tokens are opaque: the last id or fire time as a number (what
+    a client could guess), or any other script's digits, signs or spaces, is malformed."""
     from tickwork.v1 import job_pb2, job_pb2_grpc, schedule_pb2, schedule_pb2_grpc
 
     server, client = shared_seeded
@@ -606,12 +610,7 @@ def test_numeric_page_tokens_take_ascii_digits_only(shared_seeded: tuple[Server,
     with grpc.insecure_channel(server.address) as channel:
         jobs = job_pb2_grpc.JobServiceStub(channel)
         schedules = schedule_pb2_grpc.ScheduleServiceStub(channel)
-        for token in ("10", "1782000000000000"):  # well-formed: accepted
-            jobs.ListJobs(job_pb2.ListJobsRequest(page_token=token))
-            schedules.ListFires(
-                schedule_pb2.ListFiresRequest(schedule_id=schedule_id, page_token=token)
-            )
-        for bad in ("\u0661\u0660", "\uff11\uff10", "+10", " 10", "1_0", "-5", "\u00b2"):
+        for bad in ("10", "1782000000000000", "\u0661\u0660", "+10", " 10", "1_0", "-5", "\u00b2"):
             for call in (
                 lambda t: jobs.ListJobs(job_pb2.ListJobsRequest(page_token=t)),
                 lambda t: schedules.ListFires(

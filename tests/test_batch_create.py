@@ -72,6 +72,8 @@ def test_a_bad_item_fails_the_whole_batch_naming_it(tw: Client) -> None:
     with pytest.raises(InvalidArgument) as err:
         tw.create_schedules(items)
     assert err.value.details.startswith("requests[3].schedule.cron_expression:")
+    assert err.value.reason == "CRON_NEVER_FIRES"
+    assert [v.field for v in err.value.field_violations] == ["requests[3].schedule.cron_expression"]
 
     items = batch(5)
     items[2]["name"] = items[0]["name"]
@@ -79,6 +81,11 @@ def test_a_bad_item_fails_the_whole_batch_naming_it(tw: Client) -> None:
         tw.create_schedules(items)
     assert taken.value.details.startswith("requests[2].schedule.name:")
     assert "requests[0]" in taken.value.details
+    assert (taken.value.reason, taken.value.field) == (
+        "SCHEDULE_NAME_TAKEN",
+        "requests[2].schedule.name",
+    )
+    assert taken.value.resource is not None and taken.value.resource.type == "tickwork.v1.Schedule"
 
     tw.create_schedules(batch(1, start=7))
     with pytest.raises(AlreadyExists) as exists:
@@ -90,7 +97,8 @@ def test_a_bad_item_fails_the_whole_batch_naming_it(tw: Client) -> None:
     items[1]["tasks"] = [report, 999_999]
     with pytest.raises(NotFound) as unknown:
         tw.create_schedules(items)
-    assert unknown.value.details.startswith("requests[1].schedule.task_ids:")
+    assert unknown.value.details.startswith("requests[1].schedule.task_ids[1]:")
+    assert unknown.value.field == "requests[1].schedule.task_ids[1]"
 
     assert mine(tw) == ["s-0007"]  # nothing else was written
 

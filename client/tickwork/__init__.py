@@ -2,9 +2,10 @@
 
 ``Client`` (blocking) and ``AsyncClient`` (asyncio) wrap the gRPC API: run and abort
 tasks, read, watch, wait for and cancel jobs, and manage tasks and schedules. Failures raise
-:class:`TickworkError` subclasses carrying the gRPC status. The protobuf messages and enums
-users handle are re-exported here; the full generated API is in :mod:`tickwork.v1`, and
-config-file support in :mod:`tickwork.apply`.
+:class:`TickworkError` subclasses carrying the gRPC status and the server's structured
+details (a :class:`Reason` code, field violations, the resource, retry advice). The
+protobuf messages and enums users handle are re-exported here; the full generated API is in
+:mod:`tickwork.v1`, and config-file support in :mod:`tickwork.apply`.
 """
 
 from tickwork._async import AsyncClient
@@ -16,15 +17,18 @@ from tickwork.errors import (
     AlreadyExists,
     DeadlineExceeded,
     FailedPrecondition,
+    FieldViolation,
     InvalidArgument,
     JobTimeout,
     NotFound,
     PermissionDenied,
+    ResourceRef,
     TickworkError,
     Unauthenticated,
     Unavailable,
     from_rpc_error,
 )
+from tickwork.reasons import Reason
 from tickwork.v1.common_pb2 import SkipReason, TaskRun, Trigger
 from tickwork.v1.job_pb2 import Job, JobStatus
 from tickwork.v1.schedule_pb2 import (
@@ -45,6 +49,7 @@ __all__ = [
     "DeadlineExceeded",
     "DescribeCronResponse",
     "FailedPrecondition",
+    "FieldViolation",
     "Fire",
     "FireOutcome",
     "FireTimePreview",
@@ -56,6 +61,8 @@ __all__ = [
     "NewSchedule",
     "NotFound",
     "PermissionDenied",
+    "Reason",
+    "ResourceRef",
     "RetryPolicy",
     "Schedule",
     "SkipReason",

@@ -175,12 +175,17 @@ class Client:
 
     # -- running and jobs -------------------------------------------------------------------
 
-    def run(self, *tasks: int | str, trigger: Trigger = Trigger.TRIGGER_API) -> list[TaskRun]:
+    def run(
+        self, *tasks: int | str, trigger: Trigger = Trigger.TRIGGER_API, request_id: str = ""
+    ) -> list[TaskRun]:
         """Run tasks now, in the manual lane (before scheduler jobs).
 
         Args:
             *tasks (int | str): task ids or names, at least one.
             trigger (Trigger): ``TRIGGER_API`` (default) or ``TRIGGER_MANUAL`` (a person).
+            request_id (str): makes the call safe to retry: a repeat with the same id
+                within 24 hours returns the first call's runs and runs nothing (e.g.
+                ``str(uuid.uuid4())``, kept across retries). "" (default): none.
 
         Returns:
             list[TaskRun]: one per argument, in argument order: the new job's id, or
@@ -192,10 +197,11 @@ class Client:
             InvalidArgument: no task given, or a bad reference.
         """
         request = rq.run_tasks_request(tasks, trigger)
+        request.request_id = request_id
         response = self._call(self._stubs().tasks.RunTasks, request)
         return rq.runs_in_argument_order(tasks, response.runs)
 
-    def abort(self, *tasks: int | str) -> list[TaskAbort]:
+    def abort(self, *tasks: int | str, request_id: str = "") -> list[TaskAbort]:
         """Stop the queued or running job of each task.
 
         A queued job is cancelled (CANCELLED); a running job is told to stop and ends
@@ -203,6 +209,8 @@ class Client:
 
         Args:
             *tasks (int | str): task ids or names (names are resolved with GetTask first).
+            request_id (str): as for :meth:`run`: a repeat within 24 hours returns the first
+                answer and stops nothing.
 
         Returns:
             list[TaskAbort]: one per task, in argument order, with the job and ``action``
@@ -213,7 +221,7 @@ class Client:
             InvalidArgument: a bad reference.
         """
         ids = [self._task_id(t) for t in rq.task_refs(tasks)]
-        request = AbortTasksRequest(task_ids=ids)
+        request = AbortTasksRequest(task_ids=ids, request_id=request_id)
         response = self._call(self._stubs().tasks.AbortTasks, request)
         return list(response.aborts)
 

@@ -2,8 +2,10 @@
 
 Every public method of :class:`tickwork.Client` and :class:`tickwork.AsyncClient` raises a
 :class:`TickworkError` (or a subclass) instead of a raw ``grpc.RpcError``; the translation
-happens in one place, :func:`from_rpc_error`. Each error carries the status ``code`` and the
-server's ``details`` text, which names the field at fault for INVALID_ARGUMENT.
+happens in one place, :func:`from_rpc_error`. Each error carries the status ``code``, the
+server's ``details`` text (which names the field at fault for INVALID_ARGUMENT) and what the
+server's ``google.rpc.Status`` details say: ``reason`` (a :class:`tickwork.reasons.Reason`
+code), ``field_violations``, ``resource`` and ``retry_delay``.
 
 Not-found errors are also :class:`LookupError` and invalid-argument errors also
 :class:`ValueError`, so callers may catch the builtin kinds.
@@ -16,26 +18,57 @@ code that :func:`from_rpc_error` turns back into its namesake here.
 
 from __future__ import annotations
 
-from typing import ClassVar
+import dataclasses
+import datetime as dt
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 import grpc
+from google.protobuf.message import DecodeError
+from google.rpc import error_details_pb2, status_pb2
 
+from tickwork.reasons import DOMAIN
 from tickwork.v1.job_pb2 import Job
 
 __all__ = [
     "AlreadyExists",
     "DeadlineExceeded",
     "FailedPrecondition",
+    "FieldViolation",
     "InvalidArgument",
     "InvalidSetting",
     "JobTimeout",
     "NotFound",
     "PermissionDenied",
+    "ResourceRef",
     "TickworkError",
     "Unauthenticated",
     "Unavailable",
     "from_rpc_error",
 ]
+
+
+@dataclasses.dataclass(frozen=True)
+class FieldViolation:
+    """One bad request field (``google.rpc.BadRequest.FieldViolation``)."""
+
+    field: str
+    """The field's path in the request, e.g. ``"task.retry_policy.max_attempts"`` or
+    ``"task_names[0]"``."""
+    description: str
+    """What is wrong with it."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ResourceRef:
+    """The object a NOT_FOUND or ALREADY_EXISTS error is about (``google.rpc.ResourceInfo``)."""
+
+    type: str
+    """Its message type, e.g. ``"tickwork.v1.Task"``."""
+    name: str
+    """Its id or name as the request gave it."""
+    description: str = ""
+    """``"by id"`` or ``"by name"``."""
 
 
 class TickworkError(Exception):
@@ -46,20 +79,49 @@ class TickworkError(Exception):
             the SDK itself, the status the server would have used).
         details (str): the server's message, e.g. ``"cron_expression: day-of-month: 30 is
             never in month 2"``.
+        reason (str): the server's stable reason code (``ErrorInfo.reason``, one of
+            :class:`tickwork.reasons.Reason`, e.g. ``"TASK_NOT_FOUND"``); "" when the error
+            did not come from a tickwork server.
+        field (str): the request field at fault as the server named it (``ErrorInfo``
+            metadata ``field``, e.g. ``"task_names[0]"``), on any status; "" if none.
+        field_violations (tuple[FieldViolation, ...]): the bad fields (INVALID_ARGUMENT).
+        resource (ResourceRef | None): the object at fault (NOT_FOUND, ALREADY_EXISTS).
+        retry_delay (datetime.timedelta | None): how long to wait before retrying
+            (UNAVAILABLE).
     """
 
     default_code: ClassVar[grpc.StatusCode] = grpc.StatusCode.UNKNOWN
 
-    def __init__(self, details: str, code: grpc.StatusCode | None = None) -> None:
+    def __init__(
+        self,
+        details: str,
+        code: grpc.StatusCode | None = None,
+        *,
+        reason: str = "",
+        field: str = "",
+        field_violations: Sequence[FieldViolation] = (),
+        resource: ResourceRef | None = None,
+        retry_delay: dt.timedelta | None = None,
+    ) -> None:
         """Create the error.
 
         Args:
             details (str): human-readable message.
             code (grpc.StatusCode | None): the status; ``None`` means the class's default.
+            reason (str): the reason code, if known.
+            field (str): the request field at fault, if known.
+            field_violations (Sequence[FieldViolation]): the bad fields, if any.
+            resource (ResourceRef | None): the object at fault, if any.
+            retry_delay (datetime.timedelta | None): the server's retry advice, if any.
         """
         super().__init__(details)
         self.code: grpc.StatusCode = code if code is not None else self.default_code
         self.details: str = details
+        self.reason: str = reason
+        self.field: str = field
+        self.field_violations: tuple[FieldViolation, ...] = tuple(field_violations)
+        self.resource: ResourceRef | None = resource
+        self.retry_delay: dt.timedelta | None = retry_delay
 
     @property
     def status_name(self) -> str:
@@ -168,12 +230,57 @@ _BY_CODE: dict[grpc.StatusCode, type[TickworkError]] = {
 _BY_CODE[grpc.StatusCode.OUT_OF_RANGE] = InvalidArgument
 
 
+def _rich_status(err: grpc.RpcError) -> status_pb2.Status | None:
+    """The ``google.rpc.Status`` in the call's ``grpc-status-details-bin`` trailer, if any."""
+    trailers_fn = getattr(err, "trailing_metadata", None)
+    trailers: Any = trailers_fn() if callable(trailers_fn) else None
+    for key, value in trailers or ():
+        if key == "grpc-status-details-bin" and isinstance(value, bytes):
+            try:
+                return status_pb2.Status.FromString(value)
+            except DecodeError:
+                return None
+    return None
+
+
+def _structured(status: status_pb2.Status | None) -> dict[str, Any]:
+    """The keyword arguments of :class:`TickworkError` that ``status``'s details give."""
+    out: dict[str, Any] = {}
+    if status is None:
+        return out
+    info = error_details_pb2.ErrorInfo()
+    bad = error_details_pb2.BadRequest()
+    resource = error_details_pb2.ResourceInfo()
+    retry = error_details_pb2.RetryInfo()
+    for detail in status.details:
+        if detail.Is(info.DESCRIPTOR):
+            detail.Unpack(info)
+            if info.domain == DOMAIN:
+                out["reason"] = info.reason
+                out["field"] = info.metadata.get("field", "")
+        elif detail.Is(bad.DESCRIPTOR):
+            detail.Unpack(bad)
+            out["field_violations"] = [
+                FieldViolation(v.field, v.description) for v in bad.field_violations
+            ]
+        elif detail.Is(resource.DESCRIPTOR):
+            detail.Unpack(resource)
+            out["resource"] = ResourceRef(
+                resource.resource_type, resource.resource_name, resource.description
+            )
+        elif detail.Is(retry.DESCRIPTOR):
+            detail.Unpack(retry)
+            out["retry_delay"] = retry.retry_delay.ToTimedelta()
+    return out
+
+
 def from_rpc_error(err: grpc.RpcError) -> TickworkError:
     """Translate a failed gRPC call into the matching typed error.
 
     Works for the sync stack's ``grpc.RpcError`` (which is also a ``grpc.Call``) and for
     ``grpc.aio.AioRpcError``. Codes without a dedicated class give a plain
-    :class:`TickworkError` carrying that code.
+    :class:`TickworkError` carrying that code. The ``google.rpc.Status`` details of the
+    call's trailer fill ``reason``, ``field_violations``, ``resource`` and ``retry_delay``.
 
     Args:
         err (grpc.RpcError): the error raised by a stub call.
@@ -189,4 +296,4 @@ def from_rpc_error(err: grpc.RpcError) -> TickworkError:
         code = grpc.StatusCode.UNKNOWN
     text = details if isinstance(details, str) and details else str(code.name)
     cls = _BY_CODE.get(code, TickworkError)
-    return cls(text, code)
+    return cls(text, code, **_structured(_rich_status(err)))

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
 import dataclasses
 import datetime as dt
 from collections.abc import Callable, Sequence
@@ -11,7 +9,7 @@ from typing import Any, Generic, TypeVar
 
 from google.protobuf import message, struct_pb2, timestamp_pb2
 
-from scheduler_svc.errors import InvalidArgument
+from scheduler_svc.errors import InvalidArgument, Reason
 from scheduler_svc.records import FireRecord, JobRecord, ScheduleRecord, TaskRecord, TaskRunResult
 from scheduler_svc.values import JobStatus, Trigger
 from tickwork.structs import dict_to_struct, struct_to_dict
@@ -201,15 +199,13 @@ def required_id(value: int, field: str) -> int:
     """An id a request must give: 0 (left out, as in ``grpcurl -d '{}'``) is
     INVALID_ARGUMENT "required", not a lookup of "id 0" that answers NOT_FOUND."""
     if value == 0:
-        raise InvalidArgument("required", field=field)
+        raise InvalidArgument("required", field=field, reason=Reason.FIELD_REQUIRED)
     return value
 
 
 def page_size(value: int) -> int:
     """A requested page size: 0 means 100; at most 1000 (see :func:`fit_page`)."""
     if value < 0:
-        from scheduler_svc.errors import InvalidArgument
-
         raise InvalidArgument("must be >= 0", field="page_size")
     return 100 if value == 0 else min(value, 1000)
 
@@ -249,48 +245,3 @@ def fit_page(rows: Sequence[_R], size: int, convert: Callable[[_R], _M]) -> Page
             break
         items.append(item)
     return Page(items, rows[len(items) - 1] if len(rows) > len(items) else None)
-
-
-_AFTER = "after:"
-
-
-def int_page_token(page_token: str, field: str = "page_token") -> int:
-    """The number a numeric next_page_token stands for.
-
-    Only ASCII digits are accepted: ``str.isdigit`` and ``int`` also take other scripts'
-    digits (Arabic-Indic U+0661 U+0660 as 10), and ``int`` signs, spaces and underscores,
-    none of which a token of ours contains.
-
-    Raises InvalidArgument(field) for anything else, or a number beyond int64.
-    """
-    if not (page_token.isascii() and page_token.isdigit()) or int(page_token) >= 2**63:
-        raise InvalidArgument(
-            "malformed; pass the next_page_token of the previous page", field=field
-        )
-    return int(page_token)
-
-
-def name_page_token(name: str) -> str:
-    """The opaque next_page_token of a listing in name order whose page ended at ``name``."""
-    return base64.urlsafe_b64encode((_AFTER + name).encode()).decode()
-
-
-def after_name(page_token: str) -> str:
-    """The name a :func:`name_page_token` token stands for; "" for the first page.
-
-    Raises InvalidArgument(field="page_token") for a token this service did not make, so a
-    mistyped token fails loudly instead of skipping rows.
-    """
-    if not page_token:
-        return ""
-    try:
-        text = base64.b64decode(page_token, altchars=b"-_", validate=True).decode()
-    except (binascii.Error, ValueError):
-        text = ""
-    # A NUL character is in no name (names refuse control characters), and PostgreSQL
-    # cannot compare against one: a token holding one is not ours either.
-    if not text.startswith(_AFTER) or "\x00" in text:
-        raise InvalidArgument(
-            "malformed; pass the next_page_token of the previous page", field="page_token"
-        )
-    return text[len(_AFTER) :]

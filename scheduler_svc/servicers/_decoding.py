@@ -16,6 +16,9 @@ from typing import Any
 import grpc
 from google.protobuf.message import DecodeError
 
+from scheduler_svc.servicers._errors import Failure, abort
+from tickwork.reasons import Reason
+
 __all__ = ["Undecodable", "add_servicer"]
 
 Ctx = grpc.aio.ServicerContext[Any, Any]
@@ -44,9 +47,16 @@ def _deserializer(decode: Callable[[bytes], Any] | None) -> Callable[[bytes], An
 
 
 async def _refuse(request: Undecodable, context: Ctx, method: str) -> None:
-    await context.abort(
-        grpc.StatusCode.INVALID_ARGUMENT,
-        f"request: not a valid {method} request message: {request.error}",
+    description = f"not a valid {method} request message: {request.error}"
+    await abort(
+        context,
+        Failure(
+            grpc.StatusCode.INVALID_ARGUMENT,
+            f"request: {description}",
+            Reason.REQUEST_UNDECODABLE,
+            field="request",
+            description=description,
+        ),
     )
 
 

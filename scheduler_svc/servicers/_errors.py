@@ -1,13 +1,29 @@
-"""Domain errors to gRPC status codes, in one place."""
+"""Domain errors to gRPC status codes and ``google.rpc.Status`` details, in one place.
+
+Every error a servicer sends carries, beside its text, a ``google.rpc.Status`` in the
+``grpc-status-details-bin`` trailer (AIP-193) with:
+
+- ``ErrorInfo`` (always): a stable ``reason`` from :class:`tickwork.reasons.Reason`,
+  ``domain`` :data:`tickwork.reasons.DOMAIN`, and ``metadata`` with the ``field`` when there
+  is one;
+- ``BadRequest`` with one ``FieldViolation`` (the field path, e.g. ``task_names[0]``) on
+  INVALID_ARGUMENT;
+- ``ResourceInfo`` on NOT_FOUND and ALREADY_EXISTS (type ``tickwork.v1.Task``, the id or
+  name asked for);
+- ``RetryInfo`` on UNAVAILABLE (how long to wait before retrying).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import grpc
+from google.protobuf import any_pb2, duration_pb2
+from google.rpc import error_details_pb2, status_pb2
 from sqlalchemy.exc import DBAPIError
 
 from scheduler_svc.errors import (
@@ -15,9 +31,12 @@ from scheduler_svc.errors import (
     FailedPrecondition,
     InvalidArgument,
     NotFound,
+    Reason,
+    Resource,
     ServiceError,
     StorageError,
 )
+from tickwork.reasons import DOMAIN
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +49,15 @@ _CODES: list[tuple[type[ServiceError], grpc.StatusCode]] = [
 ]
 
 R = TypeVar("R")
+
+#: The trailer that carries the serialized ``google.rpc.Status``.
+DETAILS_KEY = "grpc-status-details-bin"
+
+#: How long an UNAVAILABLE answer asks the client to wait before retrying, seconds.
+RETRY_DELAY_S = 1.0
+
+#: Trailing metadata of a failed call: the details trailer.
+Trailers = tuple[tuple[str, bytes], ...]
 
 
 def status_of(err: ServiceError) -> grpc.StatusCode:
@@ -48,22 +76,95 @@ def _details(text: str) -> str:
     return text if len(text) <= MAX_DETAILS else text[: MAX_DETAILS - 1] + "…"
 
 
-def translate(err: Exception, method: str) -> tuple[grpc.StatusCode, str]:
-    """The status and message a failed call answers with.
+@dataclasses.dataclass(frozen=True)
+class Failure:
+    """What a failed call answers: status, text and the structured details."""
 
-    Domain errors carry their own status (a StorageError's cause is logged). Database
-    driver errors become UNAVAILABLE and anything else INTERNAL, with a short message: the
-    SQL, its parameters and the traceback go to the log only, never to the client.
+    code: grpc.StatusCode
+    message: str
+    reason: Reason
+    field: str = ""
+    """The request field at fault; sent as a BadRequest violation on INVALID_ARGUMENT."""
+    description: str = ""
+    """The violation's description (the message without the field prefix)."""
+    resource: Resource | None = None
+    retry_delay_s: float | None = None
+    """Sent as RetryInfo; UNAVAILABLE gets :data:`RETRY_DELAY_S` when None."""
+
+    def trailers(self) -> Trailers:
+        """The ``grpc-status-details-bin`` trailer for this failure."""
+        status = status_pb2.Status(code=self.code.value[0], message=self.message)
+        info = error_details_pb2.ErrorInfo(reason=str(self.reason), domain=DOMAIN)
+        if self.field:
+            info.metadata["field"] = self.field
+        details: list[Any] = [info]
+        if self.code == grpc.StatusCode.INVALID_ARGUMENT and self.field:
+            violation = error_details_pb2.BadRequest.FieldViolation(
+                field=self.field, description=_details(self.description or self.message)
+            )
+            details.append(error_details_pb2.BadRequest(field_violations=[violation]))
+        if self.resource is not None:
+            details.append(
+                error_details_pb2.ResourceInfo(
+                    resource_type=self.resource.type,
+                    resource_name=_details(self.resource.name),
+                    description=f"by {self.resource.by}",
+                )
+            )
+        if self.code == grpc.StatusCode.UNAVAILABLE:
+            delay = duration_pb2.Duration()
+            delay.FromNanoseconds(int((self.retry_delay_s or RETRY_DELAY_S) * 1e9))
+            details.append(error_details_pb2.RetryInfo(retry_delay=delay))
+        for detail in details:
+            packed = any_pb2.Any()
+            packed.Pack(detail)
+            status.details.append(packed)
+        return ((DETAILS_KEY, status.SerializeToString()),)
+
+
+async def abort(context: grpc.aio.ServicerContext[Any, Any], failure: Failure) -> NoReturn:
+    """End the call with ``failure``: its status, text and details trailer."""
+    await context.abort(failure.code, failure.message, failure.trailers())
+    raise AssertionError("unreachable: abort raises")  # pragma: no cover
+
+
+def failure_of(err: Exception, method: str) -> Failure:
+    """The :class:`Failure` a call that raised ``err`` answers with.
+
+    Domain errors carry their own status, reason, field and resource (a StorageError's
+    cause is logged). Database driver errors become UNAVAILABLE and anything else
+    INTERNAL, with a short message: the SQL, its parameters and the traceback go to the log
+    only, never to the client.
     """
     if isinstance(err, StorageError):
         log.error("database unavailable in %s", method, exc_info=err)
     if isinstance(err, ServiceError):
-        return status_of(err), _details(err.message)
+        return Failure(
+            status_of(err),
+            _details(err.message),
+            err.reason,
+            field=err.field,
+            description=err.text,
+            resource=err.resource,
+        )
     if isinstance(err, DBAPIError):
         log.error("database error in %s", method, exc_info=err)
-        return grpc.StatusCode.UNAVAILABLE, "database error; the server log has the details"
+        return Failure(
+            grpc.StatusCode.UNAVAILABLE,
+            "database error; the server log has the details",
+            Reason.DATABASE_UNAVAILABLE,
+        )
     log.error("unexpected error in %s", method, exc_info=err)
-    return grpc.StatusCode.INTERNAL, "internal error; the server log has the details"
+    return Failure(
+        grpc.StatusCode.INTERNAL, "internal error; the server log has the details", Reason.INTERNAL
+    )
+
+
+def translate(err: Exception, method: str) -> tuple[grpc.StatusCode, str, Trailers]:
+    """The arguments of ``context.abort`` for a call that raised ``err``: status code,
+    message and the details trailer (see :func:`failure_of`)."""
+    failure = failure_of(err, method)
+    return failure.code, failure.message, failure.trailers()
 
 
 def rpc_errors(

@@ -8,9 +8,10 @@ from typing import Any
 import grpc
 
 from scheduler_svc.app import App
-from scheduler_svc.errors import InvalidArgument
+from scheduler_svc.errors import InvalidArgument, Reason
 from scheduler_svc.servicers import _convert as cv
-from scheduler_svc.servicers._errors import rpc_errors, stream_errors
+from scheduler_svc.servicers import _paging as paging
+from scheduler_svc.servicers._errors import Failure, abort, rpc_errors, stream_errors
 from scheduler_svc.values import FINAL_STATES
 from tickwork.v1 import job_pb2, job_pb2_grpc
 
@@ -37,9 +38,8 @@ class JobServicer(job_pb2_grpc.JobServiceServicer):
         self, request: job_pb2.ListJobsRequest, context: Ctx
     ) -> job_pb2.ListJobsResponse:
         size = cv.page_size(request.page_size)
-        before = None
-        if request.page_token:
-            before = cv.int_page_token(request.page_token)
+        position = paging.decode(request)  # the last job id shown
+        before = None if position is None else paging.int_position(position)
         for s in request.statuses:
             if s == job_pb2.JOB_STATUS_UNSPECIFIED or s not in job_pb2.JobStatus.values():
                 raise InvalidArgument(f"unknown job status {s}", field="statuses")
@@ -51,7 +51,7 @@ class JobServicer(job_pb2_grpc.JobServiceServicer):
             schedule_id=request.schedule_id or None,
         )
         page = cv.fit_page(rows, size, cv.job)
-        token = str(page.last.id) if page.last else ""
+        token = paging.encode(request, str(page.last.id)) if page.last else ""
         return job_pb2.ListJobsResponse(jobs=page.items, next_page_token=token)
 
     @stream_errors
@@ -72,8 +72,13 @@ class JobServicer(job_pb2_grpc.JobServiceServicer):
             if not self.app.dispatching:
                 # Stopping: a watch would hold the shutdown for the whole grace. The SDK
                 # watches again once the service (or another replica) answers.
-                await context.abort(
-                    grpc.StatusCode.UNAVAILABLE, "the service is stopping; watch the job again"
+                await abort(
+                    context,
+                    Failure(
+                        grpc.StatusCode.UNAVAILABLE,
+                        "the service is stopping; watch the job again",
+                        Reason.SERVICE_STOPPING,
+                    ),
                 )
 
     @rpc_errors

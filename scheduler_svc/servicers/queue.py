@@ -8,7 +8,7 @@ import grpc
 
 from scheduler_svc import validation
 from scheduler_svc.app import App
-from scheduler_svc.errors import InvalidArgument
+from scheduler_svc.errors import InvalidArgument, Reason
 from scheduler_svc.records import FireRequest
 from scheduler_svc.servicers import _convert as cv
 from scheduler_svc.servicers._errors import rpc_errors
@@ -28,7 +28,7 @@ class QueueServicer(queue_pb2_grpc.QueueServiceServicer):
         self, request: queue_pb2.EnqueueRequest, context: Ctx
     ) -> queue_pb2.EnqueueResponse:
         if request.trigger == common_pb2.TRIGGER_UNSPECIFIED:
-            raise InvalidArgument("required", field="trigger")
+            raise InvalidArgument("required", field="trigger", reason=Reason.FIELD_REQUIRED)
         trigger = cv.trigger_name(request.trigger)  # an undefined value is INVALID_ARGUMENT
         scheduled = request.trigger == common_pb2.TRIGGER_SCHEDULER
         if scheduled and (not request.schedule_id or not request.HasField("fire_time")):

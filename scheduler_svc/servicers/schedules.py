@@ -9,14 +9,19 @@ from contextlib import contextmanager
 from typing import Any
 
 import grpc
+from google.protobuf import timestamp_pb2
 
 from scheduler_svc import validation
 from scheduler_svc.app import App
-from scheduler_svc.errors import AlreadyExists, InvalidArgument, ServiceError
+from scheduler_svc.errors import AlreadyExists, InvalidArgument, Reason, Resource, ServiceError
 from scheduler_svc.firing import cron_schedule
 from scheduler_svc.records import ScheduleRecord
 from scheduler_svc.servicers import _convert as cv
+from scheduler_svc.servicers import _paging as paging
 from scheduler_svc.servicers._errors import rpc_errors
+from scheduler_svc.servicers._masks import update_paths
+from scheduler_svc.servicers._request_ids import once
+from scheduler_svc.store import Remember
 from tickwork.cron import DST_NOTE_TEXT, CronError
 from tickwork.v1 import schedule_pb2, schedule_pb2_grpc
 
@@ -104,6 +109,7 @@ def schedule_values(s: schedule_pb2.Schedule, paths: tuple[str, ...]) -> dict[st
             raise InvalidArgument(
                 f"unknown or read-only field {path!r}; writable: {', '.join(WRITABLE)}",
                 field="update_mask",
+                reason=Reason.UPDATE_MASK_INVALID,
             )
     return out
 
@@ -146,17 +152,20 @@ def in_request(index: int) -> Iterator[None]:
     except ServiceError as err:
         text = str(err.args[0]) if err.args else ""
         field = f"requests[{index}].{err.field}" if err.field else f"requests[{index}]"
-        raise type(err)(text, field=field) from None
+        raise type(err)(text, field=field, reason=err.reason, resource=err.resource) from None
 
 
 def check_task_ids(task_ids: list[int]) -> list[int]:
     """At least one task, at most :data:`validation.MAX_SCHEDULE_TASKS`, no duplicates."""
     if not task_ids:
-        raise InvalidArgument("name at least one task", field="schedule.task_ids")
+        raise InvalidArgument(
+            "name at least one task", field="schedule.task_ids", reason=Reason.FIELD_REQUIRED
+        )
     if len(task_ids) > validation.MAX_SCHEDULE_TASKS:
         raise InvalidArgument(
             f"lists {len(task_ids)} tasks; at most {validation.MAX_SCHEDULE_TASKS}",
             field="schedule.task_ids",
+            reason=Reason.TOO_MANY_ITEMS,
         )
     if len(set(task_ids)) != len(task_ids):
         raise InvalidArgument("a task is listed twice", field="schedule.task_ids")
@@ -190,25 +199,71 @@ class ScheduleServicer(schedule_pb2_grpc.ScheduleServiceServicer):
     async def CreateSchedule(
         self, request: schedule_pb2.CreateScheduleRequest, context: Ctx
     ) -> schedule_pb2.CreateScheduleResponse:
-        now = self.app.clock()
-        values, task_ids = self._new_schedule(request.schedule, now)
-        stored = await self.app.store.create_schedule(values, task_ids, now)
-        self.app.schedules_changed(stored.next_run_at)
-        return schedule_pb2.CreateScheduleResponse(schedule=self._out(stored))
+        def answer(stored: ScheduleRecord) -> schedule_pb2.CreateScheduleResponse:
+            return schedule_pb2.CreateScheduleResponse(schedule=self._out(stored))
+
+        async def run(remember: Remember | None) -> schedule_pb2.CreateScheduleResponse:
+            now = remember.now if remember else self.app.clock()
+            values, task_ids = self._new_schedule(request.schedule, now)
+            stored = await self.app.store.create_schedule(values, task_ids, now, remember=remember)
+            self.app.schedules_changed(stored.next_run_at)
+            return answer(stored)
+
+        return await once(
+            self.app,
+            "ScheduleService/CreateSchedule",
+            request,
+            schedule_pb2.CreateScheduleResponse,
+            run,
+            answer,
+        )
 
     @rpc_errors
     async def BatchCreateSchedules(
         self, request: schedule_pb2.BatchCreateSchedulesRequest, context: Ctx
     ) -> schedule_pb2.BatchCreateSchedulesResponse:
+        def answer(stored: list[ScheduleRecord]) -> schedule_pb2.BatchCreateSchedulesResponse:
+            return schedule_pb2.BatchCreateSchedulesResponse(
+                schedules=[self._out(r) for r in stored]
+            )
+
+        async def run(remember: Remember | None) -> schedule_pb2.BatchCreateSchedulesResponse:
+            now = remember.now if remember else self.app.clock()
+            stored = await self._create_batch(request, now, remember)
+            next_runs = [r.next_run_at for r in stored if r.next_run_at is not None]
+            if next_runs:
+                self.app.schedules_changed(min(next_runs))
+            return answer(stored)
+
+        return await once(
+            self.app,
+            "ScheduleService/BatchCreateSchedules",
+            request,
+            schedule_pb2.BatchCreateSchedulesResponse,
+            run,
+            answer,
+        )
+
+    async def _create_batch(
+        self,
+        request: schedule_pb2.BatchCreateSchedulesRequest,
+        now: dt.datetime,
+        remember: Remember | None,
+    ) -> list[ScheduleRecord]:
+        """Validate and store a batch, all or none (see :meth:`Store.create_schedules`)."""
         count = len(request.requests)
         if not 1 <= count <= MAX_BATCH:
             raise InvalidArgument(f"give 1 to {MAX_BATCH} requests, got {count}", field="requests")
-        now = self.app.clock()
         items = []
         first_with_name: dict[str, int] = {}
         reply_bytes = 0
         for i, item in enumerate(request.requests):
             with in_request(i):
+                if item.request_id:
+                    raise InvalidArgument(
+                        "must be empty inside a batch; the batch's request_id covers it",
+                        field="request_id",
+                    )
                 values, task_ids = self._new_schedule(item.schedule, now)
                 reply_bytes += reply_bytes_bound(values, task_ids, now)
                 earlier = first_with_name.setdefault(values["name"], i)
@@ -216,6 +271,8 @@ class ScheduleServicer(schedule_pb2_grpc.ScheduleServiceServicer):
                     raise AlreadyExists(
                         f"{values['name']!r} is also the name in requests[{earlier}]",
                         field="schedule.name",
+                        reason=Reason.SCHEDULE_NAME_TAKEN,
+                        resource=Resource.schedule(values["name"]),
                     )
             items.append((values, task_ids))
         if reply_bytes > MAX_REPLY_BYTES:
@@ -225,12 +282,9 @@ class ScheduleServicer(schedule_pb2_grpc.ScheduleServiceServicer):
                 f"the reply could reach {reply_bytes:,} bytes, over the {MAX_REPLY_BYTES:,} a "
                 "client accepts; send fewer schedules (or fewer tasks each) per call",
                 field="requests",
+                reason=Reason.TOO_MANY_ITEMS,
             )
-        stored = await self.app.store.create_schedules(items, now)
-        next_runs = [r.next_run_at for r in stored if r.next_run_at is not None]
-        if next_runs:
-            self.app.schedules_changed(min(next_runs))
-        return schedule_pb2.BatchCreateSchedulesResponse(schedules=[self._out(r) for r in stored])
+        return await self.app.store.create_schedules(items, now, remember=remember)
 
     @rpc_errors
     async def GetSchedule(
@@ -242,7 +296,9 @@ class ScheduleServicer(schedule_pb2_grpc.ScheduleServiceServicer):
             name = validation.free_text(request.name, "name")
             found = await self.app.store.get_schedule_by_name(name)
         else:
-            raise InvalidArgument("give schedule_id or name", field="schedule_id")
+            raise InvalidArgument(
+                "give schedule_id or name", field="schedule_id", reason=Reason.FIELD_REQUIRED
+            )
         return schedule_pb2.GetScheduleResponse(schedule=self._out(found))
 
     @rpc_errors
@@ -250,9 +306,10 @@ class ScheduleServicer(schedule_pb2_grpc.ScheduleServiceServicer):
         self, request: schedule_pb2.ListSchedulesRequest, context: Ctx
     ) -> schedule_pb2.ListSchedulesResponse:
         size = cv.page_size(request.page_size)
-        rows = await self.app.store.list_schedules(size + 1, cv.after_name(request.page_token))
+        after = paging.decode(request) or ""
+        rows = await self.app.store.list_schedules(size + 1, after)
         page = cv.fit_page(rows, size, self._out)
-        token = cv.name_page_token(page.last.name) if page.last else ""
+        token = paging.encode(request, page.last.name) if page.last else ""
         return schedule_pb2.ListSchedulesResponse(schedules=page.items, next_page_token=token)
 
     @rpc_errors
@@ -261,8 +318,14 @@ class ScheduleServicer(schedule_pb2_grpc.ScheduleServiceServicer):
     ) -> schedule_pb2.UpdateScheduleResponse:
         sid = request.schedule.id
         if not sid:
-            raise InvalidArgument("required", field="schedule.id")
-        paths = tuple(request.update_mask.paths) or WRITABLE
+            raise InvalidArgument("required", field="schedule.id", reason=Reason.FIELD_REQUIRED)
+        paths = update_paths(request.schedule, request.update_mask, WRITABLE)
+        if not paths:
+            raise InvalidArgument(
+                "the request sets no writable field; name the fields to change in update_mask",
+                field="update_mask",
+                reason=Reason.UPDATE_MASK_INVALID,
+            )
         values = schedule_values(request.schedule, paths)
         task_ids = check_task_ids(list(request.schedule.task_ids)) if "task_ids" in paths else None
 
@@ -322,21 +385,20 @@ class ScheduleServicer(schedule_pb2_grpc.ScheduleServiceServicer):
     ) -> schedule_pb2.ListFiresResponse:
         cv.required_id(request.schedule_id, "schedule_id")
         size = cv.page_size(request.page_size)
+        position = paging.decode(request)
         before = None
-        if request.page_token:
-            try:
-                before = cv.from_ts(_token_ts(request.page_token))
-            except ValueError:
-                raise InvalidArgument("malformed", field="page_token") from None
+        if position is not None:  # the last fire time shown, in microseconds since the epoch
+            before = cv.from_ts(_micros_ts(paging.int_position(position)), "page_token")
         rows = await self.app.store.list_fires(request.schedule_id, size + 1, before)
         page = cv.fit_page(rows, size, cv.fire)
-        token = str(int(page.last.fire_time.timestamp() * 1_000_000)) if page.last else ""
+        token = ""
+        if page.last:
+            micros = page.last.fire_time - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+            token = paging.encode(request, str(micros // dt.timedelta(microseconds=1)))
         return schedule_pb2.ListFiresResponse(fires=page.items, next_page_token=token)
 
 
-def _token_ts(token: str) -> Any:
-    from google.protobuf import timestamp_pb2
-
+def _micros_ts(micros: int) -> timestamp_pb2.Timestamp:
     out = timestamp_pb2.Timestamp()
-    out.FromMicroseconds(cv.int_page_token(token))
+    out.FromMicroseconds(micros)
     return out

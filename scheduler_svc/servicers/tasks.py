@@ -8,9 +8,14 @@ import grpc
 
 from scheduler_svc import validation
 from scheduler_svc.app import App
-from scheduler_svc.errors import InvalidArgument
+from scheduler_svc.errors import InvalidArgument, Reason
+from scheduler_svc.records import EnqueueResult, TaskRecord
 from scheduler_svc.servicers import _convert as cv
+from scheduler_svc.servicers import _paging as paging
 from scheduler_svc.servicers._errors import rpc_errors
+from scheduler_svc.servicers._masks import update_paths
+from scheduler_svc.servicers._request_ids import once
+from scheduler_svc.store import Remember
 from scheduler_svc.values import AbortAction
 from tickwork.v1 import common_pb2, task_pb2, task_pb2_grpc
 
@@ -29,10 +34,16 @@ WRITABLE = (
     "cpu_limit_seconds",
     "concurrency_group",
 )
+#: RetryPolicy fields an update mask may name one by one (``retry_policy.max_attempts``).
+RETRY_FIELDS = ("max_attempts", "backoff_base_seconds", "backoff_cap_seconds")
+_RETRY_DEFAULTS = {"max_attempts": 1, "backoff_base_seconds": 10.0, "backoff_cap_seconds": 600.0}
 
 
 def task_values(task: task_pb2.Task, paths: tuple[str, ...]) -> dict[str, Any]:
-    """Validated column values for the Task fields named in ``paths``.
+    """Validated column values for the Task fields named in ``paths`` (checked paths, see
+    :func:`_masks.update_paths`). ``retry_policy`` sets the whole policy, unset fields taking
+    their defaults; ``retry_policy.<field>`` sets that column alone (0 meaning its default),
+    left for :func:`check_retry` to validate against the stored policy.
 
     Raises InvalidArgument naming the field (task.name, task.handler, task.params, ...).
     """
@@ -68,10 +79,14 @@ def task_values(task: task_pb2.Task, paths: tuple[str, ...]) -> dict[str, Any]:
                 rp.backoff_cap_seconds or 600.0,
             )
             out.update(max_attempts=attempts, backoff_base_seconds=base, backoff_cap_seconds=cap)
+        elif path.startswith("retry_policy.") and path[len("retry_policy.") :] in RETRY_FIELDS:
+            column = path[len("retry_policy.") :]
+            out[column] = getattr(task.retry_policy, column) or _RETRY_DEFAULTS[column]
         else:
             raise InvalidArgument(
                 f"unknown or read-only field {path!r}; writable: {', '.join(WRITABLE)}",
                 field="update_mask",
+                reason=Reason.UPDATE_MASK_INVALID,
             )
     return out
 
@@ -86,10 +101,18 @@ class TaskServicer(task_pb2_grpc.TaskServiceServicer):
     async def CreateTask(
         self, request: task_pb2.CreateTaskRequest, context: Ctx
     ) -> task_pb2.CreateTaskResponse:
-        values = task_values(request.task, WRITABLE)
-        validation.handler_params(values["handler"], values["params"])
-        stored = await self.app.store.create_task(values, self.app.clock())
-        return task_pb2.CreateTaskResponse(task=cv.task(stored))
+        def answer(stored: TaskRecord) -> task_pb2.CreateTaskResponse:
+            return task_pb2.CreateTaskResponse(task=cv.task(stored))
+
+        async def run(remember: Remember | None) -> task_pb2.CreateTaskResponse:
+            values = task_values(request.task, WRITABLE)
+            validation.handler_params(values["handler"], values["params"])
+            now = remember.now if remember else self.app.clock()
+            return answer(await self.app.store.create_task(values, now, remember=remember))
+
+        return await once(
+            self.app, "TaskService/CreateTask", request, task_pb2.CreateTaskResponse, run, answer
+        )
 
     @rpc_errors
     async def GetTask(
@@ -101,7 +124,9 @@ class TaskServicer(task_pb2_grpc.TaskServiceServicer):
             name = validation.free_text(request.name, "name")
             found = await self.app.store.get_task_by_name(name)
         else:
-            raise InvalidArgument("give task_id or name", field="task_id")
+            raise InvalidArgument(
+                "give task_id or name", field="task_id", reason=Reason.FIELD_REQUIRED
+            )
         return task_pb2.GetTaskResponse(task=cv.task(found))
 
     @rpc_errors
@@ -109,9 +134,10 @@ class TaskServicer(task_pb2_grpc.TaskServiceServicer):
         self, request: task_pb2.ListTasksRequest, context: Ctx
     ) -> task_pb2.ListTasksResponse:
         size = cv.page_size(request.page_size)
-        rows = await self.app.store.list_tasks(size + 1, cv.after_name(request.page_token))
+        after = paging.decode(request) or ""
+        rows = await self.app.store.list_tasks(size + 1, after)
         page = cv.fit_page(rows, size, cv.task)
-        token = cv.name_page_token(page.last.name) if page.last else ""
+        token = paging.encode(request, page.last.name) if page.last else ""
         return task_pb2.ListTasksResponse(tasks=page.items, next_page_token=token)
 
     @rpc_errors
@@ -119,13 +145,25 @@ class TaskServicer(task_pb2_grpc.TaskServiceServicer):
         self, request: task_pb2.UpdateTaskRequest, context: Ctx
     ) -> task_pb2.UpdateTaskResponse:
         if not request.task.id:
-            raise InvalidArgument("required", field="task.id")
-        paths = tuple(request.update_mask.paths) or WRITABLE
+            raise InvalidArgument("required", field="task.id", reason=Reason.FIELD_REQUIRED)
+        paths = update_paths(
+            request.task, request.update_mask, WRITABLE, {"retry_policy": RETRY_FIELDS}
+        )
+        if not paths:
+            raise InvalidArgument(
+                "the request sets no writable field; name the fields to change in update_mask",
+                field="update_mask",
+                reason=Reason.UPDATE_MASK_INVALID,
+            )
         values = task_values(request.task, paths)
-        if "handler" in values or "params" in values:
+        if {"handler", "params", *RETRY_FIELDS} & set(values):
             current = await self.app.store.get_task(request.task.id)
             validation.handler_params(
                 values.get("handler", current.handler), values.get("params", current.params)
+            )
+            # A policy set field by field must still hold with the stored fields.
+            validation.retry_policy(
+                *(values.get(column, getattr(current, column)) for column in RETRY_FIELDS)
             )
         stored, cancelled = await self.app.store.update_task(
             request.task.id, values, self.app.clock()
@@ -146,35 +184,54 @@ class TaskServicer(task_pb2_grpc.TaskServiceServicer):
     async def RunTasks(
         self, request: task_pb2.RunTasksRequest, context: Ctx
     ) -> task_pb2.RunTasksResponse:
-        validation.tasks_per_call(len(request.task_ids) + len(request.task_names), "task_ids")
-        ids = list(request.task_ids)
-        for name in request.task_names:
-            validation.free_text(name, "task_names")
-            ids.append((await self.app.store.get_task_by_name(name)).id)
-        trigger = request.trigger or common_pb2.TRIGGER_API
-        if trigger not in (common_pb2.TRIGGER_MANUAL, common_pb2.TRIGGER_API):
-            raise InvalidArgument("must be TRIGGER_MANUAL or TRIGGER_API", field="trigger")
-        result = await self.app.enqueue(ids, cv.trigger_name(trigger))
-        # One entry per request entry, in order (ids, then names); repeats come back skipped.
-        return task_pb2.RunTasksResponse(runs=[cv.task_run(r) for r in result.runs])
+        def answer(result: EnqueueResult) -> task_pb2.RunTasksResponse:
+            # One entry per request entry, in order (ids, then names); repeats come back skipped.
+            return task_pb2.RunTasksResponse(runs=[cv.task_run(r) for r in result.runs])
+
+        async def run(remember: Remember | None) -> task_pb2.RunTasksResponse:
+            count = len(request.task_ids) + len(request.task_names)
+            validation.tasks_per_call(count, "task_ids")
+            ids = list(request.task_ids)
+            for i, name in enumerate(request.task_names):
+                field = f"task_names[{i}]"
+                validation.free_text(name, field)
+                ids.append((await self.app.store.get_task_by_name(name, field=field)).id)
+            trigger = request.trigger or common_pb2.TRIGGER_API
+            if trigger not in (common_pb2.TRIGGER_MANUAL, common_pb2.TRIGGER_API):
+                raise InvalidArgument("must be TRIGGER_MANUAL or TRIGGER_API", field="trigger")
+            return answer(await self.app.enqueue(ids, cv.trigger_name(trigger), remember=remember))
+
+        return await once(
+            self.app, "TaskService/RunTasks", request, task_pb2.RunTasksResponse, run, answer
+        )
 
     @rpc_errors
     async def AbortTasks(
         self, request: task_pb2.AbortTasksRequest, context: Ctx
     ) -> task_pb2.AbortTasksResponse:
-        validation.tasks_per_call(len(request.task_ids), "task_ids")
-        done = await self.app.store.abort_tasks(list(request.task_ids), self.app.clock())
-        aborts = []
-        for task_id, job_id, action in done:
-            if action == AbortAction.ABORT_REQUESTED:
-                self.app.hub.request_abort(job_id, "aborted by operator")
-            if job_id:
-                self.app.hub.job_changed(job_id)
-            aborts.append(
-                task_pb2.TaskAbort(
-                    task_id=task_id,
-                    job_id=job_id,
-                    action=task_pb2.TaskAbort.Action.Value(f"ACTION_{action}"),  # type: ignore[arg-type]
-                )
+        def answer(done: list[tuple[int, int, AbortAction]]) -> task_pb2.AbortTasksResponse:
+            return task_pb2.AbortTasksResponse(
+                aborts=[
+                    task_pb2.TaskAbort(
+                        task_id=task_id,
+                        job_id=job_id,
+                        action=task_pb2.TaskAbort.Action.Value(f"ACTION_{action}"),  # type: ignore[arg-type]
+                    )
+                    for task_id, job_id, action in done
+                ]
             )
-        return task_pb2.AbortTasksResponse(aborts=aborts)
+
+        async def run(remember: Remember | None) -> task_pb2.AbortTasksResponse:
+            validation.tasks_per_call(len(request.task_ids), "task_ids")
+            now = remember.now if remember else self.app.clock()
+            done = await self.app.store.abort_tasks(list(request.task_ids), now, remember=remember)
+            for _, job_id, action in done:
+                if action == AbortAction.ABORT_REQUESTED:
+                    self.app.hub.request_abort(job_id, "aborted by operator")
+                if job_id:
+                    self.app.hub.job_changed(job_id)
+            return answer(done)
+
+        return await once(
+            self.app, "TaskService/AbortTasks", request, task_pb2.AbortTasksResponse, run, answer
+        )

@@ -19,9 +19,10 @@ from __future__ import annotations
 import datetime as dt
 import random
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
+from sqlalchemy.engine import Connection
 
 from scheduler_svc.db import Database
 from scheduler_svc.records import (
@@ -34,9 +35,19 @@ from scheduler_svc.records import (
     ScheduleRecord,
     TaskRecord,
 )
-from scheduler_svc.store import finish, fires, leases, queue, retention, schedules, tasks
+from scheduler_svc.store import (
+    finish,
+    fires,
+    leases,
+    queue,
+    requests,
+    retention,
+    schedules,
+    tasks,
+)
 from scheduler_svc.store.finish import LEASE_LOST, backoff_delay_s
 from scheduler_svc.store.locks import LOCK_ORDER
+from scheduler_svc.store.requests import Answer, Remember, RequestRaced
 from scheduler_svc.store.rows import ERROR_CHARS, OUTPUT_TAIL_CHARS, job_error
 from scheduler_svc.store.schedules import due_schedules_query
 from scheduler_svc.store.tasks import TASK_DISABLED
@@ -52,11 +63,30 @@ __all__ = [
     "LOCK_ORDER",
     "OUTPUT_TAIL_CHARS",
     "TASK_DISABLED",
+    "Answer",
+    "Remember",
+    "RequestRaced",
     "Store",
     "backoff_delay_s",
     "due_schedules_query",
     "job_error",
 ]
+
+
+R = TypeVar("R")
+
+
+def _once(fn: Callable[[Connection], R], remember: Remember | None) -> Callable[[Connection], R]:
+    """``fn``, followed in its transaction by storing its answer under ``remember``."""
+    if remember is None:
+        return fn
+
+    def run(conn: Connection) -> R:
+        result = fn(conn)
+        requests.remember(conn, remember, result)
+        return result
+
+    return run
 
 
 class Store:
@@ -74,20 +104,28 @@ class Store:
 
     # ------------------------------------------------------------------------ tasks
 
-    async def create_task(self, values: dict[str, Any], now: dt.datetime) -> TaskRecord:
+    async def create_task(
+        self, values: dict[str, Any], now: dt.datetime, *, remember: Remember | None = None
+    ) -> TaskRecord:
         """Insert a task from validated ``values`` (column names) and return it.
 
+        ``remember``, here and on the other operations that take it: store the call's answer
+        in the same transaction (see :meth:`find_request`); RequestRaced (nothing written)
+        when another call stored one under that request_id first.
         Raises AlreadyExists(field="task.name") when the name is taken.
         """
-        return await self.db.write(lambda conn: tasks.create_task(conn, values, now))
+        return await self.db.write(
+            _once(lambda conn: tasks.create_task(conn, values, now), remember)
+        )
 
     async def get_task(self, task_id: int) -> TaskRecord:
         """The task with ``task_id``. Raises NotFound(field="task_id")."""
         return await self.db.read(lambda conn: tasks.get_task(conn, task_id))
 
-    async def get_task_by_name(self, name: str) -> TaskRecord:
-        """The task named ``name``. Raises NotFound(field="name")."""
-        return await self.db.read(lambda conn: tasks.get_task_by_name(conn, name))
+    async def get_task_by_name(self, name: str, *, field: str = "name") -> TaskRecord:
+        """The task named ``name``. Raises NotFound(field=``field``), the request field
+        that gave the name (``name``, or ``task_names[i]`` for RunTasks)."""
+        return await self.db.read(lambda conn: tasks.get_task_by_name(conn, name, field))
 
     async def list_tasks(self, limit: int, after_name: str = "") -> list[TaskRecord]:
         """Up to ``limit`` tasks with names after ``after_name``, ascending by name."""
@@ -126,7 +164,12 @@ class Store:
     # -------------------------------------------------------------------- schedules
 
     async def create_schedule(
-        self, values: dict[str, Any], task_ids: Sequence[int], now: dt.datetime
+        self,
+        values: dict[str, Any],
+        task_ids: Sequence[int],
+        now: dt.datetime,
+        *,
+        remember: Remember | None = None,
     ) -> ScheduleRecord:
         """Insert a schedule (validated ``values``, next_run_at included) with its tasks in
         the order of ``task_ids``, and return it.
@@ -135,11 +178,15 @@ class Store:
         Nothing is written when it raises.
         """
         return await self.db.write(
-            lambda conn: schedules.create_schedule(conn, values, task_ids, now)
+            _once(lambda conn: schedules.create_schedule(conn, values, task_ids, now), remember)
         )
 
     async def create_schedules(
-        self, items: Sequence[tuple[dict[str, Any], Sequence[int]]], now: dt.datetime
+        self,
+        items: Sequence[tuple[dict[str, Any], Sequence[int]]],
+        now: dt.datetime,
+        *,
+        remember: Remember | None = None,
     ) -> list[ScheduleRecord]:
         """Insert many schedules (each as :meth:`create_schedule`: validated ``values`` with
         the same keys, and task ids), all or none; return them in the order of ``items``.
@@ -149,7 +196,9 @@ class Store:
         and NotFound(field="requests[i].schedule.task_ids") for the first item at fault,
         AlreadyExists(field="requests") for a name another transaction took meanwhile.
         """
-        return await self.db.write(lambda conn: schedules.create_schedules(conn, items, now))
+        return await self.db.write(
+            _once(lambda conn: schedules.create_schedules(conn, items, now), remember)
+        )
 
     async def get_schedule(self, schedule_id: int) -> ScheduleRecord:
         """The schedule with ``schedule_id``. Raises NotFound(field="schedule_id")."""
@@ -281,7 +330,12 @@ class Store:
     # -------------------------------------------------------------- queue: runs in
 
     async def enqueue(
-        self, task_ids: Sequence[int], trigger: Trigger, now: dt.datetime
+        self,
+        task_ids: Sequence[int],
+        trigger: Trigger,
+        now: dt.datetime,
+        *,
+        remember: Remember | None = None,
     ) -> EnqueueResult:
         """Enqueue a manual or API run (``trigger`` MANUAL or API) of each of ``task_ids``;
         one result per entry of ``task_ids``, in that order.
@@ -298,7 +352,7 @@ class Store:
         """
         dialect = self.db.dialect
         return await self.db.write(
-            lambda conn: queue.enqueue(conn, dialect, task_ids, trigger, now)
+            _once(lambda conn: queue.enqueue(conn, dialect, task_ids, trigger, now), remember)
         )
 
     async def cancel_job(self, job_id: int, now: dt.datetime) -> JobRecord:
@@ -308,7 +362,7 @@ class Store:
         return await self.db.write(lambda conn: queue.cancel_job(conn, job_id, now))
 
     async def abort_tasks(
-        self, task_ids: Sequence[int], now: dt.datetime
+        self, task_ids: Sequence[int], now: dt.datetime, *, remember: Remember | None = None
     ) -> list[tuple[int, int, AbortAction]]:
         """For each task: cancel its queued job (error "aborted by operator") or flag its
         running job for abort (abort_requested).
@@ -318,7 +372,20 @@ class Store:
         Raises NotFound(field="task_ids") for an unknown task (nothing changes).
         """
         dialect = self.db.dialect
-        return await self.db.write(lambda conn: queue.abort_tasks(conn, dialect, task_ids, now))
+        return await self.db.write(
+            _once(lambda conn: queue.abort_tasks(conn, dialect, task_ids, now), remember)
+        )
+
+    # -------------------------------------------------------------- request ids
+
+    async def find_request(self, method: str, request_id: str, now: dt.datetime) -> Answer | None:
+        """The stored answer of a call of ``method`` with ``request_id`` made within 24 h
+        of ``now`` (see :mod:`.requests`), or None."""
+        return await self.db.read(lambda conn: requests.find(conn, method, request_id, now))
+
+    async def purge_requests(self, now: dt.datetime) -> int:
+        """Delete the answers stored over 24 h before ``now``; return how many."""
+        return await self.db.write(lambda conn: requests.purge(conn, now))
 
     # ------------------------------------------------------------ queue: jobs out
 

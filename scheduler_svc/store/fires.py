@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from scheduler_svc.db import Dialect, fires, schedules
-from scheduler_svc.errors import NotFound
+from scheduler_svc.errors import NotFound, Reason, Resource
 from scheduler_svc.records import FireRecord, FireRequest, FireResult, TaskRunResult
 from scheduler_svc.store import hot, locks, rows
 from scheduler_svc.store.driver import Bulk
@@ -74,7 +74,12 @@ def enqueue_fire(
     """See :meth:`scheduler_svc.store.Store.enqueue_fire`."""
     (result,) = enqueue_fires(conn, dialect, [request], now)
     if not result.schedule_found:
-        raise NotFound(f"no schedule with id {request.schedule_id}", field="schedule_id")
+        raise NotFound(
+            f"no schedule with id {request.schedule_id}",
+            field="schedule_id",
+            reason=Reason.SCHEDULE_NOT_FOUND,
+            resource=Resource.schedule(request.schedule_id),
+        )
     return result
 
 
@@ -263,7 +268,12 @@ def list_fires(
         query = query.where(fires.c.fire_time < before)
     exists = conn.scalar(sa.select(schedules.c.id).where(schedules.c.id == schedule_id))
     if exists is None:
-        raise NotFound(f"no schedule with id {schedule_id}", field="schedule_id")
+        raise NotFound(
+            f"no schedule with id {schedule_id}",
+            field="schedule_id",
+            reason=Reason.SCHEDULE_NOT_FOUND,
+            resource=Resource.schedule(schedule_id),
+        )
     found = conn.execute(query.order_by(fires.c.fire_time.desc()).limit(limit)).all()
     return [rows.fire(r) for r in found]
 

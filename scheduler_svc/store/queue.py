@@ -20,7 +20,7 @@ from scheduler_svc.db import (
     slot_lease_name,
     tasks,
 )
-from scheduler_svc.errors import FailedPrecondition, NotFound
+from scheduler_svc.errors import FailedPrecondition, NotFound, Reason, Resource
 from scheduler_svc.records import EnqueueResult, JobRecord, TaskRecord, TaskRunResult
 from scheduler_svc.store import hot, locks, rows
 from scheduler_svc.values import AbortAction, JobStatus, Lane, SkipReason, Trigger
@@ -28,6 +28,16 @@ from scheduler_svc.values import AbortAction, JobStatus, Lane, SkipReason, Trigg
 #: Rounds of a manual enqueue before it gives up on tasks another transaction keeps
 #: queueing meanwhile (each round re-reads the tasks' active jobs).
 ENQUEUE_ROUNDS = 3
+
+
+def _no_task(task_ids: Sequence[int], missing: int) -> NotFound:
+    """NotFound for the task id ``missing``, naming its place in ``task_ids``."""
+    return NotFound(
+        f"no task with id {missing}",
+        field=f"task_ids[{list(task_ids).index(missing)}]",
+        reason=Reason.TASK_NOT_FOUND,
+        resource=Resource.task(missing),
+    )
 
 
 def enqueue(
@@ -40,7 +50,7 @@ def enqueue(
     by_id = {r._mapping["id"]: rows.task(r) for r in conn.execute(query).all()}
     missing = [t for t in task_ids if t not in by_id]
     if missing:
-        raise NotFound(f"no task with id {missing[0]}", field="task_ids")
+        raise _no_task(task_ids, missing[0])
     ordered = [by_id[t] for t in dict.fromkeys(task_ids)]
     first = {r.task_id: r for r in _enqueue_distinct(conn, dialect, ordered, trigger, now)}
     runs: list[TaskRunResult] = []
@@ -125,7 +135,10 @@ def _enqueue_distinct(
         if not pending:
             return [results[t.id] for t in ordered]
     raise FailedPrecondition(
-        f"task {pending[0].id}: could not enqueue, try again", field="task_ids"
+        f"task {pending[0].id}: could not enqueue, try again",
+        field="task_ids",
+        reason=Reason.QUEUE_CONTENDED,
+        resource=Resource.task(pending[0].id),
     )
 
 
@@ -222,10 +235,17 @@ def cancel_job(conn: Connection, job_id: int, now: dt.datetime) -> JobRecord:
         return rows.job(row)
     status = conn.scalar(sa.select(jobs.c.status).where(jobs.c.id == job_id))
     if status is None:
-        raise NotFound(f"no job with id {job_id}", field="job_id")
+        raise NotFound(
+            f"no job with id {job_id}",
+            field="job_id",
+            reason=Reason.JOB_NOT_FOUND,
+            resource=Resource.job(job_id),
+        )
     raise FailedPrecondition(
         f"job {job_id} is {status}, not QUEUED; abort a running job with AbortTasks",
         field="job_id",
+        reason=Reason.JOB_NOT_QUEUED,
+        resource=Resource.job(job_id),
     )
 
 
@@ -237,7 +257,7 @@ def abort_tasks(
     found = set(conn.execute(sa.select(tasks.c.id).where(tasks.c.id.in_(task_ids))).scalars())
     missing = [t for t in task_ids if t not in found]
     if missing:
-        raise NotFound(f"no task with id {missing[0]}", field="task_ids")
+        raise _no_task(task_ids, missing[0])
     # Every active job locked at once, in job id order (LOCK_ORDER): two aborts naming the
     # same tasks in other orders never wait for each other.
     active = locks.active_jobs(conn, dialect, set(task_ids))
@@ -264,7 +284,12 @@ def get_job(conn: Connection, job_id: int) -> JobRecord:
     """See :meth:`scheduler_svc.store.Store.get_job`."""
     row = conn.execute(jobs.select().where(jobs.c.id == job_id)).first()
     if row is None:
-        raise NotFound(f"no job with id {job_id}", field="job_id")
+        raise NotFound(
+            f"no job with id {job_id}",
+            field="job_id",
+            reason=Reason.JOB_NOT_FOUND,
+            resource=Resource.job(job_id),
+        )
     return rows.job(row)
 
 

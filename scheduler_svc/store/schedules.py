@@ -12,7 +12,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from scheduler_svc.db import Dialect, schedule_tasks, schedules, tasks
-from scheduler_svc.errors import AlreadyExists, NotFound
+from scheduler_svc.errors import AlreadyExists, NotFound, Reason, Resource
 from scheduler_svc.records import ScheduleRecord
 from scheduler_svc.store import hot, locks, rows
 from scheduler_svc.store.driver import Bulk
@@ -29,8 +29,16 @@ _INSERT_SCHEDULE_TASK = schedule_tasks.insert()
 
 
 def _name_taken(values: dict[str, Any]) -> AlreadyExists:
-    name = values.get("name")
-    return AlreadyExists(f"a schedule named {name!r} already exists", field="schedule.name")
+    return _schedule_taken(str(values.get("name")), "schedule.name")
+
+
+def _schedule_taken(name: str, field: str) -> AlreadyExists:
+    return AlreadyExists(
+        f"a schedule named {name!r} already exists",
+        field=field,
+        reason=Reason.SCHEDULE_NAME_TAKEN,
+        resource=Resource.schedule(name),
+    )
 
 
 def due_schedules_query(now: dt.datetime, limit: int) -> sa.Select[Any]:
@@ -66,7 +74,12 @@ def _lock_tasks(conn: Connection, task_ids: Sequence[int]) -> dict[int, str]:
     names: dict[int, str] = {row.id: row.name for row in found}
     missing = [t for t in task_ids if t not in names]
     if missing:
-        raise NotFound(f"no task with id {missing[0]}", field="schedule.task_ids")
+        raise NotFound(
+            f"no task with id {missing[0]}",
+            field=f"schedule.task_ids[{list(task_ids).index(missing[0])}]",
+            reason=Reason.TASK_NOT_FOUND,
+            resource=Resource.task(missing[0]),
+        )
     return names
 
 
@@ -105,9 +118,7 @@ def create_schedules(
     taken = set(conn.execute(_TAKEN_SCHEDULE_NAMES, {"b_names": names}).scalars())
     for i, name in enumerate(names):
         if name in taken:
-            raise AlreadyExists(
-                f"a schedule named {name!r} already exists", field=f"requests[{i}].schedule.name"
-            )
+            raise _schedule_taken(name, f"requests[{i}].schedule.name")
     wanted = sorted({t for _, task_ids in items for t in task_ids})
     found = conn.execute(locks.TASK_NAMES, {"b_task_ids": wanted}).all()
     task_names: dict[int, str] = {row.id: row.name for row in found}
@@ -115,7 +126,10 @@ def create_schedules(
         missing = [t for t in task_ids if t not in task_names]
         if missing:
             raise NotFound(
-                f"no task with id {missing[0]}", field=f"requests[{i}].schedule.task_ids"
+                f"no task with id {missing[0]}",
+                field=f"requests[{i}].schedule.task_ids[{task_ids.index(missing[0])}]",
+                reason=Reason.TASK_NOT_FOUND,
+                resource=Resource.task(missing[0]),
             )
     try:
         created = conn.execute(
@@ -126,6 +140,7 @@ def create_schedules(
         raise AlreadyExists(
             "a schedule name in this batch was taken meanwhile; nothing was created",
             field="requests",
+            reason=Reason.SCHEDULE_NAME_TAKEN,
         ) from None
     pairs = list(zip(created, (task_ids for _, task_ids in items), strict=True))
     conn.execute(
@@ -143,7 +158,12 @@ def get_schedule(conn: Connection, schedule_id: int) -> ScheduleRecord:
     """See :meth:`scheduler_svc.store.Store.get_schedule`."""
     row = conn.execute(schedules.select().where(schedules.c.id == schedule_id)).first()
     if row is None:
-        raise NotFound(f"no schedule with id {schedule_id}", field="schedule_id")
+        raise NotFound(
+            f"no schedule with id {schedule_id}",
+            field="schedule_id",
+            reason=Reason.SCHEDULE_NOT_FOUND,
+            resource=Resource.schedule(schedule_id),
+        )
     return with_tasks(conn, [row])[0]
 
 
@@ -151,7 +171,12 @@ def get_schedule_by_name(conn: Connection, name: str) -> ScheduleRecord:
     """See :meth:`scheduler_svc.store.Store.get_schedule_by_name`."""
     row = conn.execute(schedules.select().where(schedules.c.name == name)).first()
     if row is None:
-        raise NotFound(f"no schedule named {name!r}", field="name")
+        raise NotFound(
+            f"no schedule named {name!r}",
+            field="name",
+            reason=Reason.SCHEDULE_NOT_FOUND,
+            resource=Resource.schedule(name),
+        )
     return with_tasks(conn, [row])[0]
 
 
@@ -177,7 +202,12 @@ def update_schedule(
         query = schedules.select().where(schedules.c.id == schedule_id)
         current = conn.execute(locks.for_update(dialect, query)).first()
         if current is None:
-            raise NotFound(f"no schedule with id {schedule_id}", field="schedule_id")
+            raise NotFound(
+                f"no schedule with id {schedule_id}",
+                field="schedule_id",
+                reason=Reason.SCHEDULE_NOT_FOUND,
+                resource=Resource.schedule(schedule_id),
+            )
         values = {**values, **complete(with_tasks(conn, [current])[0])}
     try:
         result = conn.execute(
@@ -188,7 +218,12 @@ def update_schedule(
         )
         row = result.first()
         if row is None:
-            raise NotFound(f"no schedule with id {schedule_id}", field="schedule.id")
+            raise NotFound(
+                f"no schedule with id {schedule_id}",
+                field="schedule.id",
+                reason=Reason.SCHEDULE_NOT_FOUND,
+                resource=Resource.schedule(schedule_id),
+            )
         if task_ids is not None:
             _link_tasks(conn, schedule_id, task_ids, replace=True)
         return with_tasks(conn, [row])[0]
@@ -200,7 +235,12 @@ def delete_schedule(conn: Connection, schedule_id: int) -> None:
     """See :meth:`scheduler_svc.store.Store.delete_schedule`."""
     result = conn.execute(schedules.delete().where(schedules.c.id == schedule_id))
     if result.rowcount == 0:
-        raise NotFound(f"no schedule with id {schedule_id}", field="schedule_id")
+        raise NotFound(
+            f"no schedule with id {schedule_id}",
+            field="schedule_id",
+            reason=Reason.SCHEDULE_NOT_FOUND,
+            resource=Resource.schedule(schedule_id),
+        )
 
 
 def due_schedules(conn: Connection, now: dt.datetime, limit: int) -> list[ScheduleRecord]:

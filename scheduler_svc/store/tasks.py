@@ -10,7 +10,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from scheduler_svc.db import Dialect, jobs, schedule_tasks, schedules, tasks
-from scheduler_svc.errors import AlreadyExists, FailedPrecondition, NotFound
+from scheduler_svc.errors import AlreadyExists, FailedPrecondition, NotFound, Reason, Resource
 from scheduler_svc.records import TaskRecord
 from scheduler_svc.store import locks, rows
 from scheduler_svc.values import JobStatus, Lane
@@ -20,7 +20,13 @@ TASK_DISABLED = "task disabled"
 
 
 def _name_taken(values: dict[str, Any]) -> AlreadyExists:
-    return AlreadyExists(f"a task named {values.get('name')!r} already exists", field="task.name")
+    name = str(values.get("name"))
+    return AlreadyExists(
+        f"a task named {name!r} already exists",
+        field="task.name",
+        reason=Reason.TASK_NAME_TAKEN,
+        resource=Resource.task(name),
+    )
 
 
 def create_task(conn: Connection, values: dict[str, Any], now: dt.datetime) -> TaskRecord:
@@ -36,15 +42,25 @@ def get_task(conn: Connection, task_id: int) -> TaskRecord:
     """See :meth:`scheduler_svc.store.Store.get_task`."""
     row = conn.execute(tasks.select().where(tasks.c.id == task_id)).first()
     if row is None:
-        raise NotFound(f"no task with id {task_id}", field="task_id")
+        raise NotFound(
+            f"no task with id {task_id}",
+            field="task_id",
+            reason=Reason.TASK_NOT_FOUND,
+            resource=Resource.task(task_id),
+        )
     return rows.task(row)
 
 
-def get_task_by_name(conn: Connection, name: str) -> TaskRecord:
+def get_task_by_name(conn: Connection, name: str, field: str = "name") -> TaskRecord:
     """See :meth:`scheduler_svc.store.Store.get_task_by_name`."""
     row = conn.execute(tasks.select().where(tasks.c.name == name)).first()
     if row is None:
-        raise NotFound(f"no task named {name!r}", field="name")
+        raise NotFound(
+            f"no task named {name!r}",
+            field=field,
+            reason=Reason.TASK_NOT_FOUND,
+            resource=Resource.task(name),
+        )
     return rows.task(row)
 
 
@@ -68,7 +84,12 @@ def update_task(
     try:
         current = conn.execute(query).first()
         if current is None:
-            raise NotFound(f"no task with id {task_id}", field="task.id")
+            raise NotFound(
+                f"no task with id {task_id}",
+                field="task.id",
+                reason=Reason.TASK_NOT_FOUND,
+                resource=Resource.task(task_id),
+            )
         row = dict(values)
         if row.get("enabled") is True and not current._mapping["enabled"]:
             row["consecutive_failure_count"] = 0
@@ -106,7 +127,12 @@ def delete_task(conn: Connection, dialect: Dialect, task_id: int) -> None:
     # a row naming a task gone (a foreign-key error).
     found_query = locks.for_update(dialect, sa.select(tasks.c.id).where(tasks.c.id == task_id))
     if conn.scalar(found_query) is None:
-        raise NotFound(f"no task with id {task_id}", field="task_id")
+        raise NotFound(
+            f"no task with id {task_id}",
+            field="task_id",
+            reason=Reason.TASK_NOT_FOUND,
+            resource=Resource.task(task_id),
+        )
     running_query = sa.select(jobs.c.id).where(
         jobs.c.task_id == task_id, jobs.c.status == JobStatus.RUNNING
     )
@@ -120,14 +146,22 @@ def delete_task(conn: Connection, dialect: Dialect, task_id: int) -> None:
     conn.execute(schedule_tasks.delete().where(schedule_tasks.c.task_id == task_id))
     if conn.execute(tasks.delete().where(tasks.c.id == task_id)).rowcount != 1:
         # Deleted by a concurrent call since the read above: that call succeeded.
-        raise NotFound(f"no task with id {task_id}", field="task_id")
+        raise NotFound(
+            f"no task with id {task_id}",
+            field="task_id",
+            reason=Reason.TASK_NOT_FOUND,
+            resource=Resource.task(task_id),
+        )
 
 
 def _refuse_running(running: int | None, task_id: int) -> None:
     """Raise FailedPrecondition when ``running`` (a running job of the task) is set."""
     if running is not None:
         raise FailedPrecondition(
-            f"task {task_id} has a running job ({running}); abort it first", field="task_id"
+            f"task {task_id} has a running job ({running}); abort it first",
+            field="task_id",
+            reason=Reason.TASK_RUNNING,
+            resource=Resource.task(task_id),
         )
 
 
@@ -166,6 +200,8 @@ def _check_not_a_schedules_last_task(conn: Connection, task_id: int) -> None:
             f"task {task_id} is the only task of schedule {shown}{more}; delete the "
             "schedule or give it another task first",
             field="task_id",
+            reason=Reason.TASK_IN_USE,
+            resource=Resource.task(task_id),
         )
 
 

@@ -67,28 +67,36 @@ class Schedule(_message.Message):
     def __init__(self, id: _Optional[int] = ..., name: _Optional[str] = ..., description: _Optional[str] = ..., cron_expression: _Optional[str] = ..., interval_seconds: _Optional[int] = ..., timezone: _Optional[str] = ..., catch_up_policy: _Optional[_Union[CatchUpPolicy, str]] = ..., enabled: _Optional[bool] = ..., task_ids: _Optional[_Iterable[int]] = ..., next_run_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., cron_description: _Optional[str] = ..., last_run_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., task_names: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class CreateScheduleRequest(_message.Message):
-    __slots__ = ("schedule",)
+    __slots__ = ("schedule", "request_id")
     SCHEDULE_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     schedule: Schedule
-    def __init__(self, schedule: _Optional[_Union[Schedule, _Mapping]] = ...) -> None: ...
+    request_id: str
+    def __init__(self, schedule: _Optional[_Union[Schedule, _Mapping]] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class CreateScheduleResponse(_message.Message):
-    __slots__ = ("schedule",)
+    __slots__ = ("schedule", "repeated_request")
     SCHEDULE_FIELD_NUMBER: _ClassVar[int]
+    REPEATED_REQUEST_FIELD_NUMBER: _ClassVar[int]
     schedule: Schedule
-    def __init__(self, schedule: _Optional[_Union[Schedule, _Mapping]] = ...) -> None: ...
+    repeated_request: bool
+    def __init__(self, schedule: _Optional[_Union[Schedule, _Mapping]] = ..., repeated_request: _Optional[bool] = ...) -> None: ...
 
 class BatchCreateSchedulesRequest(_message.Message):
-    __slots__ = ("requests",)
+    __slots__ = ("requests", "request_id")
     REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     requests: _containers.RepeatedCompositeFieldContainer[CreateScheduleRequest]
-    def __init__(self, requests: _Optional[_Iterable[_Union[CreateScheduleRequest, _Mapping]]] = ...) -> None: ...
+    request_id: str
+    def __init__(self, requests: _Optional[_Iterable[_Union[CreateScheduleRequest, _Mapping]]] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class BatchCreateSchedulesResponse(_message.Message):
-    __slots__ = ("schedules",)
+    __slots__ = ("schedules", "repeated_request")
     SCHEDULES_FIELD_NUMBER: _ClassVar[int]
+    REPEATED_REQUEST_FIELD_NUMBER: _ClassVar[int]
     schedules: _containers.RepeatedCompositeFieldContainer[Schedule]
-    def __init__(self, schedules: _Optional[_Iterable[_Union[Schedule, _Mapping]]] = ...) -> None: ...
+    repeated_request: bool
+    def __init__(self, schedules: _Optional[_Iterable[_Union[Schedule, _Mapping]]] = ..., repeated_request: _Optional[bool] = ...) -> None: ...
 
 class GetScheduleRequest(_message.Message):
     __slots__ = ("schedule_id", "name")

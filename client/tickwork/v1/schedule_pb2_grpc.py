@@ -126,8 +126,9 @@ class ScheduleServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def UpdateSchedule(self, request, context):
-        """Updates the fields named in `update_mask` (Schedule field names; empty = all writable
-        fields). next_run_time is recomputed when the expression, interval, time zone or enabled
+        """Updates a schedule per AIP-134: the fields named in `update_mask` (Schedule field names),
+        "*" for every writable field, or, with no mask, the fields the request populates (see
+        UpdateScheduleRequest.update_mask). next_run_time is recomputed when the expression, interval, time zone or enabled
         state changes. Errors: INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)

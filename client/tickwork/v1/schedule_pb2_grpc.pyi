@@ -58,8 +58,9 @@ class ScheduleServiceStub:
     not a next_page_token of this service).
     """
     UpdateSchedule: _grpc.UnaryUnaryMultiCallable[_schedule_pb2.UpdateScheduleRequest, _schedule_pb2.UpdateScheduleResponse]
-    """Updates the fields named in `update_mask` (Schedule field names; empty = all writable
-    fields). next_run_time is recomputed when the expression, interval, time zone or enabled
+    """Updates a schedule per AIP-134: the fields named in `update_mask` (Schedule field names),
+    "*" for every writable field, or, with no mask, the fields the request populates (see
+    UpdateScheduleRequest.update_mask). next_run_time is recomputed when the expression, interval, time zone or enabled
     state changes. Errors: INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS.
     """
     DeleteSchedule: _grpc.UnaryUnaryMultiCallable[_schedule_pb2.DeleteScheduleRequest, _schedule_pb2.DeleteScheduleResponse]
@@ -104,8 +105,9 @@ class ScheduleServiceAsyncStub(ScheduleServiceStub):
     not a next_page_token of this service).
     """
     UpdateSchedule: _aio.UnaryUnaryMultiCallable[_schedule_pb2.UpdateScheduleRequest, _schedule_pb2.UpdateScheduleResponse]  # type: ignore[assignment]
-    """Updates the fields named in `update_mask` (Schedule field names; empty = all writable
-    fields). next_run_time is recomputed when the expression, interval, time zone or enabled
+    """Updates a schedule per AIP-134: the fields named in `update_mask` (Schedule field names),
+    "*" for every writable field, or, with no mask, the fields the request populates (see
+    UpdateScheduleRequest.update_mask). next_run_time is recomputed when the expression, interval, time zone or enabled
     state changes. Errors: INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS.
     """
     DeleteSchedule: _aio.UnaryUnaryMultiCallable[_schedule_pb2.DeleteScheduleRequest, _schedule_pb2.DeleteScheduleResponse]  # type: ignore[assignment]
@@ -177,8 +179,9 @@ class ScheduleServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _schedule_pb2.UpdateScheduleRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_schedule_pb2.UpdateScheduleResponse, _abc.Awaitable[_schedule_pb2.UpdateScheduleResponse]]:
-        """Updates the fields named in `update_mask` (Schedule field names; empty = all writable
-        fields). next_run_time is recomputed when the expression, interval, time zone or enabled
+        """Updates a schedule per AIP-134: the fields named in `update_mask` (Schedule field names),
+        "*" for every writable field, or, with no mask, the fields the request populates (see
+        UpdateScheduleRequest.update_mask). next_run_time is recomputed when the expression, interval, time zone or enabled
         state changes. Errors: INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS.
         """
 

@@ -60,16 +60,20 @@ class Task(_message.Message):
     def __init__(self, id: _Optional[int] = ..., name: _Optional[str] = ..., description: _Optional[str] = ..., handler: _Optional[str] = ..., params: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., task_priority: _Optional[int] = ..., enabled: _Optional[bool] = ..., timeout_seconds: _Optional[float] = ..., consecutive_failure_count: _Optional[int] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., disabled_reason: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., memory_limit_bytes: _Optional[int] = ..., cpu_limit_seconds: _Optional[int] = ..., concurrency_group: _Optional[str] = ...) -> None: ...
 
 class CreateTaskRequest(_message.Message):
-    __slots__ = ("task",)
+    __slots__ = ("task", "request_id")
     TASK_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     task: Task
-    def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ...) -> None: ...
+    request_id: str
+    def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class CreateTaskResponse(_message.Message):
-    __slots__ = ("task",)
+    __slots__ = ("task", "repeated_request")
     TASK_FIELD_NUMBER: _ClassVar[int]
+    REPEATED_REQUEST_FIELD_NUMBER: _ClassVar[int]
     task: Task
-    def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ...) -> None: ...
+    repeated_request: bool
+    def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ..., repeated_request: _Optional[bool] = ...) -> None: ...
 
 class GetTaskRequest(_message.Message):
     __slots__ = ("task_id", "name")
@@ -126,26 +130,32 @@ class DeleteTaskResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class RunTasksRequest(_message.Message):
-    __slots__ = ("task_ids", "task_names", "trigger")
+    __slots__ = ("task_ids", "task_names", "trigger", "request_id")
     TASK_IDS_FIELD_NUMBER: _ClassVar[int]
     TASK_NAMES_FIELD_NUMBER: _ClassVar[int]
     TRIGGER_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     task_ids: _containers.RepeatedScalarFieldContainer[int]
     task_names: _containers.RepeatedScalarFieldContainer[str]
     trigger: _common_pb2.Trigger
-    def __init__(self, task_ids: _Optional[_Iterable[int]] = ..., task_names: _Optional[_Iterable[str]] = ..., trigger: _Optional[_Union[_common_pb2.Trigger, str]] = ...) -> None: ...
+    request_id: str
+    def __init__(self, task_ids: _Optional[_Iterable[int]] = ..., task_names: _Optional[_Iterable[str]] = ..., trigger: _Optional[_Union[_common_pb2.Trigger, str]] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class RunTasksResponse(_message.Message):
-    __slots__ = ("runs",)
+    __slots__ = ("runs", "repeated_request")
     RUNS_FIELD_NUMBER: _ClassVar[int]
+    REPEATED_REQUEST_FIELD_NUMBER: _ClassVar[int]
     runs: _containers.RepeatedCompositeFieldContainer[_common_pb2.TaskRun]
-    def __init__(self, runs: _Optional[_Iterable[_Union[_common_pb2.TaskRun, _Mapping]]] = ...) -> None: ...
+    repeated_request: bool
+    def __init__(self, runs: _Optional[_Iterable[_Union[_common_pb2.TaskRun, _Mapping]]] = ..., repeated_request: _Optional[bool] = ...) -> None: ...
 
 class AbortTasksRequest(_message.Message):
-    __slots__ = ("task_ids",)
+    __slots__ = ("task_ids", "request_id")
     TASK_IDS_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     task_ids: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, task_ids: _Optional[_Iterable[int]] = ...) -> None: ...
+    request_id: str
+    def __init__(self, task_ids: _Optional[_Iterable[int]] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class TaskAbort(_message.Message):
     __slots__ = ("task_id", "job_id", "action")
@@ -168,7 +178,9 @@ class TaskAbort(_message.Message):
     def __init__(self, task_id: _Optional[int] = ..., job_id: _Optional[int] = ..., action: _Optional[_Union[TaskAbort.Action, str]] = ...) -> None: ...
 
 class AbortTasksResponse(_message.Message):
-    __slots__ = ("aborts",)
+    __slots__ = ("aborts", "repeated_request")
     ABORTS_FIELD_NUMBER: _ClassVar[int]
+    REPEATED_REQUEST_FIELD_NUMBER: _ClassVar[int]
     aborts: _containers.RepeatedCompositeFieldContainer[TaskAbort]
-    def __init__(self, aborts: _Optional[_Iterable[_Union[TaskAbort, _Mapping]]] = ...) -> None: ...
+    repeated_request: bool
+    def __init__(self, aborts: _Optional[_Iterable[_Union[TaskAbort, _Mapping]]] = ..., repeated_request: _Optional[bool] = ...) -> None: ...

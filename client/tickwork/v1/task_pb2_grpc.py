@@ -109,9 +109,10 @@ class TaskServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def UpdateTask(self, request, context):
-        """Updates the fields named in `update_mask` (paths are Task field names, e.g. "enabled",
-        "params", "task_priority"); an empty mask updates every writable field.
-        Re-enabling a task resets consecutive_failure_count to 0.
+        """Updates a task per AIP-134: the fields named in `update_mask` (Task field names, e.g.
+        "enabled", "params", "retry_policy", or nested "retry_policy.max_attempts"); "*" replaces
+        every writable field; no mask updates the fields the request populates (see
+        UpdateTaskRequest.update_mask). Re-enabling a task resets consecutive_failure_count to 0.
         Errors: NOT_FOUND, INVALID_ARGUMENT (unknown path or bad value), ALREADY_EXISTS (name).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)

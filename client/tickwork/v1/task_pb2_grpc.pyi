@@ -50,9 +50,10 @@ class TaskServiceStub:
     a next_page_token of this service).
     """
     UpdateTask: _grpc.UnaryUnaryMultiCallable[_task_pb2.UpdateTaskRequest, _task_pb2.UpdateTaskResponse]
-    """Updates the fields named in `update_mask` (paths are Task field names, e.g. "enabled",
-    "params", "task_priority"); an empty mask updates every writable field.
-    Re-enabling a task resets consecutive_failure_count to 0.
+    """Updates a task per AIP-134: the fields named in `update_mask` (Task field names, e.g.
+    "enabled", "params", "retry_policy", or nested "retry_policy.max_attempts"); "*" replaces
+    every writable field; no mask updates the fields the request populates (see
+    UpdateTaskRequest.update_mask). Re-enabling a task resets consecutive_failure_count to 0.
     Errors: NOT_FOUND, INVALID_ARGUMENT (unknown path or bad value), ALREADY_EXISTS (name).
     """
     DeleteTask: _grpc.UnaryUnaryMultiCallable[_task_pb2.DeleteTaskRequest, _task_pb2.DeleteTaskResponse]
@@ -98,9 +99,10 @@ class TaskServiceAsyncStub(TaskServiceStub):
     a next_page_token of this service).
     """
     UpdateTask: _aio.UnaryUnaryMultiCallable[_task_pb2.UpdateTaskRequest, _task_pb2.UpdateTaskResponse]  # type: ignore[assignment]
-    """Updates the fields named in `update_mask` (paths are Task field names, e.g. "enabled",
-    "params", "task_priority"); an empty mask updates every writable field.
-    Re-enabling a task resets consecutive_failure_count to 0.
+    """Updates a task per AIP-134: the fields named in `update_mask` (Task field names, e.g.
+    "enabled", "params", "retry_policy", or nested "retry_policy.max_attempts"); "*" replaces
+    every writable field; no mask updates the fields the request populates (see
+    UpdateTaskRequest.update_mask). Re-enabling a task resets consecutive_failure_count to 0.
     Errors: NOT_FOUND, INVALID_ARGUMENT (unknown path or bad value), ALREADY_EXISTS (name).
     """
     DeleteTask: _aio.UnaryUnaryMultiCallable[_task_pb2.DeleteTaskRequest, _task_pb2.DeleteTaskResponse]  # type: ignore[assignment]
@@ -167,9 +169,10 @@ class TaskServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _task_pb2.UpdateTaskRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_task_pb2.UpdateTaskResponse, _abc.Awaitable[_task_pb2.UpdateTaskResponse]]:
-        """Updates the fields named in `update_mask` (paths are Task field names, e.g. "enabled",
-        "params", "task_priority"); an empty mask updates every writable field.
-        Re-enabling a task resets consecutive_failure_count to 0.
+        """Updates a task per AIP-134: the fields named in `update_mask` (Task field names, e.g.
+        "enabled", "params", "retry_policy", or nested "retry_policy.max_attempts"); "*" replaces
+        every writable field; no mask updates the fields the request populates (see
+        UpdateTaskRequest.update_mask). Re-enabling a task resets consecutive_failure_count to 0.
         Errors: NOT_FOUND, INVALID_ARGUMENT (unknown path or bad value), ALREADY_EXISTS (name).
         """
 
