@@ -12,14 +12,7 @@ Request building and answer reading are shared through :mod:`tickwork._requests`
 from __future__ import annotations
 
 import asyncio
-from collections.abc import (
-    AsyncGenerator,
-    Awaitable,
-    Callable,
-    Iterable,
-    Mapping,
-    Sequence,
-)
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import aclosing
 from datetime import datetime
 from types import TracebackType
@@ -33,13 +26,7 @@ from tickwork import _requests as rq
 from tickwork._channel import TlsConfig
 from tickwork.errors import JobTimeout, TickworkError, from_rpc_error
 from tickwork.v1.common_pb2 import TaskRun, Trigger
-from tickwork.v1.job_pb2 import (
-    CancelJobRequest,
-    GetJobRequest,
-    Job,
-    JobStatus,
-    WatchJobRequest,
-)
+from tickwork.v1.job_pb2 import CancelJobRequest, GetJobRequest, Job, JobStatus, WatchJobRequest
 from tickwork.v1.schedule_pb2 import (
     CatchUpPolicy,
     CreateScheduleRequest,

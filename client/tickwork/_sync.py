@@ -10,13 +10,7 @@ generator. Generated from :mod:`tickwork._async` by ``scripts/unasync.py``.
 from __future__ import annotations
 
 import time
-from collections.abc import (
-    Callable,
-    Generator,
-    Iterable,
-    Mapping,
-    Sequence,
-)
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from contextlib import closing
 from datetime import datetime
 from types import TracebackType
@@ -30,13 +24,7 @@ from tickwork import _sync_transport as transport
 from tickwork._channel import TlsConfig
 from tickwork.errors import JobTimeout, TickworkError, from_rpc_error
 from tickwork.v1.common_pb2 import TaskRun, Trigger
-from tickwork.v1.job_pb2 import (
-    CancelJobRequest,
-    GetJobRequest,
-    Job,
-    JobStatus,
-    WatchJobRequest,
-)
+from tickwork.v1.job_pb2 import CancelJobRequest, GetJobRequest, Job, JobStatus, WatchJobRequest
 from tickwork.v1.schedule_pb2 import (
     CatchUpPolicy,
     CreateScheduleRequest,
