@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 from collections import deque
+from typing import TYPE_CHECKING
 
-__all__ = ["OUTPUT_TAIL_CHARS", "OutputTail", "tail_text"]
+if TYPE_CHECKING:
+    from ._base import JobContext
+
+__all__ = ["OUTPUT_TAIL_CHARS", "JobLines", "OutputTail", "tail_text"]
+
+logger = logging.getLogger(__name__)
 
 OUTPUT_TAIL_CHARS = 4096
 """The most characters of output kept on a Job (``HandlerResult.output_tail``)."""
@@ -73,3 +80,38 @@ class OutputTail:
             str: the tail; ``""`` when nothing was added.
         """
         return tail_text("\n".join(self._lines), self._max_chars)
+
+
+STDERR_SUMMARY_LINES = 10
+"""The most stderr lines a failed job's error quotes."""
+STDERR_SUMMARY_CHARS = 1000
+"""The most stderr characters a failed job's error quotes."""
+
+
+class JobLines:
+    """Where a job process's output lines go: ``ctx.log``, the combined tail (``tail``) and
+    the stderr summary a failure quotes (``stderr``)."""
+
+    def __init__(self, ctx: JobContext) -> None:
+        self._ctx = ctx
+        self._log_failed = False
+        self.tail = OutputTail()
+        self.stderr = OutputTail(STDERR_SUMMARY_CHARS, STDERR_SUMMARY_LINES)
+
+    def line(self, stream: str, line: str) -> None:
+        """Keep ``line`` of ``stream`` ("stdout" or "stderr") and pass it to ``ctx.log``."""
+        self.tail.add(line)
+        if stream == "stderr":
+            self.stderr.add(line)
+        try:
+            self._ctx.log(stream, line)
+        except Exception:
+            # A broken sink must not stall the pipes (and the program with them): keep
+            # reading, keep the tail, report the first failure.
+            if not self._log_failed:
+                self._log_failed = True
+                logger.exception(
+                    "job %d: ctx.log failed; further output is only kept in the tail",
+                    self._ctx.job_id,
+                    extra={"job_id": self._ctx.job_id, "task_id": self._ctx.task_id},
+                )

@@ -15,15 +15,13 @@ from tickwork._context import ENV_NAMES
 
 from ._base import HandlerResult, InvalidParams, JobContext, JobFailed, normalize_timeout_s
 from ._jobproc import ProcessEnd, run_job_process
-from ._output import OutputTail
+from ._output import JobLines
 
 __all__ = ["PythonHandler", "exit_error", "job_environment"]
 
 logger = logging.getLogger(__name__)
 
 _PARAMS = ("callable", "kwargs")
-_STDERR_SUMMARY_LINES = 10
-_STDERR_SUMMARY_CHARS = 1000
 
 
 @dataclass(frozen=True)
@@ -105,7 +103,7 @@ class PythonHandler:
         problem = ctx.limits.problem()
         if problem:
             raise JobFailed(f"cannot apply the task's limits on this worker: {problem}")
-        output = _Output(ctx)
+        output = JobLines(ctx)
         cwd = os.getcwd()
         sys_path = list(sys.path)
         if cwd not in sys_path and "" not in sys_path:
@@ -147,7 +145,7 @@ class PythonHandler:
             raise JobFailed(error, tail)
         raise JobFailed(self._death(end, ctx, output), tail)
 
-    def _death(self, end: ProcessEnd, ctx: JobContext, output: _Output) -> str:
+    def _death(self, end: ProcessEnd, ctx: JobContext, output: JobLines) -> str:
         """The error of a job process that ended without a result."""
         if end.returncode is None:
             return "the job process server exited; how the job process ended is unknown"
@@ -188,31 +186,6 @@ def exit_error(returncode: int | None, stderr_tail: str) -> str:
     else:
         summary = f"exit code {returncode}"
     return f"{summary}: {stderr_tail}" if stderr_tail else summary
-
-
-class _Output:
-    """Where the lines go: ``ctx.log``, the combined tail and the stderr summary."""
-
-    def __init__(self, ctx: JobContext) -> None:
-        self._ctx = ctx
-        self._log_failed = False
-        self.tail = OutputTail()
-        self.stderr = OutputTail(_STDERR_SUMMARY_CHARS, _STDERR_SUMMARY_LINES)
-
-    def line(self, stream: str, line: str) -> None:
-        self.tail.add(line)
-        if stream == "stderr":
-            self.stderr.add(line)
-        try:
-            self._ctx.log(stream, line)
-        except Exception:
-            if not self._log_failed:
-                self._log_failed = True
-                logger.exception(
-                    "job %d: ctx.log failed; further output is only kept in the tail",
-                    self._ctx.job_id,
-                    extra={"job_id": self._ctx.job_id, "task_id": self._ctx.task_id},
-                )
 
 
 def _parse(params: dict[str, Any]) -> _PythonParams:

@@ -17,7 +17,7 @@ from typing import Any
 
 from ._base import HandlerResult, InvalidParams, JobContext, JobFailed, normalize_timeout_s
 from ._guard import forget_group, guard_group
-from ._output import OutputTail
+from ._output import JobLines
 from .python import exit_error, job_environment
 
 __all__ = ["ShellHandler"]
@@ -28,8 +28,6 @@ _PARAMS = ("argv", "env", "cwd", "timeout_seconds")
 _STREAMS = {1: "stdout", 2: "stderr"}
 _MAX_LINE_CHARS = 64 * 1024
 """A longer line is passed on in pieces of this many characters."""
-_STDERR_SUMMARY_LINES = 10
-_STDERR_SUMMARY_CHARS = 1000
 _PIPE_DRAIN_S = 2.0
 """After the process group is gone, how long to wait for the output pipes to reach EOF."""
 _REAP_S = 5.0
@@ -114,7 +112,7 @@ class ShellHandler:
         """
         spec = _parse(params)
         timeout_s = normalize_timeout_s(ctx.timeout_s if spec.timeout_s is None else spec.timeout_s)
-        output = _Output(ctx)
+        output = JobLines(ctx)
         env = job_environment(ctx, spec.env)
         loop = asyncio.get_running_loop()
         gated = _gateable(spec.argv[0])
@@ -191,33 +189,6 @@ class ShellHandler:
             reached = limits.reached(returncode, output.tail.text())
             raise JobFailed(f"{reached}: {error}" if reached else error, output.tail.text())
         return HandlerResult(output_tail=output.tail.text())
-
-
-class _Output:
-    """Where the lines go: ``ctx.log``, the combined tail and the stderr summary."""
-
-    def __init__(self, ctx: JobContext) -> None:
-        self._ctx = ctx
-        self._log_failed = False
-        self.tail = OutputTail()
-        self.stderr = OutputTail(_STDERR_SUMMARY_CHARS, _STDERR_SUMMARY_LINES)
-
-    def line(self, stream: str, line: str) -> None:
-        self.tail.add(line)
-        if stream == "stderr":
-            self.stderr.add(line)
-        try:
-            self._ctx.log(stream, line)
-        except Exception:
-            # A broken sink must not stall the pipes (and the program with them): keep
-            # reading, keep the tail, report the first failure.
-            if not self._log_failed:
-                self._log_failed = True
-                logger.exception(
-                    "job %d: ctx.log failed; further output is only kept in the tail",
-                    self._ctx.job_id,
-                    extra={"job_id": self._ctx.job_id, "task_id": self._ctx.task_id},
-                )
 
 
 class _LineProtocol(asyncio.SubprocessProtocol):
