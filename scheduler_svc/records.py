@@ -195,3 +195,11 @@ class FinishResult:
     anchored_next_run: dt.datetime | None = None
     next_job: tuple[JobRecord, TaskRecord] | None = None
     repeat: bool = False
+
+
+@dataclass(frozen=True)
+class LeaseHolder:
+    """Who holds a lease (``WORKER_ID#NONCE`` for a worker slot) and until when (aware UTC)."""
+
+    holder: str
+    expires_at: dt.datetime

@@ -11,7 +11,6 @@ from scheduler_svc.app import App
 from scheduler_svc.servicers import _convert as cv
 from scheduler_svc.servicers._errors import rpc_errors
 from scheduler_svc.values import Lane
-from scheduler_svc.worker_lease_query import worker_lease_holders
 from scheduler_svc.worker_registry import WorkerRegistry
 from tickwork.v1 import system_pb2, system_pb2_grpc
 
@@ -35,7 +34,7 @@ class SystemServicer(system_pb2_grpc.SystemServiceServicer):
         self, request: system_pb2.GetStatusRequest, context: Ctx
     ) -> system_pb2.GetStatusResponse:
         now = self.app.clock()
-        held = await worker_lease_holders(self.app.store.db)
+        held = await self.app.store.worker_lease_holders()
         depth = await self.app.store.queue_depth_by_lane()
         # Each active stream holds one slot lease (one with TICKWORK_MAX_RUNNING_JOBS 1).
         live = {lease.holder: lease for lease in held if lease.expires_at >= now}

@@ -32,6 +32,7 @@ from scheduler_svc.records import (
     FireRequest,
     FireResult,
     JobRecord,
+    LeaseHolder,
     ScheduleRecord,
     TaskRecord,
 )
@@ -622,6 +623,12 @@ class Store:
         return await self.db.write(
             lambda conn: leases.acquire_slot_lease(conn, dialect, holder, now, ttl_s, slots)
         )
+
+    async def worker_lease_holders(self) -> list[LeaseHolder]:
+        """The holders and expiries of the worker slot leases (``worker``, ``worker.1``, ...),
+        in slot-name order, in one read transaction; a slot nobody ever held is left out. An
+        expired lease is returned as it is: the caller compares ``expires_at`` with its clock."""
+        return await self.db.read(leases.worker_lease_holders)
 
     async def release_lease(self, name: str, holder: str, now: dt.datetime) -> None:
         """Give up the lease ``name`` if ``holder`` holds it (it expires at once)."""

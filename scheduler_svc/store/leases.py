@@ -11,6 +11,7 @@ from sqlalchemy.engine import Connection
 
 from scheduler_svc.db import Dialect, insert_skipping_conflicts, leases, slot_lease_name
 from scheduler_svc.errors import InvalidArgument
+from scheduler_svc.records import LeaseHolder
 
 
 def acquire_lease(
@@ -73,3 +74,13 @@ def acquire_slot_lease(
         if token is not None:
             return slot, token
     return None
+
+
+def worker_lease_holders(conn: Connection) -> list[LeaseHolder]:
+    """See :meth:`scheduler_svc.store.Store.worker_lease_holders`."""
+    found = conn.execute(
+        sa.select(leases.c.name, leases.c.holder, leases.c.expires_at)
+        .where(sa.or_(leases.c.name == "worker", leases.c.name.like("worker.%")))
+        .order_by(leases.c.name)
+    ).all()
+    return [LeaseHolder(str(r.holder), r.expires_at) for r in found if r.holder]
