@@ -12,6 +12,7 @@ import grpc
 import pytest
 
 from scheduler_svc import values
+from tests.databases import run_sql_async
 from tests.inprocess import Harness, inprocess
 from tickwork import CatchUpPolicy, InvalidArgument, JobStatus
 from tickwork.v1 import worker_pb2, worker_pb2_grpc
@@ -72,10 +73,18 @@ async def test_old_history_is_purged_by_the_builtin_task(tmp_path: Path, databas
 
         await c.create_task("t", "shell", {"argv": ["true"]})
         await c.create_schedule("s", ["t"], cron="0 * * * *", enabled=False)
+        await c.create_task("by-id", "shell", {"argv": ["true"]})
+        # Request-id answers: one stored 40 days before the purge, one 1 hour before it;
+        # their jobs are cancelled at once (the old one is history the purge deletes).
+        [call] = await c.run("by-id", request_id="old-call")
+        await c.cancel_job(call.job_id)
         old = await scheduled_history(h, T0)
         middle = await scheduled_history(h, T0 + 20 * DAY)  # older than 15 days at the end
         recent = await scheduled_history(h, T0 + 30 * DAY)
 
+        h.clock.set(T0 + 40 * DAY - dt.timedelta(hours=1))
+        [call] = await c.run("by-id", request_id="recent-call")
+        await c.cancel_job(call.job_id)
         h.clock.set(T0 + 40 * DAY)
         schedule = await c.update_schedule("tickwork-retention", enabled=True)
         fire_time = schedule.next_run_time.ToDatetime(tzinfo=UTC)
@@ -85,7 +94,10 @@ async def test_old_history_is_purged_by_the_builtin_task(tmp_path: Path, databas
         assert await run_worker_until(h, job.id) == JobStatus.JOB_STATUS_SUCCEEDED
 
         done = await c.get_job(job.id)
-        assert "kept 15 days: deleted 2 jobs and 2 fire records before" in done.output_tail
+        assert "kept 15 days: deleted 3 jobs and 2 fire records before" in done.output_tail
+        assert "and 1 request-id answers over 24 hours old" in done.output_tail
+        kept = await run_sql_async(database_url, "SELECT request_id FROM requests")
+        assert kept == [("recent-call",)]
         assert {j.id for j in await c.list_jobs(task="t")} == {recent[0]}
         fires = await c.list_fires("s")
         assert [f.fire_time.ToDatetime(tzinfo=UTC) for f in fires] == [recent[1]]

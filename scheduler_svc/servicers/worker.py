@@ -380,6 +380,7 @@ class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):
         days = maintenance.keep_days(task.params)
         cutoff = maintenance.cutoff(self.app.clock(), days)
         jobs, fires = await self.app.store.purge_history(cutoff)
+        answers = await self.app.store.purge_requests(self.app.clock())
         log.info(
             "history purged",
             extra={
@@ -388,10 +389,15 @@ class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):
                 "cutoff": cutoff.isoformat(),
                 "jobs_deleted": jobs,
                 "fires_deleted": fires,
+                "requests_deleted": answers,
             },
         )
         return worker_pb2.PurgeHistoryResponse(
-            jobs_deleted=jobs, fires_deleted=fires, cutoff_time=cv.ts(cutoff), keep_days=days
+            jobs_deleted=jobs,
+            fires_deleted=fires,
+            cutoff_time=cv.ts(cutoff),
+            keep_days=days,
+            requests_deleted=answers,
         )
 
     async def Connect(

@@ -54,7 +54,8 @@ class RetentionHandler:
         cutoff = answer.cutoff_time.ToDatetime().isoformat(timespec="seconds")
         line = (
             f"kept {answer.keep_days} days: deleted {answer.jobs_deleted} jobs and "
-            f"{answer.fires_deleted} fire records before {cutoff}Z"
+            f"{answer.fires_deleted} fire records before {cutoff}Z, and "
+            f"{answer.requests_deleted} request-id answers over 24 hours old"
         )
         ctx.log("stdout", line)
         return HandlerResult(output_tail=line + "\n")

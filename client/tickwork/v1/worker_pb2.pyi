@@ -20,16 +20,18 @@ class PurgeHistoryRequest(_message.Message):
     def __init__(self, job_id: _Optional[int] = ..., lease_token: _Optional[str] = ...) -> None: ...
 
 class PurgeHistoryResponse(_message.Message):
-    __slots__ = ("jobs_deleted", "fires_deleted", "cutoff_time", "keep_days")
+    __slots__ = ("jobs_deleted", "fires_deleted", "cutoff_time", "keep_days", "requests_deleted")
     JOBS_DELETED_FIELD_NUMBER: _ClassVar[int]
     FIRES_DELETED_FIELD_NUMBER: _ClassVar[int]
     CUTOFF_TIME_FIELD_NUMBER: _ClassVar[int]
     KEEP_DAYS_FIELD_NUMBER: _ClassVar[int]
+    REQUESTS_DELETED_FIELD_NUMBER: _ClassVar[int]
     jobs_deleted: int
     fires_deleted: int
     cutoff_time: _timestamp_pb2.Timestamp
     keep_days: int
-    def __init__(self, jobs_deleted: _Optional[int] = ..., fires_deleted: _Optional[int] = ..., cutoff_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., keep_days: _Optional[int] = ...) -> None: ...
+    requests_deleted: int
+    def __init__(self, jobs_deleted: _Optional[int] = ..., fires_deleted: _Optional[int] = ..., cutoff_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., keep_days: _Optional[int] = ..., requests_deleted: _Optional[int] = ...) -> None: ...
 
 class ConnectRequest(_message.Message):
     __slots__ = ("hello", "poll_job", "heartbeat", "log_lines", "outcome", "cancel_poll")
