@@ -1,5 +1,6 @@
 """`tickwork tasks run NAME --wait`: live progress, retries followed, the outcome as the exit
-status (0 succeeded, 1 failed, 3 aborted, 5 still running at --timeout)."""
+status (0 succeeded, 1 failed, 3 aborted, 5 still running at --timeout); `jobs watch`
+exits with the same statuses."""
 
 from __future__ import annotations
 
@@ -82,6 +83,17 @@ def test_abort_and_timeout_exit_statuses(embedded: Server) -> None:
         out, _ = proc.communicate(timeout=30)
         assert proc.returncode == 3, out
         assert "ABORTED" in out
+        # `jobs watch` of the ended job exits with the same outcome status.
+        [aborted] = tw.list_jobs(task="nap")
+        watched = subprocess.run(
+            [sys.executable, "-m", "tickwork.cli", "jobs", "watch", str(aborted.id)],
+            capture_output=True,
+            text=True,
+            env=base_env(TICKWORK_SERVER=embedded.address),
+            cwd=REPO,
+            timeout=30,
+        )
+        assert watched.returncode == 3, watched.stdout + watched.stderr
 
         timed = run_wait(embedded.address, "nap", "--timeout", "1")
         out, _ = timed.communicate(timeout=30)

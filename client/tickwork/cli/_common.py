@@ -11,6 +11,7 @@ from typing import TextIO
 from tickwork._channel import TlsConfig
 from tickwork._sync import Client
 from tickwork.v1.common_pb2 import SkipReason
+from tickwork.v1.job_pb2 import JobStatus
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -18,6 +19,15 @@ EXIT_USAGE = 2
 EXIT_ABORTED = 3
 EXIT_CANCELLED = 4
 EXIT_STILL_RUNNING = 5
+
+#: ``tasks run --wait`` and ``jobs watch``: the exit status for each outcome of the (last
+#: attempt of the) job.
+WAIT_EXIT_CODES = {
+    JobStatus.JOB_STATUS_SUCCEEDED: EXIT_OK,
+    JobStatus.JOB_STATUS_FAILED: EXIT_FAILED,
+    JobStatus.JOB_STATUS_ABORTED: EXIT_ABORTED,
+    JobStatus.JOB_STATUS_CANCELLED: EXIT_CANCELLED,
+}
 
 #: A command: the parsed arguments and the (terminal-safe) stdout in, the exit status out.
 Command = Callable[[argparse.Namespace, TextIO], int]

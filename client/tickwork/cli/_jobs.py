@@ -8,7 +8,13 @@ from typing import Any, TextIO
 
 from tickwork import _requests as rq
 from tickwork.cli import _output as o
-from tickwork.cli._common import EXIT_FAILED, EXIT_OK, client_from_args, positive_int
+from tickwork.cli._common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    WAIT_EXIT_CODES,
+    client_from_args,
+    positive_int,
+)
 from tickwork.v1.common_pb2 import Trigger
 from tickwork.v1.job_pb2 import Job, JobStatus
 
@@ -103,7 +109,7 @@ def _watch(args: argparse.Namespace, out: TextIO) -> int:
             last = job
     if last is None or not rq.is_terminal(last):
         return EXIT_FAILED
-    return EXIT_OK if last.status == JobStatus.JOB_STATUS_SUCCEEDED else EXIT_FAILED
+    return WAIT_EXIT_CODES.get(last.status, EXIT_FAILED)
 
 
 def _cancel(args: argparse.Namespace, out: TextIO) -> int:

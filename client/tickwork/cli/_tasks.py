@@ -11,12 +11,11 @@ from tickwork import _requests as rq
 from tickwork._sync import Client
 from tickwork.cli import _output as o
 from tickwork.cli._common import (
-    EXIT_ABORTED,
-    EXIT_CANCELLED,
     EXIT_FAILED,
     EXIT_OK,
     EXIT_STILL_RUNNING,
     SKIP_TEXT,
+    WAIT_EXIT_CODES,
     client_from_args,
     seconds,
 )
@@ -24,14 +23,6 @@ from tickwork.errors import InvalidArgument, JobTimeout
 from tickwork.v1.common_pb2 import Trigger
 from tickwork.v1.job_pb2 import Job, JobStatus
 from tickwork.v1.task_pb2 import Task, TaskAbort
-
-#: ``tasks run --wait``: the exit status for each outcome of the (last attempt of the) job.
-WAIT_EXIT_CODES = {
-    JobStatus.JOB_STATUS_SUCCEEDED: EXIT_OK,
-    JobStatus.JOB_STATUS_FAILED: EXIT_FAILED,
-    JobStatus.JOB_STATUS_ABORTED: EXIT_ABORTED,
-    JobStatus.JOB_STATUS_CANCELLED: EXIT_CANCELLED,
-}
 
 _ABORT_TEXT = {
     TaskAbort.Action.ACTION_CANCELLED: "queued job {job} cancelled",
