@@ -467,6 +467,10 @@ def test_sdk_argument_shapes_are_checked(tw: Client) -> None:
     tw.create_task("shape-check", "shell", {"argv": ["true"]})
     with pytest.raises(InvalidArgument, match="tasks: expected a list"):
         tw.create_schedule("s", "shape-check", cron="0 * * * *")
+    tw.create_schedule("s", ["shape-check"], cron="0 * * * *")
+    with pytest.raises(InvalidArgument, match="tasks: expected a list"):
+        tw.update_schedule("s", tasks="shape-check")  # not the letters s, h, a, ...
+    assert list(tw.get_schedule("s").task_names) == ["shape-check"]
     with pytest.raises(InvalidArgument, match="timeout"):
         tw.wait(1, timeout=float("nan"))
     (run,) = tw.run("shape-check")

@@ -628,7 +628,11 @@ class AsyncClient:
             TypeError: an unknown keyword.
         """
         schedule_id = await self._schedule_id(schedule)
-        task_ids = [await self._task_id(t) for t in fields["tasks"]] if "tasks" in fields else None
+        task_ids = (
+            [await self._task_id(t) for t in rq.task_refs(fields["tasks"])]
+            if "tasks" in fields
+            else None
+        )
         request = rq.update_schedule_request(schedule_id, fields, task_ids)
         response = await self._call(self._stubs().schedules.UpdateSchedule, request)
         return response.schedule
