@@ -352,3 +352,31 @@ def test_a_server_without_a_port_is_dialed_on_50051_not_443(given: str, dialed: 
     result = cli("--server", given, "tasks", "list")
     assert result.returncode == 1
     assert result.stderr.startswith(f"error: cannot reach tickwork at {dialed} "), result.stderr
+
+
+@pytest.mark.parametrize(
+    ("given", "needle"),
+    [
+        ("", "server: empty"),
+        ("  ", "server: empty"),
+        ("127.0.0.1:70000", "port must be a number from 1 to 65535, got '127.0.0.1:70000'"),
+        ("127.0.0.1:0", "port must be a number from 1 to 65535"),
+        ("host:http", "port must be a number from 1 to 65535"),
+        ("[::1]:65536", "port must be a number from 1 to 65535"),
+    ],
+)
+def test_a_server_address_that_cannot_be_dialed_is_a_usage_error(given: str, needle: str) -> None:
+    """An empty ``--server`` is not the default, and a port outside 1..65535 is not taken
+    modulo 65536: both exit 2 naming the option, before anything is dialed."""
+    result = cli("--server", given, "tasks", "list")
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("error: INVALID_ARGUMENT: server: "), result.stderr
+    assert needle in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_the_sdk_refuses_a_port_outside_the_range() -> None:
+    from tickwork import Client, InvalidArgument
+
+    with pytest.raises(InvalidArgument, match="server: port must be"):
+        Client("127.0.0.1:70000")

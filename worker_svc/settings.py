@@ -16,7 +16,7 @@ from typing import Any
 
 from tickwork._channel import TlsConfig, resolve_token
 from tickwork._requests import with_default_port
-from tickwork.errors import InvalidSetting
+from tickwork.errors import InvalidArgument, InvalidSetting
 
 __all__ = ["DEFAULT_SERVER", "MAX_SLOTS", "WorkerSettings", "worker_seconds"]
 
@@ -154,8 +154,12 @@ class WorkerSettings:
         values = _worker_variables(env)
         if slots is not None:
             values["slots"] = slots
+        try:
+            target = with_default_port(server or env.get("TICKWORK_SERVER") or DEFAULT_SERVER)
+        except InvalidArgument as err:
+            raise InvalidSetting(f"TICKWORK_SERVER: {err.details}") from None
         return cls(
-            server=with_default_port(server or env.get("TICKWORK_SERVER") or DEFAULT_SERVER),
+            server=target,
             token=resolve_token(token, env),
             tls=tls if tls is not None else TlsConfig.from_env(env),
             **values,

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 
+from tickwork.errors import InvalidArgument
+
 DEFAULT_SERVER = "127.0.0.1:50051"
 """Address used when neither an argument nor ``TICKWORK_SERVER`` gives one."""
 
@@ -19,7 +21,13 @@ DEFAULT_PORT = 50051
 def resolve_server(server: str | None) -> str:
     """Return the ``HOST:PORT`` to dial: ``server``, else ``$TICKWORK_SERVER``, else the
     default ``127.0.0.1:50051``; a host given without a port gets tickwork's port 50051
-    (see :func:`with_default_port`)."""
+    (see :func:`with_default_port`).
+
+    Raises:
+        InvalidArgument: ``server`` is given but empty, or its port is not 1 to 65535.
+    """
+    if server is not None and not server.strip():
+        raise InvalidArgument("server: empty; give HOST:PORT, or omit it for the default")
     return with_default_port(server or os.environ.get(SERVER_ENV) or DEFAULT_SERVER)
 
 
@@ -34,12 +42,25 @@ def with_default_port(target: str) -> str:
 
     Returns:
         str: the address to dial.
+
+    Raises:
+        InvalidArgument: a ``HOST:PORT`` whose port is not a number from 1 to 65535.
     """
     target = target.strip()
     if not target or "://" in target or target.startswith(("unix:", "dns:", "ipv4:", "ipv6:")):
         return target
     if target.startswith("["):  # [IPv6] or [IPv6]:PORT
-        return target if "]:" in target else f"{target}:{DEFAULT_PORT}"
-    if ":" in target:  # HOST:PORT (a bare IPv6 address has several colons: left alone)
+        if "]:" not in target:
+            return f"{target}:{DEFAULT_PORT}"
+        return _checked_port(target, target.rsplit("]:", 1)[1])
+    if target.count(":") == 1:  # HOST:PORT (a bare IPv6 address has several colons)
+        return _checked_port(target, target.rsplit(":", 1)[1])
+    if ":" in target:
         return target
     return f"{target}:{DEFAULT_PORT}"
+
+
+def _checked_port(target: str, port: str) -> str:
+    if not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
+        raise InvalidArgument(f"server: port must be a number from 1 to 65535, got {target!r}")
+    return target

@@ -66,7 +66,11 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"unrecognized arguments: {' '.join(extra)}")  # as parse_args says it
     except SystemExit as exit_:  # argparse: --help (0) or a usage error (2)
         return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
-    args.server = rq.resolve_server(args.server)
+    try:
+        args.server = rq.resolve_server(args.server)
+    except InvalidArgument as err:
+        print(f"error: {err}", file=for_terminal(sys.stderr))
+        return EXIT_USAGE
     command: Command = args.func
     try:
         return command(args, for_terminal(sys.stdout))
