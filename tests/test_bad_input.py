@@ -648,6 +648,15 @@ def test_a_missing_id_is_invalid_argument(
             channel.unary_unary(f"/{method}", None, None)(b"", timeout=10)
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT, err.value
     assert err.value.details() == f"{field}: required", err.value.details()
+    # A negative id (field 1, varint -3) names no object either.
+    negative = b"\x08" + _varint((-3) & (2**64 - 1))
+    with grpc.insecure_channel(server.address) as channel, pytest.raises(grpc.RpcError) as err:
+        if method.endswith("WatchJob"):
+            list(channel.unary_stream(f"/{method}", None, None)(negative, timeout=10))
+        else:
+            channel.unary_unary(f"/{method}", None, None)(negative, timeout=10)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT, err.value
+    assert err.value.details() == f"{field}: must be a positive id, got -3"
     assert snapshot(server) == before
 
 

@@ -197,9 +197,14 @@ def fire(r: FireRecord) -> schedule_pb2.Fire:
 
 def required_id(value: int, field: str) -> int:
     """An id a request must give: 0 (left out, as in ``grpcurl -d '{}'``) is
-    INVALID_ARGUMENT "required", not a lookup of "id 0" that answers NOT_FOUND."""
+    INVALID_ARGUMENT "required", and a negative one INVALID_ARGUMENT "must be a positive
+    id" (ids start at 1), not a lookup that answers NOT_FOUND."""
     if value == 0:
         raise InvalidArgument("required", field=field, reason=Reason.FIELD_REQUIRED)
+    if value < 0:
+        raise InvalidArgument(
+            f"must be a positive id, got {value}", field=field, reason=Reason.FIELD_INVALID
+        )
     return value
 
 
