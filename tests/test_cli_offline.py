@@ -380,3 +380,22 @@ def test_the_sdk_refuses_a_port_outside_the_range() -> None:
 
     with pytest.raises(InvalidArgument, match="server: port must be"):
         Client("127.0.0.1:70000")
+
+
+@pytest.mark.parametrize("command", [["tasks", "get"], ["schedules", "fires"]])
+def test_a_name_that_is_not_utf8_is_a_usage_error_not_a_traceback(command: list[str]) -> None:
+    """Command-line bytes that do not decode reach Python as lone surrogates, which no
+    protobuf string can carry: exit 2 naming the argument, before anything is dialed."""
+    result = subprocess.run(
+        [sys.executable, "-m", "tickwork.cli", "--server", "127.0.0.1:1", *command, b"\xff"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": f"{REPO / 'client'}{os.pathsep}{REPO}"},
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2, result.stderr
+    what = command[0].rstrip("s")
+    assert result.stderr.startswith(f"error: INVALID_ARGUMENT: {what}: name is not valid UTF-8")
+    assert "Traceback" not in result.stderr

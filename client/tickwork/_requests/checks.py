@@ -31,7 +31,8 @@ def check_ref(ref: object, what: str = "task") -> Ref:
         int | str: ``ref`` unchanged.
 
     Raises:
-        InvalidArgument: ``ref`` is a bool, a non-positive int, an empty string or another type.
+        InvalidArgument: ``ref`` is a bool, a non-positive int, an empty string, a string that
+            is not valid UTF-8, or another type.
     """
     if isinstance(ref, bool) or not isinstance(ref, int | str):
         raise InvalidArgument(f"{what}: expected an id (int) or a name (str), got {ref!r}")
@@ -39,7 +40,19 @@ def check_ref(ref: object, what: str = "task") -> Ref:
         raise InvalidArgument(f"{what}: id must be from 1 to {MAX_ID}, got {ref}")
     if isinstance(ref, str) and not ref:
         raise InvalidArgument(f"{what}: name must not be empty")
+    if isinstance(ref, str) and not _is_utf8(ref):
+        raise InvalidArgument(f"{what}: name is not valid UTF-8 text: {ref!r}")
     return ref
+
+
+def _is_utf8(text: str) -> bool:
+    """Whether ``text`` encodes as UTF-8 (a lone surrogate, as undecodable command-line
+    bytes become under Python's ``surrogateescape``, does not; protobuf strings must)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def check_job_id(job_id: object) -> int:

@@ -77,6 +77,10 @@ def main(argv: list[str] | None = None) -> int:
     except TickworkError as err:
         _print_error(err, args.server)
         return EXIT_USAGE if isinstance(err, InvalidArgument) else EXIT_FAILED
+    except UnicodeEncodeError as err:  # undecodable argv bytes, kept as lone surrogates
+        bad = err.object[err.start : err.end]
+        print(f"error: an argument is not valid UTF-8 text ({bad!r})", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
