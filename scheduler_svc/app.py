@@ -163,7 +163,9 @@ class App:
     async def reap_expired_leases(self) -> list[FinishResult]:
         """Recover running jobs whose lease expired ("lease lost"; retried per policy)."""
         results = await self.store.reap_expired_leases(
-            self.clock(), auto_disable_count=self.settings.auto_disable_task_failure_count
+            self.clock(),
+            auto_disable_count=self.settings.auto_disable_task_failure_count,
+            kill_deadline_s=self.settings.kill_deadline_s,
         )
         for result in results:
             if result.job is not None:

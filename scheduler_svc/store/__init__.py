@@ -553,15 +553,18 @@ class Store:
         )
 
     async def reap_expired_leases(
-        self, now: dt.datetime, *, auto_disable_count: int
+        self, now: dt.datetime, *, auto_disable_count: int, kill_deadline_s: float = 0.0
     ) -> list[FinishResult]:
         """Fail every RUNNING job whose lease expired before ``now`` (error
-        :data:`LEASE_LOST`), with the retry and auto-disable rules of :meth:`finish_job`.
-        One result per recovered job; a job finished, renewed or reaped concurrently
-        (another replica) is left alone."""
+        :data:`LEASE_LOST`), with the retry and auto-disable rules of :meth:`finish_job`;
+        a retry is not ready before the lease's expiry + ``kill_deadline_s`` seconds either
+        (the old run's processes are dead by then). One result per recovered job; a job
+        finished, renewed or reaped concurrently (another replica) is left alone."""
         dialect, rng = self.db.dialect, self.rng
         return await self.db.write(
-            lambda conn: finish.reap_expired_leases(conn, dialect, rng, now, auto_disable_count)
+            lambda conn: finish.reap_expired_leases(
+                conn, dialect, rng, now, auto_disable_count, kill_deadline_s
+            )
         )
 
     # ------------------------------------------------------------------ job reads

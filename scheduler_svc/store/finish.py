@@ -152,10 +152,13 @@ def after_finish(
     error: str,
     now: dt.datetime,
     auto_disable_count: int,
+    *,
+    retry_not_before: dt.datetime | None = None,
 ) -> FinishResult:
     """What follows a job's outcome, once ``job`` (as updated) is stored, by what its
-    ``task`` was then: the task's failure count and auto-disable, a retry, an interval
-    schedule's anchor. :func:`hot._has_no_follow_ups` must match these rules."""
+    ``task`` was then: the task's failure count and auto-disable, a retry (not ready before
+    ``retry_not_before`` either, when given), an interval schedule's anchor.
+    :func:`hot._has_no_follow_ups` must match these rules."""
     if task is None:
         return FinishResult(accepted=True, job=job)
     retry: JobRecord | None = None
@@ -167,7 +170,7 @@ def after_finish(
             )
     elif status == JobStatus.FAILED and job.attempt < task.max_attempts:
         if _retries(conn, dialect, job, task):
-            retry = _queue_retry(conn, rng, job, task, now)
+            retry = _queue_retry(conn, rng, job, task, now, retry_not_before)
     elif status == JobStatus.FAILED and job.trigger == Trigger.SCHEDULER:
         count = task.consecutive_failure_count + 1
         values: dict[str, Any] = {"consecutive_failure_count": count}
@@ -203,18 +206,26 @@ def _retries(conn: Connection, dialect: Dialect, job: JobRecord, task: Finishing
 
 
 def _queue_retry(
-    conn: Connection, rng: random.Random, job: JobRecord, task: FinishingTask, now: dt.datetime
+    conn: Connection,
+    rng: random.Random,
+    job: JobRecord,
+    task: FinishingTask,
+    now: dt.datetime,
+    floor: dt.datetime | None = None,
 ) -> JobRecord | None:
-    """Queue the retry of failed ``job``, not ready before now + backoff; None when a manual
-    run queued the task meanwhile (that job is the retry)."""
+    """Queue the retry of failed ``job``, not ready before now + backoff (nor ``floor``);
+    None when a manual run queued the task meanwhile (that job is the retry)."""
     delay = backoff_delay_s(job.attempt, task.backoff_base_seconds, task.backoff_cap_seconds, rng)
+    not_before = now + dt.timedelta(seconds=delay)
+    if floor is not None:
+        not_before = max(not_before, floor)
     retry_row = rows.job_row(
         task,
         trigger=job.trigger,
         lane=job.lane,
         now=now,
         attempt=job.attempt + 1,
-        not_before=now + dt.timedelta(seconds=delay),
+        not_before=not_before,
         schedule_id=job.schedule_id,
         fire_time=job.fire_time,
         retry_of_job_id=job.id,
@@ -265,6 +276,7 @@ def reap_expired_leases(
     rng: random.Random,
     now: dt.datetime,
     auto_disable_count: int,
+    kill_deadline_s: float = 0.0,
 ) -> list[FinishResult]:
     """See :meth:`scheduler_svc.store.Store.reap_expired_leases`."""
     out = []
@@ -289,9 +301,23 @@ def reap_expired_leases(
             continue  # finished, renewed or reaped by someone else meanwhile
         reaped, task = rows.finished(done)
         failed = JobStatus.FAILED
+        # The old run's processes kill themselves (their guard's watchdog) within the kill
+        # deadline of the lease's expiry: its retry is not ready before that.
+        killed_by = None
+        if job.lease_expires_at is not None:
+            killed_by = job.lease_expires_at + dt.timedelta(seconds=kill_deadline_s)
         out.append(
             after_finish(
-                conn, dialect, rng, reaped, task, failed, LEASE_LOST, now, auto_disable_count
+                conn,
+                dialect,
+                rng,
+                reaped,
+                task,
+                failed,
+                LEASE_LOST,
+                now,
+                auto_disable_count,
+                retry_not_before=killed_by,
             )
         )
         log.warning(
