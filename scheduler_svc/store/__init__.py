@@ -553,17 +553,24 @@ class Store:
         )
 
     async def reap_expired_leases(
-        self, now: dt.datetime, *, auto_disable_count: int, kill_deadline_s: float = 0.0
+        self,
+        now: dt.datetime,
+        *,
+        auto_disable_count: int,
+        kill_deadline_s: float = 0.0,
+        grace_s: float = 0.0,
     ) -> list[FinishResult]:
         """Fail every RUNNING job whose lease expired before ``now`` (error
         :data:`LEASE_LOST`), with the retry and auto-disable rules of :meth:`finish_job`;
         a retry is not ready before the lease's expiry + ``kill_deadline_s`` seconds either
-        (the old run's processes are dead by then). One result per recovered job; a job
-        finished, renewed or reaped concurrently (another replica) is left alone."""
+        (the old run's processes are dead by then). With ``grace_s`` > 0 (seconds the
+        storage was down), every running job's lease is first moved that much later, in the
+        same transaction. One result per recovered job; a job finished, renewed or reaped
+        concurrently (another replica) is left alone."""
         dialect, rng = self.db.dialect, self.rng
         return await self.db.write(
             lambda conn: finish.reap_expired_leases(
-                conn, dialect, rng, now, auto_disable_count, kill_deadline_s
+                conn, dialect, rng, now, auto_disable_count, kill_deadline_s, grace_s
             )
         )
 

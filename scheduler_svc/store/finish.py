@@ -270,6 +270,33 @@ _REAP = (
 )
 
 
+def _extend_running_leases(conn: Connection, grace_s: float) -> None:
+    """Move every running job's lease expiry ``grace_s`` seconds later (never earlier than
+    a renewal made meanwhile)."""
+    running = conn.execute(
+        sa.select(jobs.c.id, jobs.c.lease_token, jobs.c.lease_expires_at).where(
+            jobs.c.status == JobStatus.RUNNING, jobs.c.lease_expires_at.is_not(None)
+        )
+    ).all()
+    for row in running:
+        later = row.lease_expires_at + dt.timedelta(seconds=grace_s)
+        conn.execute(
+            jobs.update()
+            .where(
+                jobs.c.id == row.id,
+                jobs.c.lease_token == row.lease_token,
+                jobs.c.status == JobStatus.RUNNING,
+                jobs.c.lease_expires_at < later,
+            )
+            .values(lease_expires_at=later)
+        )
+    if running:
+        log.warning(
+            "the database was unavailable: running jobs' leases extended",
+            extra={"grace_s": round(grace_s, 3), "jobs": len(running)},
+        )
+
+
 def reap_expired_leases(
     conn: Connection,
     dialect: Dialect,
@@ -277,8 +304,11 @@ def reap_expired_leases(
     now: dt.datetime,
     auto_disable_count: int,
     kill_deadline_s: float = 0.0,
+    grace_s: float = 0.0,
 ) -> list[FinishResult]:
     """See :meth:`scheduler_svc.store.Store.reap_expired_leases`."""
+    if grace_s > 0:
+        _extend_running_leases(conn, grace_s)
     out = []
     expired = conn.execute(
         jobs.select().where(jobs.c.status == JobStatus.RUNNING, jobs.c.lease_expires_at < now)
