@@ -183,6 +183,25 @@ class App:
             self._after_finish(result)
         return results
 
+    async def take_over_dead_holders(self) -> list[FinishResult]:
+        """Before the loops start: take over at once the leases a dead process of this
+        host held (a predecessor killed with SIGKILL), and recover its embedded worker's
+        running jobs ("lease lost"; retried per policy), so that the first tick finds them
+        ended and the embedded worker need not wait for the leases to expire."""
+        results = await self.store.take_over_dead_holders(
+            self.clock(), auto_disable_count=self.settings.auto_disable_task_failure_count
+        )
+        for result in results:
+            if result.job is not None:
+                self.metrics.lease_losses.labels(result.job.task_name).inc()
+            self._after_finish(result)
+        if results:
+            log.warning(
+                "recovered the running jobs of a dead predecessor on this host",
+                extra={"jobs": [r.job.id for r in results if r.job is not None]},
+            )
+        return results
+
     def _after_finish(self, result: FinishResult) -> None:
         if result.job is not None:
             self.hub.job_changed(result.job.id)

@@ -202,6 +202,12 @@ leases = sa.Table(
     sa.Column("holder", sa.String(200), nullable=False, default=""),
     sa.Column("token", sa.BigInteger, nullable=False, default=0),
     sa.Column("expires_at", UTCDateTime, nullable=False),
+    # The holder's process (scheduler_svc.holders): host name, pid, the host's boot id and
+    # the process's start time in clock ticks after boot; NULL when not known.
+    sa.Column("holder_host", sa.String(255), nullable=True),
+    sa.Column("holder_pid", sa.Integer, nullable=True),
+    sa.Column("holder_boot_id", sa.String(64), nullable=True),
+    sa.Column("holder_started", sa.BigInteger, nullable=True),
 )
 
 LEASE_NAMES = ("scheduler", "worker")

@@ -309,49 +309,93 @@ def reap_expired_leases(
     """See :meth:`scheduler_svc.store.Store.reap_expired_leases`."""
     if grace_s > 0:
         _extend_running_leases(conn, grace_s)
-    out = []
     expired = conn.execute(
         jobs.select().where(jobs.c.status == JobStatus.RUNNING, jobs.c.lease_expires_at < now)
     ).all()
+    out = []
     for row in expired:
         job = rows.job(row)
-        done = conn.execute(
-            _REAP,
-            {
-                "b_job_id": job.id,
-                "b_token": job.lease_token,
-                "b_before": now,
-                "b_status": JobStatus.FAILED,
-                "b_error": LEASE_LOST,
-                "b_tail": "",
-                "b_now": now,
-            },
-        ).first()
-        if done is None:
-            continue  # finished, renewed or reaped by someone else meanwhile
-        reaped, task = rows.finished(done)
-        failed = JobStatus.FAILED
         # The old run's processes kill themselves (their guard's watchdog) within the kill
         # deadline of the lease's expiry: its retry is not ready before that.
         killed_by = None
         if job.lease_expires_at is not None:
             killed_by = job.lease_expires_at + dt.timedelta(seconds=kill_deadline_s)
-        out.append(
-            after_finish(
-                conn,
-                dialect,
-                rng,
-                reaped,
-                task,
-                failed,
-                LEASE_LOST,
-                now,
-                auto_disable_count,
-                retry_not_before=killed_by,
-            )
-        )
-        log.warning(
-            "lease lost; job failed",
-            extra={"job_id": job.id, "task_id": job.task_id, "worker_id": job.worker_id},
-        )
+        result = _reap(conn, dialect, rng, job, now, now, auto_disable_count, killed_by)
+        if result is not None:
+            out.append(result)
     return out
+
+
+def reap_jobs_of_dead_workers(
+    conn: Connection,
+    dialect: Dialect,
+    rng: random.Random,
+    now: dt.datetime,
+    auto_disable_count: int,
+    workers: list[tuple[str, int]],
+) -> list[FinishResult]:
+    """Fail as lease lost, whatever their lease's expiry, the RUNNING jobs of the workers
+    that ran in the dead processes ``workers`` ((host, pid): a service's embedded worker,
+    whose worker id is ``host:pid:...``). Their processes died with their worker (its guard
+    killed them), so their retries wait only for their backoff."""
+    out = []
+    for host, pid in workers:
+        running = conn.execute(
+            jobs.select().where(
+                jobs.c.status == JobStatus.RUNNING,
+                jobs.c.worker_id.startswith(f"{host}:{pid}:", autoescape=True),
+            )
+        ).all()
+        for row in running:
+            job = rows.job(row)
+            forever = now + dt.timedelta(days=36500)
+            result = _reap(conn, dialect, rng, job, now, forever, auto_disable_count, None)
+            if result is not None:
+                out.append(result)
+    return out
+
+
+def _reap(
+    conn: Connection,
+    dialect: Dialect,
+    rng: random.Random,
+    job: JobRecord,
+    now: dt.datetime,
+    before: dt.datetime,
+    auto_disable_count: int,
+    killed_by: dt.datetime | None,
+) -> FinishResult | None:
+    """Fail ``job`` as lease lost if it is still RUNNING under its token with a lease
+    expiring before ``before``; its retry is not ready before ``killed_by`` either. None
+    when it was finished, renewed or reaped by someone else meanwhile."""
+    done = conn.execute(
+        _REAP,
+        {
+            "b_job_id": job.id,
+            "b_token": job.lease_token,
+            "b_before": before,
+            "b_status": JobStatus.FAILED,
+            "b_error": LEASE_LOST,
+            "b_tail": "",
+            "b_now": now,
+        },
+    ).first()
+    if done is None:
+        return None
+    reaped, task = rows.finished(done)
+    log.warning(
+        "lease lost; job failed",
+        extra={"job_id": job.id, "task_id": job.task_id, "worker_id": job.worker_id},
+    )
+    return after_finish(
+        conn,
+        dialect,
+        rng,
+        reaped,
+        task,
+        JobStatus.FAILED,
+        LEASE_LOST,
+        now,
+        auto_disable_count,
+        retry_not_before=killed_by,
+    )
