@@ -12,6 +12,7 @@ the dead process's job.
 
 from __future__ import annotations
 
+import datetime as dt
 import signal
 import subprocess
 import time
@@ -20,7 +21,7 @@ from pathlib import Path
 from scheduler_svc.holders import this_process
 from scheduler_svc.store import LEASE_LOST
 from tests.databases import run_sql
-from tests.faults.audit import audit, recording_job, spans
+from tests.faults.audit import audit, recording_job, spans, utc
 from tests.harness import Server, free_port, wait_for
 from tests.queue_helpers import wait_logged
 from tickwork import Client, JobStatus
@@ -65,6 +66,7 @@ def test_a_restarted_service_takes_over_its_dead_predecessor_s_leases_at_once(
             wait_for(lambda: spans(record), timeout_s=20, what="the scheduled job to start")
             (dead_job,) = client.list_jobs(task="long", statuses=[JobStatus.JOB_STATUS_RUNNING])
         first.kill(signal.SIGKILL)
+        killed_at = dt.datetime.now(dt.UTC)
         second = service(tmp_path, database_url, "second").wait_healthy()
         healthy_at = time.monotonic()
         with Client(second.address) as client:
@@ -81,6 +83,11 @@ def test_a_restarted_service_takes_over_its_dead_predecessor_s_leases_at_once(
         out = wait_logged(second, "as the active worker")
         assert "recovered the running jobs of a dead predecessor" in out
         assert "scheduler lease acquired" in out
+        # The first fire the new service recorded (its catch-up) made a job: it was not
+        # spent as "already running" against the dead process's job.
+        fires = run_sql(database_url, "SELECT fire_time, outcome, recorded_at FROM fires")
+        after = sorted((utc(f[0]), f[1]) for f in fires if utc(f[2]) >= killed_at)
+        assert next(o for _, o in after if o != "MISSED") == "ENQUEUED", after
         # The predecessor's lease rows now name the new process.
         holders = run_sql(database_url, "SELECT name, holder_pid FROM leases ORDER BY name")
         assert dict(holders) == {"scheduler": second.pid, "worker": second.pid}
