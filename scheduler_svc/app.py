@@ -161,14 +161,45 @@ class App:
         return result
 
     async def reap_expired_leases(self) -> list[FinishResult]:
-        """Recover running jobs whose lease expired ("lease lost"; retried per policy)."""
+        """Recover running jobs whose lease expired ("lease lost"; retried per policy).
+
+        After this process's storage was down (:mod:`scheduler_svc.outages`), the running
+        jobs' leases are first moved later by the outage's length: nobody could renew them
+        meanwhile, and an outcome already on its way is recorded rather than turned into a
+        late one."""
+        outages = self.store.db.outages
+        grace_s = outages.grace_s()
         results = await self.store.reap_expired_leases(
+            self.clock(),
+            auto_disable_count=self.settings.auto_disable_task_failure_count,
+            kill_deadline_s=self.settings.kill_deadline_s,
+            grace_s=grace_s,
+        )
+        if grace_s:
+            outages.granted(grace_s)
+        for result in results:
+            if result.job is not None:
+                self.metrics.lease_losses.labels(result.job.task_name).inc()
+            self._after_finish(result)
+        return results
+
+    async def take_over_dead_holders(self) -> list[FinishResult]:
+        """Before the loops start: take over at once the leases a dead process of this
+        host held (a predecessor killed with SIGKILL), and recover its embedded worker's
+        running jobs ("lease lost"; retried per policy), so that the first tick finds them
+        ended and the embedded worker need not wait for the leases to expire."""
+        results = await self.store.take_over_dead_holders(
             self.clock(), auto_disable_count=self.settings.auto_disable_task_failure_count
         )
         for result in results:
             if result.job is not None:
                 self.metrics.lease_losses.labels(result.job.task_name).inc()
             self._after_finish(result)
+        if results:
+            log.warning(
+                "recovered the running jobs of a dead predecessor on this host",
+                extra={"jobs": [r.job.id for r in results if r.job is not None]},
+            )
         return results
 
     def _after_finish(self, result: FinishResult) -> None:

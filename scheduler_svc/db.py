@@ -12,7 +12,8 @@ import datetime as dt
 import functools
 import logging
 import sqlite3
-from collections.abc import AsyncIterator, Callable
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from scheduler_svc.db_datetime import UTCDateTime as UTCDateTime
 from scheduler_svc.db_datetime import stored_datetime as stored_datetime
 from scheduler_svc.errors import StorageError
+from scheduler_svc.outages import StorageOutages, is_storage_failure
 
 log = logging.getLogger(__name__)
 
@@ -200,6 +202,12 @@ leases = sa.Table(
     sa.Column("holder", sa.String(200), nullable=False, default=""),
     sa.Column("token", sa.BigInteger, nullable=False, default=0),
     sa.Column("expires_at", UTCDateTime, nullable=False),
+    # The holder's process (scheduler_svc.holders): host name, pid, the host's boot id and
+    # the process's start time in clock ticks after boot; NULL when not known.
+    sa.Column("holder_host", sa.String(255), nullable=True),
+    sa.Column("holder_pid", sa.Integer, nullable=True),
+    sa.Column("holder_boot_id", sa.String(64), nullable=True),
+    sa.Column("holder_started", sa.BigInteger, nullable=True),
 )
 
 LEASE_NAMES = ("scheduler", "worker")
@@ -491,6 +499,8 @@ class Database:
         self.url = url
         self.statement_timeout_s = statement_timeout_s
         self.dialect = dialect_of(url)
+        self.outages = StorageOutages()
+        """How long this process's calls found the storage down (see :mod:`.outages`)."""
         self._sqlite: sa.Engine | None = None
         self._async: AsyncEngine | None = None
         self._queue: AsyncEngine | None = None
@@ -522,10 +532,25 @@ class Database:
                     functools.partial(_ping_on_checkout, ping_timeout_s),
                 )
 
+    async def _watched(self, call: Awaitable[R]) -> R:
+        """``call``'s result; its storage failure, if it fails with one, is an outage."""
+        began = time.monotonic()
+        try:
+            result = await call
+        except Exception as exc:
+            if is_storage_failure(exc):
+                self.outages.failed(began)
+            raise
+        self.outages.succeeded()
+        return result
+
     async def write(self, fn: Callable[[Connection], R], *, queue: bool = False) -> R:
         """Run ``fn(conn)`` in a read-write transaction; committed when it returns, rolled
         back when it raises. ``queue``: on PostgreSQL, on a connection of the queue's pool
         (see :data:`QUEUE_SESSION_SETTINGS`), for what takes jobs off the queue."""
+        return await self._watched(self._write(fn, queue))
+
+    async def _write(self, fn: Callable[[Connection], R], queue: bool) -> R:
         if self._sqlite is not None:
             engine = self._sqlite
 
@@ -544,10 +569,13 @@ class Database:
         :meth:`write`: here each would commit on its own. ``queue``: as for :meth:`write`."""
         if self._sqlite is not None:
             return await self.write(fn)
-        return await self._postgresql(fn, write=True, autocommit=True, queue=queue)
+        return await self._watched(self._postgresql(fn, write=True, autocommit=True, queue=queue))
 
     async def read(self, fn: Callable[[Connection], R]) -> R:
         """Run ``fn(conn)`` in a transaction that is rolled back (it must only read)."""
+        return await self._watched(self._read(fn))
+
+    async def _read(self, fn: Callable[[Connection], R]) -> R:
         if self._sqlite is not None:
             engine = self._sqlite
 

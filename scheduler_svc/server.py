@@ -33,6 +33,7 @@ from scheduler_svc.auth import AuthInterceptor
 from scheduler_svc.db import Database
 from scheduler_svc.embedded_console import start_console
 from scheduler_svc.errors import SettingsError, StorageError
+from scheduler_svc.holders import this_process
 from scheduler_svc.hub import Hub
 from scheduler_svc.metrics import REFRESH_S, Metrics, MetricsServer
 from scheduler_svc.replicas import ReplicaWakeups
@@ -143,6 +144,10 @@ class Service:
         when None.
         """
         self.stopped = asyncio.Event()
+        try:
+            await self.app.take_over_dead_holders()
+        except Exception:
+            log.exception("taking over a dead predecessor's leases failed; they expire")
         self._supervise(asyncio.create_task(self._reap(), name="lease-reaper"))
         if self.metrics_server is not None:
             self._supervise(asyncio.create_task(self._refresh_metrics(), name="metrics"))
@@ -444,7 +449,9 @@ async def create_server(settings: Settings, *, clock: Clock = utc_now) -> Servic
         with suppress(Exception):
             await db.dispose()
         raise DatabaseUnreachable(settings.database_url, err) from err
-    app = App(settings, Store(db), clock=clock, hub=Hub(), metrics=Metrics())
+    app = App(
+        settings, Store(db, process=this_process()), clock=clock, hub=Hub(), metrics=Metrics()
+    )
     await maintenance.ensure_builtins(app)
     server = grpc.aio.server(
         interceptors=interceptors,

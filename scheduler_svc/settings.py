@@ -147,6 +147,17 @@ class Settings:
     retention_days: int = 30
 
     @property
+    def kill_deadline_s(self) -> float:
+        """How long after a job's lease expired its old run's processes may still live,
+        seconds: one heartbeat interval plus a second. A worker's guard SIGKILLs a job's
+        processes once the worker sent no heartbeat for the lease TTL minus one interval (at
+        least two intervals, at most the TTL), so they are dead at most one interval (plus
+        the guard's 0.1 s check) after the lease expired, even when the last heartbeat sent
+        never arrived. A lease-lost job's retry is not ready before its lease's expiry plus
+        this."""
+        return self.heartbeat_interval_s + 1.0
+
+    @property
     def tls_enabled(self) -> bool:
         """True when the server has a certificate and key."""
         return bool(self.tls_cert_file)

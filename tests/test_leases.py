@@ -89,8 +89,10 @@ async def test_a_late_outcome_is_recorded_as_late_and_changes_nothing(
             retry = await h.client.get_job(recovered.retry.id)
             assert retry.status == JobStatus.JOB_STATUS_QUEUED
 
-            # The same stream goes on: it is given the retry once that is ready.
-            h.clock.advance(1)
+            # The same stream goes on: it is given the retry once that is ready (its backoff,
+            # and the lease's expiry plus the kill deadline: heartbeat interval + 1 s).
+            assert recovered.retry.not_before is not None
+            h.clock.set(recovered.retry.not_before)
             await w.send(poll_job=Request.PollJob())
             again = (await w.expect("assign_job")).assign_job
             assert (again.job.id, again.job.attempt) == (retry.id, 2)
@@ -146,7 +148,8 @@ async def test_a_lost_lease_is_retried_and_counts_toward_auto_disable(
         h.clock.advance(10.1)
         (lost,) = await h.service.app.reap_expired_leases()
         assert lost.retry is not None and lost.disabled_task is None
-        h.clock.advance(1)
+        assert lost.retry.not_before is not None  # backoff, and the kill deadline
+        h.clock.set(lost.retry.not_before)
         second = await claim(h, ttl_s=10)
         assert second.id == lost.retry.id
         h.clock.advance(11)
@@ -529,8 +532,9 @@ def test_a_stopped_worker_loses_the_lease_and_the_standby_runs_the_next_job(
     tmp_path: Path, lease_server: Server, database_url: str
 ) -> None:
     """SIGSTOP on the active worker (its stream stays open): the standby becomes active
-    within the TTL and runs a new job while the first worker is still stopped; once
-    continued, that worker stops its job, comes back as a standby and runs nothing."""
+    within the TTL and runs a new job while the first worker is still stopped, whose job's
+    processes its guard killed; once continued, that worker comes back as a standby and
+    runs nothing."""
     record = tmp_path / "record"
     with Client(lease_server.address) as client:
         record_task(client, "long", record, 60)
@@ -575,13 +579,12 @@ def test_a_stopped_worker_loses_the_lease_and_the_standby_runs_the_next_job(
     assert all(f":{standby.pid}:" in s[1] for s in spans[1:])
     for earlier, later in itertools.pairwise(spans):
         assert earlier[3] <= later[2], (earlier, later)  # never two RUNNING at once
-    # The job's process slept on while its worker was stopped (the one limit of the guard:
-    # a stopped worker is alive) and was stopped when its worker woke up.
+    # The job's process did not sleep on while its worker was stopped: the worker's guard,
+    # no longer fed by its heartbeats, SIGKILLed it before the lease expired (no "aborted").
     assert record.read_text().splitlines() == [
         "start long",
         "start b",
         "end b",
-        "aborted long",
         "start c",
         "end c",
     ]

@@ -20,6 +20,7 @@ from worker_svc._outcome import OutcomeReporter
 from worker_svc._shield import shielded
 from worker_svc._supervisor import JobSupervisor, StopSignals
 from worker_svc.handlers import handler_names
+from worker_svc.handlers._guard import watch as watch_guard
 from worker_svc.settings import WorkerSettings
 
 __all__ = ["Session"]
@@ -33,6 +34,19 @@ _POLL_DRAIN_MARGIN_S = 1.0
 
 Request = worker_pb2.ConnectRequest
 Response = worker_pb2.ConnectResponse
+
+
+def watchdog_s(lease_ttl_s: float, heartbeat_interval_s: float) -> float:
+    """How long the process-group guard lets a job's processes run without a heartbeat of
+    this worker, seconds: the lease TTL minus one heartbeat interval, but never less than
+    two intervals (nor more than the TTL); 0 (no watchdog) when the TTL is unknown.
+
+    A frozen worker's job processes are so SIGKILLed at most one heartbeat interval (plus
+    the guard's 0.1 s check) after the job's lease expired at the service, which holds a
+    lost job's retry back for one interval plus a second (docs/guide/jobs.md)."""
+    if lease_ttl_s <= 0:
+        return 0.0
+    return max(lease_ttl_s - heartbeat_interval_s, min(lease_ttl_s, 2 * heartbeat_interval_s))
 
 
 class Session:
@@ -139,6 +153,7 @@ class Session:
                 "Welcome has no heartbeat interval; heartbeating every %.2f s",
                 heartbeat_interval_s,
             )
+        watch_guard(watchdog_s(welcome.lease_ttl_seconds, heartbeat_interval_s))
         active = welcome.active
         logger.info(
             "connected to %s as the %s worker (heartbeat every %.2f s, lease %.2f s, handlers %s)",

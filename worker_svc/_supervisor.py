@@ -26,6 +26,7 @@ from worker_svc._job_output import JobOutput
 from worker_svc._outcome import JobResult, send_output
 from worker_svc._shield import shielded
 from worker_svc.handlers import JobContext, ProcessLimits, ServiceCalls
+from worker_svc.handlers._guard import feed as feed_guard
 from worker_svc.settings import WorkerSettings
 
 __all__ = [
@@ -313,7 +314,8 @@ class JobSupervisor:
         return result
 
     async def _pump(self, started: float) -> None:
-        """While the job runs: send Heartbeat every interval and LogLines batches.
+        """While the job runs: send Heartbeat every interval and LogLines batches, and
+        feed the process-group guard's watchdog with each heartbeat sent.
 
         Args:
             started (float): when the job started, event loop time (the first heartbeat
@@ -333,6 +335,7 @@ class JobSupervisor:
         while True:
             if loop.time() >= next_heartbeat:
                 await conn.send(heartbeat)
+                feed_guard()  # alive: the guard's watchdog leaves the job's processes be
                 next_heartbeat = loop.time() + interval_s
             await send_output(conn, self.job_id, self.lease_token, self.output)
             await asyncio.sleep(max(0.0, min(flush_s, next_heartbeat - loop.time())))

@@ -25,6 +25,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from scheduler_svc.db import Database
+from scheduler_svc.holders import HolderProcess
 from scheduler_svc.records import (
     EnqueueResult,
     FinishResult,
@@ -98,10 +99,19 @@ class Store:
     connections (``queue=True``).
     """
 
-    def __init__(self, database: Database, *, rng: random.Random | None = None) -> None:
-        """``rng`` draws the retries' backoff jitter (seeded in tests)."""
+    def __init__(
+        self,
+        database: Database,
+        *,
+        rng: random.Random | None = None,
+        process: HolderProcess | None = None,
+    ) -> None:
+        """``rng`` draws the retries' backoff jitter (seeded in tests); ``process`` is what
+        the leases this store takes record as their holder's process (None: nothing, and no
+        dead holder is taken over)."""
         self.db = database
         self.rng = rng or random.Random()
+        self.process = process
 
     # ------------------------------------------------------------------------ tasks
 
@@ -553,15 +563,25 @@ class Store:
         )
 
     async def reap_expired_leases(
-        self, now: dt.datetime, *, auto_disable_count: int
+        self,
+        now: dt.datetime,
+        *,
+        auto_disable_count: int,
+        kill_deadline_s: float = 0.0,
+        grace_s: float = 0.0,
     ) -> list[FinishResult]:
         """Fail every RUNNING job whose lease expired before ``now`` (error
-        :data:`LEASE_LOST`), with the retry and auto-disable rules of :meth:`finish_job`.
-        One result per recovered job; a job finished, renewed or reaped concurrently
-        (another replica) is left alone."""
+        :data:`LEASE_LOST`), with the retry and auto-disable rules of :meth:`finish_job`;
+        a retry is not ready before the lease's expiry + ``kill_deadline_s`` seconds either
+        (the old run's processes are dead by then). With ``grace_s`` > 0 (seconds the
+        storage was down), every running job's lease is first moved that much later, in the
+        same transaction. One result per recovered job; a job finished, renewed or reaped
+        concurrently (another replica) is left alone."""
         dialect, rng = self.db.dialect, self.rng
         return await self.db.write(
-            lambda conn: finish.reap_expired_leases(conn, dialect, rng, now, auto_disable_count)
+            lambda conn: finish.reap_expired_leases(
+                conn, dialect, rng, now, auto_disable_count, kill_deadline_s, grace_s
+            )
         )
 
     # ------------------------------------------------------------------ job reads
@@ -601,12 +621,15 @@ class Store:
         """Take or renew the lease ``name`` ("scheduler" or "worker") for ``holder``, to
         expire at now + ttl_s.
 
-        Succeeds when ``holder`` already holds it or it expired. Returns the fencing token
+        Succeeds when ``holder`` already holds it, it expired, or its holder is a process of
+        this store's host and boot that no longer runs (:mod:`scheduler_svc.holders`).
+        Records this store's process as the holder's. Returns the fencing token
         (incremented on every change of holder), or None when someone else holds it.
         Raises InvalidArgument(field="name") for an unknown lease.
         """
+        process = self.process
         return await self.db.write(
-            lambda conn: leases.acquire_lease(conn, name, holder, now, ttl_s)
+            lambda conn: leases.acquire_lease(conn, name, holder, now, ttl_s, process)
         )
 
     async def acquire_slot_lease(
@@ -617,12 +640,36 @@ class Store:
         or never taken: its row, :func:`scheduler_svc.db.slot_lease_name`, is inserted).
 
         Returns (slot, fencing token), or None when every slot is held by others. With
-        ``slots`` 1 this is :meth:`acquire_lease` of ``"worker"``.
+        ``slots`` 1 this is :meth:`acquire_lease` of ``"worker"`` (a slot whose holder died
+        on this host is free too).
         """
-        dialect = self.db.dialect
+        dialect, process = self.db.dialect, self.process
         return await self.db.write(
-            lambda conn: leases.acquire_slot_lease(conn, dialect, holder, now, ttl_s, slots)
+            lambda conn: leases.acquire_slot_lease(
+                conn, dialect, holder, now, ttl_s, slots, process
+            )
         )
+
+    async def take_over_dead_holders(
+        self, now: dt.datetime, *, auto_disable_count: int
+    ) -> list[FinishResult]:
+        """In one transaction: expire every lease whose holder is a process of this store's
+        host and boot that no longer runs (a predecessor killed before it could let go), and
+        fail as lease lost (retried per policy, as :meth:`reap_expired_leases`) the RUNNING
+        jobs of the embedded worker that ran in such a process (worker id ``host:pid:...``),
+        whatever their lease's expiry. Nothing without a :attr:`process`."""
+        process = self.process
+        if process is None:
+            return []
+        dialect, rng = self.db.dialect, self.rng
+
+        def take_over(conn: Connection) -> list[FinishResult]:
+            dead = leases.expire_dead_holders(conn, now, process)
+            return finish.reap_jobs_of_dead_workers(
+                conn, dialect, rng, now, auto_disable_count, dead
+            )
+
+        return await self.db.write(take_over)
 
     async def worker_lease_holders(self) -> list[LeaseHolder]:
         """The holders and expiries of the worker slot leases (``worker``, ``worker.1``, ...),

@@ -152,10 +152,13 @@ def after_finish(
     error: str,
     now: dt.datetime,
     auto_disable_count: int,
+    *,
+    retry_not_before: dt.datetime | None = None,
 ) -> FinishResult:
     """What follows a job's outcome, once ``job`` (as updated) is stored, by what its
-    ``task`` was then: the task's failure count and auto-disable, a retry, an interval
-    schedule's anchor. :func:`hot._has_no_follow_ups` must match these rules."""
+    ``task`` was then: the task's failure count and auto-disable, a retry (not ready before
+    ``retry_not_before`` either, when given), an interval schedule's anchor.
+    :func:`hot._has_no_follow_ups` must match these rules."""
     if task is None:
         return FinishResult(accepted=True, job=job)
     retry: JobRecord | None = None
@@ -167,7 +170,7 @@ def after_finish(
             )
     elif status == JobStatus.FAILED and job.attempt < task.max_attempts:
         if _retries(conn, dialect, job, task):
-            retry = _queue_retry(conn, rng, job, task, now)
+            retry = _queue_retry(conn, rng, job, task, now, retry_not_before)
     elif status == JobStatus.FAILED and job.trigger == Trigger.SCHEDULER:
         count = task.consecutive_failure_count + 1
         values: dict[str, Any] = {"consecutive_failure_count": count}
@@ -203,18 +206,26 @@ def _retries(conn: Connection, dialect: Dialect, job: JobRecord, task: Finishing
 
 
 def _queue_retry(
-    conn: Connection, rng: random.Random, job: JobRecord, task: FinishingTask, now: dt.datetime
+    conn: Connection,
+    rng: random.Random,
+    job: JobRecord,
+    task: FinishingTask,
+    now: dt.datetime,
+    floor: dt.datetime | None = None,
 ) -> JobRecord | None:
-    """Queue the retry of failed ``job``, not ready before now + backoff; None when a manual
-    run queued the task meanwhile (that job is the retry)."""
+    """Queue the retry of failed ``job``, not ready before now + backoff (nor ``floor``);
+    None when a manual run queued the task meanwhile (that job is the retry)."""
     delay = backoff_delay_s(job.attempt, task.backoff_base_seconds, task.backoff_cap_seconds, rng)
+    not_before = now + dt.timedelta(seconds=delay)
+    if floor is not None:
+        not_before = max(not_before, floor)
     retry_row = rows.job_row(
         task,
         trigger=job.trigger,
         lane=job.lane,
         now=now,
         attempt=job.attempt + 1,
-        not_before=now + dt.timedelta(seconds=delay),
+        not_before=not_before,
         schedule_id=job.schedule_id,
         fire_time=job.fire_time,
         retry_of_job_id=job.id,
@@ -259,43 +270,132 @@ _REAP = (
 )
 
 
+def _extend_running_leases(conn: Connection, grace_s: float) -> None:
+    """Move every running job's lease expiry ``grace_s`` seconds later (never earlier than
+    a renewal made meanwhile)."""
+    running = conn.execute(
+        sa.select(jobs.c.id, jobs.c.lease_token, jobs.c.lease_expires_at).where(
+            jobs.c.status == JobStatus.RUNNING, jobs.c.lease_expires_at.is_not(None)
+        )
+    ).all()
+    for row in running:
+        later = row.lease_expires_at + dt.timedelta(seconds=grace_s)
+        conn.execute(
+            jobs.update()
+            .where(
+                jobs.c.id == row.id,
+                jobs.c.lease_token == row.lease_token,
+                jobs.c.status == JobStatus.RUNNING,
+                jobs.c.lease_expires_at < later,
+            )
+            .values(lease_expires_at=later)
+        )
+    if running:
+        log.warning(
+            "the database was unavailable: running jobs' leases extended",
+            extra={"grace_s": round(grace_s, 3), "jobs": len(running)},
+        )
+
+
 def reap_expired_leases(
     conn: Connection,
     dialect: Dialect,
     rng: random.Random,
     now: dt.datetime,
     auto_disable_count: int,
+    kill_deadline_s: float = 0.0,
+    grace_s: float = 0.0,
 ) -> list[FinishResult]:
     """See :meth:`scheduler_svc.store.Store.reap_expired_leases`."""
-    out = []
+    if grace_s > 0:
+        _extend_running_leases(conn, grace_s)
     expired = conn.execute(
         jobs.select().where(jobs.c.status == JobStatus.RUNNING, jobs.c.lease_expires_at < now)
     ).all()
+    out = []
     for row in expired:
         job = rows.job(row)
-        done = conn.execute(
-            _REAP,
-            {
-                "b_job_id": job.id,
-                "b_token": job.lease_token,
-                "b_before": now,
-                "b_status": JobStatus.FAILED,
-                "b_error": LEASE_LOST,
-                "b_tail": "",
-                "b_now": now,
-            },
-        ).first()
-        if done is None:
-            continue  # finished, renewed or reaped by someone else meanwhile
-        reaped, task = rows.finished(done)
-        failed = JobStatus.FAILED
-        out.append(
-            after_finish(
-                conn, dialect, rng, reaped, task, failed, LEASE_LOST, now, auto_disable_count
-            )
-        )
-        log.warning(
-            "lease lost; job failed",
-            extra={"job_id": job.id, "task_id": job.task_id, "worker_id": job.worker_id},
-        )
+        # The old run's processes kill themselves (their guard's watchdog) within the kill
+        # deadline of the lease's expiry: its retry is not ready before that.
+        killed_by = None
+        if job.lease_expires_at is not None:
+            killed_by = job.lease_expires_at + dt.timedelta(seconds=kill_deadline_s)
+        result = _reap(conn, dialect, rng, job, now, now, auto_disable_count, killed_by)
+        if result is not None:
+            out.append(result)
     return out
+
+
+def reap_jobs_of_dead_workers(
+    conn: Connection,
+    dialect: Dialect,
+    rng: random.Random,
+    now: dt.datetime,
+    auto_disable_count: int,
+    workers: list[tuple[str, int]],
+) -> list[FinishResult]:
+    """Fail as lease lost, whatever their lease's expiry, the RUNNING jobs of the workers
+    that ran in the dead processes ``workers`` ((host, pid): a service's embedded worker,
+    whose worker id is ``host:pid:...``). Their processes died with their worker (its guard
+    killed them), so their retries wait only for their backoff."""
+    out = []
+    for host, pid in workers:
+        running = conn.execute(
+            jobs.select().where(
+                jobs.c.status == JobStatus.RUNNING,
+                jobs.c.worker_id.startswith(f"{host}:{pid}:", autoescape=True),
+            )
+        ).all()
+        for row in running:
+            job = rows.job(row)
+            forever = now + dt.timedelta(days=36500)
+            result = _reap(conn, dialect, rng, job, now, forever, auto_disable_count, None)
+            if result is not None:
+                out.append(result)
+    return out
+
+
+def _reap(
+    conn: Connection,
+    dialect: Dialect,
+    rng: random.Random,
+    job: JobRecord,
+    now: dt.datetime,
+    before: dt.datetime,
+    auto_disable_count: int,
+    killed_by: dt.datetime | None,
+) -> FinishResult | None:
+    """Fail ``job`` as lease lost if it is still RUNNING under its token with a lease
+    expiring before ``before``; its retry is not ready before ``killed_by`` either. None
+    when it was finished, renewed or reaped by someone else meanwhile."""
+    done = conn.execute(
+        _REAP,
+        {
+            "b_job_id": job.id,
+            "b_token": job.lease_token,
+            "b_before": before,
+            "b_status": JobStatus.FAILED,
+            "b_error": LEASE_LOST,
+            "b_tail": "",
+            "b_now": now,
+        },
+    ).first()
+    if done is None:
+        return None
+    reaped, task = rows.finished(done)
+    log.warning(
+        "lease lost; job failed",
+        extra={"job_id": job.id, "task_id": job.task_id, "worker_id": job.worker_id},
+    )
+    return after_finish(
+        conn,
+        dialect,
+        rng,
+        reaped,
+        task,
+        JobStatus.FAILED,
+        LEASE_LOST,
+        now,
+        auto_disable_count,
+        retry_not_before=killed_by,
+    )

@@ -1,21 +1,39 @@
 """The named leases (``leases``: "scheduler", and "worker" with "worker.<n>", one per worker
 slot): one conditional UPDATE takes, renews or gives one up, fenced by a token incremented
-on every change of holder."""
+on every change of holder. A lease records its holder's process; one whose holder died on
+this host (:mod:`scheduler_svc.holders`) is taken over without waiting for its expiry."""
 
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from scheduler_svc.db import Dialect, insert_skipping_conflicts, leases, slot_lease_name
 from scheduler_svc.errors import InvalidArgument
+from scheduler_svc.holders import HolderProcess
 from scheduler_svc.records import LeaseHolder
 
 
+def holder_is_dead(row: sa.Row[Any], process: HolderProcess | None) -> bool:
+    """Whether the lease ``row``'s holder is a process of ``process``'s host and boot that
+    no longer runs (see :mod:`scheduler_svc.holders`)."""
+    if process is None or not row.holder:
+        return False
+    return process.finds_dead(
+        row.holder_host, row.holder_pid, row.holder_boot_id, row.holder_started
+    )
+
+
 def acquire_lease(
-    conn: Connection, name: str, holder: str, now: dt.datetime, ttl_s: float
+    conn: Connection,
+    name: str,
+    holder: str,
+    now: dt.datetime,
+    ttl_s: float,
+    process: HolderProcess | None = None,
 ) -> int | None:
     """See :meth:`scheduler_svc.store.Store.acquire_lease`."""
     expires = now + dt.timedelta(seconds=ttl_s)
@@ -26,15 +44,38 @@ def acquire_lease(
     if m["holder"] == holder:
         token = m["token"]
         cond = leases.c.holder == holder
+    elif holder_is_dead(row, process):
+        token = m["token"] + 1  # its holder died on this host: taken over at once
+        cond = leases.c.token == m["token"]
     else:
         token = m["token"] + 1
         cond = sa.and_(leases.c.expires_at < now, leases.c.token == m["token"])
-    result = conn.execute(
-        leases.update()
-        .where(leases.c.name == name, cond)
-        .values(holder=holder, token=token, expires_at=expires)
-    )
+    values: dict[str, Any] = {"holder": holder, "token": token, "expires_at": expires}
+    if process is not None:
+        values.update(process.columns())
+    result = conn.execute(leases.update().where(leases.c.name == name, cond).values(values))
     return int(token) if result.rowcount == 1 else None
+
+
+def expire_dead_holders(
+    conn: Connection, now: dt.datetime, process: HolderProcess
+) -> list[tuple[str, int]]:
+    """Expire every lease whose holder is a dead process of ``process``'s host and boot
+    (its holder and token stay; the next acquire takes it); return the (host, pid) of every
+    dead holder a lease row names, expired or not, without repeats."""
+    dead: list[tuple[str, int]] = []
+    for row in conn.execute(sa.select(leases)).all():
+        if not holder_is_dead(row, process):
+            continue
+        if row.expires_at >= now:
+            conn.execute(
+                leases.update()
+                .where(leases.c.name == row.name, leases.c.token == row.token)
+                .values(expires_at=now - dt.timedelta(seconds=1))
+            )
+        if (row.holder_host, row.holder_pid) not in dead:
+            dead.append((row.holder_host, row.holder_pid))
+    return dead
 
 
 def release_lease(conn: Connection, name: str, holder: str, now: dt.datetime) -> None:
@@ -47,7 +88,13 @@ def release_lease(conn: Connection, name: str, holder: str, now: dt.datetime) ->
 
 
 def acquire_slot_lease(
-    conn: Connection, dialect: Dialect, holder: str, now: dt.datetime, ttl_s: float, slots: int
+    conn: Connection,
+    dialect: Dialect,
+    holder: str,
+    now: dt.datetime,
+    ttl_s: float,
+    slots: int,
+    process: HolderProcess | None = None,
 ) -> tuple[int, int] | None:
     """See :meth:`scheduler_svc.store.Store.acquire_slot_lease`."""
     names = [slot_lease_name(slot) for slot in range(slots)]
@@ -68,9 +115,14 @@ def acquire_slot_lease(
     order = mine + [slot for slot in range(slots) if slot not in mine]
     for slot in order:
         row = held.get(names[slot])
-        if row is not None and row.holder != holder and row.expires_at >= now:
+        if (
+            row is not None
+            and row.holder != holder
+            and row.expires_at >= now
+            and not holder_is_dead(row, process)
+        ):
             continue
-        token = acquire_lease(conn, names[slot], holder, now, ttl_s)
+        token = acquire_lease(conn, names[slot], holder, now, ttl_s, process)
         if token is not None:
             return slot, token
     return None

@@ -7,39 +7,77 @@ worker, so two runs of the task would overlap. A small guard process, started wi
 first job, holds the read end of a pipe whose write end only the worker holds; the worker
 registers each job's process group on it. When the pipe reaches end-of-file (the worker
 exited, however it exited), the guard SIGKILLs every group still registered, then exits.
+
+A worker that is alive but frozen (SIGSTOP, a VM or container pause, a debugger) keeps the
+pipe open and can kill nothing itself. So the guard is also a watchdog: the worker feeds it
+(:func:`feed`) with every heartbeat it sends for a job, and a group registered with a
+watchdog timeout (:func:`watch`) is SIGKILLed by the guard once no feed and no registration
+came for that many seconds. The worker sets the timeout to the lease TTL minus one heartbeat
+interval, so a frozen worker's job processes are dead by the time the service can recover
+the job's lease (see docs/guide/jobs.md, "Leases and lost workers").
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import os
 import subprocess
 import sys
 import threading
 
-__all__ = ["forget_group", "guard_group"]
+__all__ = ["feed", "forget_group", "guard_group", "watch"]
 
 logger = logging.getLogger(__name__)
 
 _GUARD_SOURCE = """
-import os, signal, sys
-groups = set()
-for line in sys.stdin:
-    sign, pgid = line[0], int(line[1:])
-    if sign == "+":
-        groups.add(pgid)
-    else:
-        groups.discard(pgid)
-for pgid in groups:
+import os, select, signal, sys, time
+fd = sys.stdin.fileno()
+groups = {}
+clock = getattr(time, "CLOCK_BOOTTIME", time.CLOCK_MONOTONIC)
+fed = time.clock_gettime(clock)
+rest = b""
+def kill(pgid):
     try:
         os.killpg(pgid, signal.SIGKILL)
     except OSError:
         pass
+while True:
+    now = time.clock_gettime(clock)
+    for pgid, limit in list(groups.items()):
+        if limit > 0 and now - fed > limit:
+            kill(pgid)
+            del groups[pgid]
+    timeout = 0.1 if any(limit > 0 for limit in groups.values()) else None
+    if not select.select([fd], [], [], timeout)[0]:
+        continue
+    data = os.read(fd, 65536)
+    if not data:
+        break
+    *lines, rest = (rest + data).split(b"\\n")
+    for line in lines:
+        sign = line[:1]
+        if sign == b".":
+            fed = time.clock_gettime(clock)
+        elif sign == b"+":
+            pgid, limit = line[1:].split()
+            groups[int(pgid)] = float(limit)
+            fed = time.clock_gettime(clock)
+        elif sign == b"-":
+            groups.pop(int(line[1:]), None)
+for pgid in groups:
+    kill(pgid)
 """
+"""The guard's program. Lines: ``+PGID SECONDS`` registers a group (``SECONDS`` 0: no
+watchdog), ``-PGID`` forgets it, ``.`` feeds the watchdog; a registration feeds it too. It
+checks the watchdog every 0.1 s while a watched group is registered, on the boot-time
+clock (which counts a suspended machine's time too)."""
 
 _lock = threading.Lock()
 _guard: subprocess.Popen[bytes] | None = None
+_watchdog_s = 0.0
+"""The watchdog timeout given to groups registered from now on, seconds (0: none)."""
 
 
 def _started() -> subprocess.Popen[bytes]:
@@ -74,11 +112,31 @@ def _tell(line: str) -> None:
         )
 
 
+def watch(timeout_s: float) -> None:
+    """Give every process group registered from now on a watchdog: the guard SIGKILLs it
+    once neither :func:`feed` nor a registration came for ``timeout_s`` seconds (<= 0: no
+    watchdog). The worker calls it with each Welcome (lease TTL minus heartbeat interval)."""
+    global _watchdog_s
+    _watchdog_s = max(0.0, timeout_s)
+
+
+def feed() -> None:
+    """Tell the guard this worker is alive (every heartbeat a job sends). Does nothing
+    while no guard runs (no job has started yet). Never raises."""
+    with _lock:
+        guard = _guard
+        if guard is None or guard.stdin is None or guard.poll() is not None:
+            return
+        with contextlib.suppress(OSError):  # gone: the next registration restarts it
+            os.write(guard.stdin.fileno(), b".\n")
+
+
 def guard_group(pgid: int) -> None:
     """Have process group ``pgid`` SIGKILLed if this worker process dies before
-    :func:`forget_group`. Never raises."""
+    :func:`forget_group`, or stops feeding the guard for the :func:`watch` timeout.
+    Never raises."""
     try:
-        _tell(f"+{pgid}\n")
+        _tell(f"+{pgid} {_watchdog_s:.3f}\n")
     except Exception:
         logger.exception("could not register process group %d with the guard", pgid)
 
