@@ -42,6 +42,10 @@ class Watcher:
         wait_for(lambda: self.statuses, what=f"the first Watch answer for {self.service!r}")
         return self
 
+    def done(self) -> str:
+        """How the stream ended ("OK" or a status code's name); empty while it is open."""
+        return self.ended
+
     def _read(self) -> None:
         with grpc.insecure_channel(self.address) as channel:
             stub = health_pb2_grpc.HealthStub(channel)
@@ -79,7 +83,7 @@ def test_sigterm_turns_every_service_not_serving_and_a_watch_does_not_hold_the_s
         srv.kill(signal.SIGTERM)
         signalled = time.monotonic()
         for watcher in watchers:
-            wait_for(lambda w=watcher: w.ended, timeout_s=10, what="the Watch stream to end")
+            wait_for(watcher.done, timeout_s=10, what="the Watch stream to end")
             assert watcher.statuses == [SERVING, NOT_SERVING]
             assert watcher.ended == "OK"
         # No job runs: the open watches do not keep it for the bound (once 45 s).
