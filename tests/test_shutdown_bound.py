@@ -12,12 +12,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
+import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from scheduler_svc.errors import SettingsError
 from scheduler_svc.server import SERVICE_NAMES
+from scheduler_svc.settings import Settings
 from tests.harness import Server, WorkerProc, wait_for
 from tests.queue_helpers import wait_status
 from tickwork import Client, JobStatus
+from tickwork.errors import InvalidSetting
+from worker_svc.settings import WorkerSettings
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
@@ -71,6 +76,24 @@ def stopped_within(proc: Server | WorkerProc, signalled: float, bound_s: float) 
     assert code == 0, proc.output()
     assert took <= bound_s + EXIT_SLACK_S, f"stopped after {took:.1f} s:\n{proc.output()}"
     return took
+
+
+def test_the_finish_grace_is_cut_to_fit_the_bound() -> None:
+    """bound - abort grace - 2 s report margin - 3 s close, never below 0; the same rule on
+    the service and on a dedicated worker."""
+    cases = [
+        ({}, 15.0),  # defaults: min(15, 25 - 5 - 2 - 3)
+        ({"TICKWORK_SHUTDOWN_GRACE_SECONDS": "12", "WORKER_ABORT_GRACE_SECONDS": "3"}, 4.0),
+        ({"TICKWORK_SHUTDOWN_GRACE_SECONDS": "60", "WORKER_SHUTDOWN_GRACE_SECONDS": "30"}, 30.0),
+        ({"TICKWORK_SHUTDOWN_GRACE_SECONDS": "4"}, 0.0),
+    ]
+    for env, finish_s in cases:
+        assert Settings.from_env(env).job_finish_grace_s == finish_s, env
+        assert WorkerSettings.from_env(environ=env).job_finish_grace_s == finish_s, env
+    with pytest.raises(SettingsError, match="TICKWORK_SHUTDOWN_GRACE_SECONDS: must be > 0"):
+        Settings.from_env({"TICKWORK_SHUTDOWN_GRACE_SECONDS": "0"})
+    with pytest.raises(InvalidSetting, match="TICKWORK_SHUTDOWN_GRACE_SECONDS: must be > 0"):
+        WorkerSettings.from_env(environ={"TICKWORK_SHUTDOWN_GRACE_SECONDS": "-1"})
 
 
 def test_sigterm_turns_every_service_not_serving_and_a_watch_does_not_hold_the_stop(

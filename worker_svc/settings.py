@@ -1,8 +1,9 @@
 """Settings of the worker service, built once from the environment.
 
 The worker's own variables (``WORKER_*``) are read here only: :func:`worker_seconds` is also
-how the scheduler service reads the two it shares (WORKER_POLL_INTERVAL_SECONDS bounds its
-PollJob wait, WORKER_SHUTDOWN_GRACE_SECONDS the jobs' grace when it stops). Every error is an
+how the scheduler service reads the three it shares (WORKER_POLL_INTERVAL_SECONDS bounds its
+PollJob wait, WORKER_SHUTDOWN_GRACE_SECONDS and WORKER_ABORT_GRACE_SECONDS the jobs' share of
+its stop, see :func:`job_finish_grace`). Every error is an
 :class:`~tickwork.errors.InvalidSetting` whose details start with the variable or field.
 """
 
