@@ -30,7 +30,7 @@ NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 #: end of the abort grace, stops it.
 STUBBORN = ["sh", "-c", 'trap "" TERM; while :; do sleep 0.1; done']
 #: What a stop may take beyond its bound: the interpreter's own exit.
-EXIT_SLACK_S = 2.0
+EXIT_SLACK_S = 3.0
 
 
 @dataclass
