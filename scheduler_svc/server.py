@@ -609,9 +609,14 @@ async def serve(
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        if console is not None:
-            await console.stop()
-        await service.stop()
+        # The console's pages get their grace while the service stops, not before: the
+        # health service turns NOT_SERVING at once and the bound counts from the signal.
+        console_stopped = asyncio.create_task(console.stop()) if console is not None else None
+        try:
+            await service.stop()
+        finally:
+            if console_stopped is not None:
+                await console_stopped
     if crashed:
         raise SystemExit(1)
 

@@ -18,7 +18,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from scheduler_svc.errors import SettingsError
 from scheduler_svc.server import SERVICE_NAMES
 from scheduler_svc.settings import Settings
-from tests.harness import Server, WorkerProc, wait_for
+from tests.harness import Server, WorkerProc, free_port, wait_for
 from tests.queue_helpers import wait_status
 from tickwork import Client, JobStatus
 from tickwork.errors import InvalidSetting
@@ -99,8 +99,11 @@ def test_the_finish_grace_is_cut_to_fit_the_bound() -> None:
 def test_sigterm_turns_every_service_not_serving_and_a_watch_does_not_hold_the_stop(
     tmp_path: Path,
 ) -> None:
-    srv = Server(tmp_path).wait_healthy()
+    # With the web console on: its stop runs beside the service's, within the same bound.
+    console = f"127.0.0.1:{free_port()}"
+    srv = Server(tmp_path, env={"TICKWORK_CONSOLE_LISTEN": console}).wait_healthy()
     try:
+        wait_for(lambda: "tickwork console on" in srv.output(), what="the console")
         assert health_list(srv.address) == {name: SERVING for name in ("", *SERVICE_NAMES)}
         watchers = [Watcher(srv.address).start(), Watcher(srv.address, SERVICE_NAMES[0]).start()]
         srv.kill(signal.SIGTERM)
