@@ -7,12 +7,17 @@
 #   embedded  `tickwork serve` with both loops (the default: the last target)
 # All run as the unprivileged user `tickwork`; the SQLite database lives in the volume
 # /var/lib/tickwork. The service's health check asks the gRPC health service.
+# Stopping: SIGTERM; `tickwork serve` and `tickwork worker` exit within
+# TICKWORK_SHUTDOWN_GRACE_SECONDS (default 25 s; docs/operations/maintenance.md, "Shutdown"):
+# give the container at least that before SIGKILL (compose: stop_grace_period 30s;
+# Kubernetes: terminationGracePeriodSeconds, 30 by default).
 
 FROM python:3.11-slim-bookworm AS base
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
+STOPSIGNAL SIGTERM
 RUN groupadd --system --gid 10001 tickwork \
  && useradd --system --uid 10001 --gid tickwork --home-dir /var/lib/tickwork \
       --shell /usr/sbin/nologin tickwork \

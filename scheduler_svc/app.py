@@ -303,7 +303,8 @@ class App:
         if self._stream_ends:
             await asyncio.wait(list(self._stream_ends), timeout=timeout_s)
 
-    async def drain(self) -> None:
-        """Wait for background work (emails) to finish; used on shutdown."""
+    async def drain(self, timeout_s: float | None = None) -> None:
+        """Wait up to ``timeout_s`` seconds (None: no bound) for background work (emails)
+        to finish; used on shutdown."""
         if self._background:
-            await asyncio.gather(*self._background, return_exceptions=True)
+            await asyncio.wait(list(self._background), timeout=timeout_s)

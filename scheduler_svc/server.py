@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import grpc
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_health.v1 import health, health_pb2_grpc
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
@@ -33,6 +33,7 @@ from scheduler_svc.auth import AuthInterceptor
 from scheduler_svc.db import Database
 from scheduler_svc.embedded_console import start_console
 from scheduler_svc.errors import SettingsError, StorageError
+from scheduler_svc.health import HealthService
 from scheduler_svc.holders import this_process
 from scheduler_svc.hub import Hub
 from scheduler_svc.metrics import REFRESH_S, Metrics, MetricsServer
@@ -63,6 +64,7 @@ from tickwork.v1 import (
     worker_pb2,
     worker_pb2_grpc,
 )
+from worker_svc.settings import CLOSE_RESERVE_S, REPORT_MARGIN_S
 
 if TYPE_CHECKING:
     from tickwork.apply import Config
@@ -81,9 +83,6 @@ SERVICE_NAMES = (
 
 #: How often the reaper looks for expired job leases, at most, seconds.
 REAP_INTERVAL_S = 1.0
-#: On stop, how long a job told to abort after the shutdown grace may take to report
-#: ABORTED (a shell job's SIGTERM-to-SIGKILL grace is WORKER_ABORT_GRACE_SECONDS, 5 s).
-ABORT_REPORT_S = 10.0
 
 
 class Service:
@@ -106,8 +105,10 @@ class Service:
         internal_token: str = "",
         socket_dir: str = "",
         metrics_server: MetricsServer | None = None,
+        health: HealthService | None = None,
     ) -> None:
         self.settings = settings
+        self.health = health
         self.server = server
         self.port = port
         self.app = app
@@ -174,7 +175,10 @@ class Service:
                 worker_settings = embedded_worker_settings()
             self.worker = Worker(
                 dataclasses.replace(
-                    worker_settings, server=self.internal_address, token=self.internal_token
+                    worker_settings,
+                    server=self.internal_address,
+                    token=self.internal_token,
+                    stop_bound_s=self.settings.shutdown_grace_s,
                 )
             )
             self._supervise(asyncio.create_task(self.worker.run(), name="embedded-worker"))
@@ -199,60 +203,75 @@ class Service:
                 log.exception("lease reaper pass failed")
             await asyncio.sleep(interval)
 
-    async def stop(self, grace_s: float = 5.0) -> None:
-        """Stop accepting work, let the embedded worker report, then close everything.
+    async def stop(self, bound_s: float | None = None) -> None:
+        """Stop within ``bound_s`` seconds (default: the settings' ``shutdown_grace_s``,
+        TICKWORK_SHUTDOWN_GRACE_SECONDS), in this order:
+
+        1. at once: every service NOT_SERVING on the health service (open Health/Watch
+           streams get it, then end), no new RPC accepted, no job handed out, the scheduler
+           loop and the embedded worker stopping;
+        2. the running jobs (a dedicated worker's too) get ``settings.job_finish_grace_s``
+           to finish and report;
+        3. the rest are told to abort ("service stopping") and get the abort grace
+           (WORKER_ABORT_GRACE_SECONDS) and a report's margin to report ABORTED;
+        4. the streams still open are cancelled :data:`~worker_svc.settings.CLOSE_RESERVE_S`
+           before the bound, the worker lease is given up, the database closed.
 
         The socket directory is removed even when closing something fails.
         """
+        bound = self.settings.shutdown_grace_s if bound_s is None else bound_s
         try:
-            await self._stop(grace_s)
+            await self._stop(asyncio.get_running_loop().time() + bound)
         finally:
             if self._socket_dir:
                 shutil.rmtree(self._socket_dir, ignore_errors=True)
 
-    async def _let_running_jobs_end(self, grace_s: float) -> None:
+    async def _let_running_jobs_end(self, finish_s: float, report_by: float) -> None:
         """The jobs that workers connected here are running (a dedicated worker's too) get
-        ``grace_s`` seconds to finish and report; the rest are then told to abort
-        ("service stopping") and get :data:`ABORT_REPORT_S` to report ABORTED, so that a
-        restart does not leave them to fail "lease lost", which counts toward auto-disable."""
-        if await self.app.hub.running_jobs_reported(grace_s):
+        ``finish_s`` seconds to finish and report; the rest are then told to abort
+        ("service stopping") and have until the loop time ``report_by`` to report ABORTED,
+        so that a restart does not leave them to fail "lease lost", which counts toward
+        auto-disable."""
+        if await self.app.hub.running_jobs_reported(finish_s):
             return
         for job_id in self.app.hub.running_jobs():
             log.warning(
                 "running job told to abort: the service is stopping",
-                extra={"job_id": job_id, "grace_s": grace_s},
+                extra={"job_id": job_id, "grace_s": finish_s},
             )
             self.app.hub.request_abort(
-                job_id, f"service stopping (its shutdown grace of {grace_s:g} s ran out)"
+                job_id, f"service stopping (its shutdown grace of {finish_s:.3g} s ran out)"
             )
-        await self.app.hub.running_jobs_reported(ABORT_REPORT_S)
+        await self.app.hub.running_jobs_reported(_left(report_by))
 
-    async def _stop(self, grace_s: float) -> None:
+    async def _stop(self, deadline: float) -> None:
+        if self.health is not None:
+            await self.health.stopping()
         self.app.stop_dispatch()  # no job is handed out any more; queued ones stay queued
         if self.scheduler is not None:
             self.scheduler.stop()
         if self.worker is not None:
             self.worker.stop()
         # New RPCs are refused from here on; open streams (a worker reporting its running
-        # job) are served for the grace: the running jobs' shutdown grace, if longer.
-        job_grace_s = self.settings.worker_shutdown_grace_s
-        if self.worker is not None:
-            job_grace_s = max(job_grace_s, self.worker.settings.shutdown_grace_s)
-        grace_s = max(grace_s, job_grace_s + ABORT_REPORT_S + 5)
-        server_stopped = asyncio.create_task(self.server.stop(grace_s))
-        await self._let_running_jobs_end(job_grace_s)
+        # job) are served until the close reserve, then cancelled.
+        streams_by = deadline - CLOSE_RESERVE_S
+        server_stopped = asyncio.create_task(self.server.stop(_left(streams_by)))
+        # The finish grace, cut to what a shorter bound leaves after the abort's share.
+        abort_s = self.settings.worker_abort_grace_s + REPORT_MARGIN_S
+        finish_s = min(self.settings.job_finish_grace_s, _left(streams_by, keep_s=abort_s))
+        await self._let_running_jobs_end(finish_s, streams_by)
         for task in self._tasks:
             if task.get_name() == "embedded-worker":
-                # The running job gets the worker's shutdown grace, then is aborted and
-                # reported over the stream, which the server still serves.
+                # Its job was told to abort above (if still running): it reports over the
+                # stream, which the server still serves.
                 with suppress(Exception, asyncio.CancelledError):
-                    await asyncio.wait_for(asyncio.shield(task), grace_s)
+                    await asyncio.wait_for(asyncio.shield(task), _left(streams_by))
         await server_stopped
         # The streams the server ended give the worker lease up before the database closes.
-        await self.app.streams_ended(timeout_s=5.0)
+        await self.app.streams_ended(timeout_s=_left(deadline, keep_s=1.0))
         if self.app.replicas is not None:
             # The other replicas hear of what this one let go (the worker lease) at once.
-            await self.app.replicas.flush(timeout_s=1.0)
+            await self.app.replicas.flush(timeout_s=min(1.0, _left(deadline, keep_s=0.5)))
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -260,10 +279,15 @@ class Service:
                 await task
         if self._channel is not None:
             await self._channel.close(None)
-        await self.app.drain()
+        await self.app.drain(timeout_s=_left(deadline, keep_s=0.5))
         await self.db.dispose()
         if self.metrics_server is not None:
             await asyncio.to_thread(self.metrics_server.close)
+
+
+def _left(until: float, keep_s: float = 0.0) -> float:
+    """Seconds from now to the loop time ``until`` less ``keep_s``, never below 0."""
+    return max(0.0, until - keep_s - asyncio.get_running_loop().time())
 
 
 def embedded_worker_settings(env: Mapping[str, str] | None = None) -> WorkerSettings:
@@ -470,7 +494,7 @@ async def create_server(settings: Settings, *, clock: Clock = utc_now) -> Servic
         SystemServicer(app, workers.registry),
         server,
     )
-    health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
+    health_servicer = HealthService(SERVICE_NAMES)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable((*SERVICE_NAMES, health.SERVICE_NAME), server)  # v1 and v1alpha
     try:
@@ -503,8 +527,7 @@ async def create_server(settings: Settings, *, clock: Clock = utc_now) -> Servic
             metrics_server.close()
         await db.dispose()
         raise
-    for name in ("", *SERVICE_NAMES):
-        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    await health_servicer.serving()
     log.info(
         "tickwork listening",
         extra={
@@ -527,6 +550,7 @@ async def create_server(settings: Settings, *, clock: Clock = utc_now) -> Servic
         internal_token=internal_token,
         socket_dir=socket_dir,
         metrics_server=metrics_server,
+        health=health_servicer,
     )
 
 
@@ -592,9 +616,14 @@ async def serve(
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        if console is not None:
-            await console.stop()
-        await service.stop()
+        # The console's pages get their grace while the service stops, not before: the
+        # health service turns NOT_SERVING at once and the bound counts from the signal.
+        console_stopped = asyncio.create_task(console.stop()) if console is not None else None
+        try:
+            await service.stop()
+        finally:
+            if console_stopped is not None:
+                await console_stopped
     if crashed:
         raise SystemExit(1)
 

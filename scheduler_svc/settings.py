@@ -8,7 +8,8 @@ plus TICKWORK_LISTEN, TICKWORK_LEASE_TTL_SECONDS, TICKWORK_HEARTBEAT_INTERVAL_SE
 SMTP_* variables of :mod:`scheduler_svc.notify`, the access-control and TLS variables
 (TICKWORK_TOKENS, TICKWORK_TOKENS_FILE, TICKWORK_TLS_CERT_FILE, TICKWORK_TLS_KEY_FILE,
 TICKWORK_TLS_CLIENT_CA_FILE, TICKWORK_INSECURE), TICKWORK_METRICS_LISTEN,
-TICKWORK_CONSOLE_LISTEN, TICKWORK_RETENTION_DAYS and TICKWORK_MAX_RUNNING_JOBS.
+TICKWORK_CONSOLE_LISTEN, TICKWORK_RETENTION_DAYS, TICKWORK_MAX_RUNNING_JOBS and
+TICKWORK_SHUTDOWN_GRACE_SECONDS.
 """
 
 from __future__ import annotations
@@ -127,8 +128,16 @@ class Settings:
     max_running_jobs: int = 1
     #: On stop, how long jobs that workers connected here are running may take to finish
     #: and report before they are told to abort (WORKER_SHUTDOWN_GRACE_SECONDS, which the
-    #: embedded worker also reads for its own job).
-    worker_shutdown_grace_s: float = 30.0
+    #: embedded worker also reads for its own job); cut to fit ``shutdown_grace_s``, see
+    #: :attr:`job_finish_grace_s`.
+    worker_shutdown_grace_s: float = 15.0
+    #: An aborted job's SIGTERM-to-SIGKILL grace (WORKER_ABORT_GRACE_SECONDS, shared with
+    #: the workers): the stop keeps this long, and a report's margin, for the abort.
+    worker_abort_grace_s: float = 5.0
+    #: The bound from SIGTERM to the process's exit (TICKWORK_SHUTDOWN_GRACE_SECONDS): the
+    #: running jobs' finish grace, their abort grace and the server's close all fit in it.
+    #: Below a container manager's kill grace (Kubernetes: 30 s by default).
+    shutdown_grace_s: float = 25.0
     smtp: SmtpSettings = SmtpSettings()
     #: {sha256 hex of a token: who it is}; access control is on when not empty.
     tokens: Mapping[str, Principal] = field(default_factory=dict, repr=False)
@@ -158,6 +167,17 @@ class Settings:
         return self.heartbeat_interval_s + 1.0
 
     @property
+    def job_finish_grace_s(self) -> float:
+        """Seconds a running job gets to finish on stop before it is told to abort:
+        WORKER_SHUTDOWN_GRACE_SECONDS, cut so that the abort and the close still fit in
+        TICKWORK_SHUTDOWN_GRACE_SECONDS (see :func:`worker_svc.settings.job_finish_grace`)."""
+        from worker_svc.settings import job_finish_grace
+
+        return job_finish_grace(
+            self.shutdown_grace_s, self.worker_shutdown_grace_s, self.worker_abort_grace_s
+        )
+
+    @property
     def tls_enabled(self) -> bool:
         """True when the server has a certificate and key."""
         return bool(self.tls_cert_file)
@@ -175,6 +195,8 @@ class Settings:
             )
         if not self.worker_shutdown_grace_s >= 0:
             raise SettingsError("WORKER_SHUTDOWN_GRACE_SECONDS: must be >= 0")
+        if not self.shutdown_grace_s > 0:
+            raise SettingsError("TICKWORK_SHUTDOWN_GRACE_SECONDS: must be > 0")
         if not 1 <= self.max_running_jobs <= MAX_RUNNING_JOBS_LIMIT:
             raise SettingsError(
                 f"TICKWORK_MAX_RUNNING_JOBS: must be from 1 to {MAX_RUNNING_JOBS_LIMIT}, "
@@ -238,6 +260,8 @@ class Settings:
             "scheduler_lease_ttl_s": _float(e, "TICKWORK_SCHEDULER_LEASE_TTL_SECONDS", 10.0),
             "max_running_jobs": _int(e, "TICKWORK_MAX_RUNNING_JOBS", 1),
             "worker_shutdown_grace_s": _worker_seconds(e, "WORKER_SHUTDOWN_GRACE_SECONDS"),
+            "worker_abort_grace_s": _worker_seconds(e, "WORKER_ABORT_GRACE_SECONDS"),
+            "shutdown_grace_s": _float(e, "TICKWORK_SHUTDOWN_GRACE_SECONDS", 25.0),
             "smtp": smtp,
             "tokens": _tokens(e),
             "tls_cert_file": e.get("TICKWORK_TLS_CERT_FILE", "").strip(),

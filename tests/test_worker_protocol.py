@@ -862,7 +862,7 @@ def test_settings_from_env() -> None:
     defaults = WorkerSettings.from_env(environ={})
     assert defaults == WorkerSettings()
     assert (defaults.server, defaults.poll_interval_s) == ("127.0.0.1:50051", 3.0)
-    assert (defaults.shutdown_grace_s, defaults.abort_grace_s) == (30.0, 5.0)
+    assert (defaults.shutdown_grace_s, defaults.abort_grace_s) == (15.0, 5.0)
     assert (defaults.reconnect_backoff_base_s, defaults.reconnect_backoff_cap_s) == (0.5, 10.0)
     assert defaults.log_flush_interval_s == 0.2
 

@@ -80,7 +80,7 @@ async def _run_until_signalled(settings: WorkerSettings) -> None:
             logger.info(
                 "received %s: stopping; a running job may finish within %.1f s",
                 sig.name,
-                settings.shutdown_grace_s,
+                settings.job_finish_grace_s,
             )
             worker.stop()
         else:

@@ -291,7 +291,7 @@ class JobSupervisor:
             if abort_now.is_set():
                 self.abort(ABORT_SHUTDOWN)
             elif grace_deadline is None and stopping.is_set():
-                grace_s = self._settings.shutdown_grace_s
+                grace_s = self._settings.job_finish_grace_s
                 grace_deadline = loop.time() + grace_s
                 logger.info(
                     "letting job %d finish within %.1f s before aborting it",

@@ -1,8 +1,9 @@
 """Settings of the worker service, built once from the environment.
 
 The worker's own variables (``WORKER_*``) are read here only: :func:`worker_seconds` is also
-how the scheduler service reads the two it shares (WORKER_POLL_INTERVAL_SECONDS bounds its
-PollJob wait, WORKER_SHUTDOWN_GRACE_SECONDS the jobs' grace when it stops). Every error is an
+how the scheduler service reads the three it shares (WORKER_POLL_INTERVAL_SECONDS bounds its
+PollJob wait, WORKER_SHUTDOWN_GRACE_SECONDS and WORKER_ABORT_GRACE_SECONDS the jobs' share of
+its stop, see :func:`job_finish_grace`). Every error is an
 :class:`~tickwork.errors.InvalidSetting` whose details start with the variable or field.
 """
 
@@ -18,12 +19,37 @@ from tickwork._channel import TlsConfig, resolve_token
 from tickwork._requests import with_default_port
 from tickwork.errors import InvalidArgument, InvalidSetting
 
-__all__ = ["DEFAULT_SERVER", "MAX_SLOTS", "WorkerSettings", "worker_seconds"]
+__all__ = [
+    "CLOSE_RESERVE_S",
+    "DEFAULT_SERVER",
+    "MAX_SLOTS",
+    "REPORT_MARGIN_S",
+    "WorkerSettings",
+    "job_finish_grace",
+    "worker_seconds",
+]
 
 DEFAULT_SERVER = "127.0.0.1:50051"
 """The scheduler service address a worker connects to when none is given."""
 MAX_SLOTS = 256
 """The most slots (streams, jobs at once) one worker process runs."""
+DEFAULT_SHUTDOWN_BOUND_S = 25.0
+"""TICKWORK_SHUTDOWN_GRACE_SECONDS by default: SIGTERM to exit, below Kubernetes' 30 s."""
+REPORT_MARGIN_S = 2.0
+"""Seconds kept on stop, after an aborted job's abort grace, for its outcome to be sent and
+recorded."""
+CLOSE_RESERVE_S = 3.0
+"""Seconds kept at the end of a stop for closing: streams, leases, the database."""
+
+
+def job_finish_grace(bound_s: float, shutdown_grace_s: float, abort_grace_s: float) -> float:
+    """Seconds a running job gets on stop before it is aborted: ``shutdown_grace_s``
+    (WORKER_SHUTDOWN_GRACE_SECONDS), cut so that the abort (``abort_grace_s``,
+    WORKER_ABORT_GRACE_SECONDS, plus :data:`REPORT_MARGIN_S`) and the close
+    (:data:`CLOSE_RESERVE_S`) still fit in ``bound_s`` (TICKWORK_SHUTDOWN_GRACE_SECONDS);
+    never below 0. Defaults: min(15, 25 - 5 - 2 - 3) = 15 s."""
+    room = bound_s - abort_grace_s - REPORT_MARGIN_S - CLOSE_RESERVE_S
+    return max(0.0, min(shutdown_grace_s, room))
 
 
 @dataclass(frozen=True)
@@ -38,8 +64,11 @@ class WorkerSettings:
             bounds how long a stopping worker waits for the answer to its last poll.
             Env ``WORKER_POLL_INTERVAL_SECONDS``.
         shutdown_grace_s (float): >= 0. On stop (SIGTERM, SIGINT) the running job may finish
-            within this; then it is aborted and reported ABORTED.
-            Env ``WORKER_SHUTDOWN_GRACE_SECONDS``.
+            within this (cut to fit ``stop_bound_s``: :attr:`job_finish_grace_s`); then it is
+            aborted and reported ABORTED. Env ``WORKER_SHUTDOWN_GRACE_SECONDS``.
+        stop_bound_s (float): > 0. The bound from SIGTERM to the process's exit: the job's
+            finish grace, its abort grace and the close fit in it. Env
+            ``TICKWORK_SHUTDOWN_GRACE_SECONDS`` (the embedded worker gets its service's).
         abort_grace_s (float): >= 0. Handed to handlers as ``JobContext.abort_grace_s``: the
             time between SIGTERM and SIGKILL when a job's process is stopped.
             Env ``WORKER_ABORT_GRACE_SECONDS``.
@@ -73,8 +102,9 @@ class WorkerSettings:
 
     server: str = DEFAULT_SERVER
     poll_interval_s: float = 3.0
-    shutdown_grace_s: float = 30.0
+    shutdown_grace_s: float = 15.0
     abort_grace_s: float = 5.0
+    stop_bound_s: float = DEFAULT_SHUTDOWN_BOUND_S
     reconnect_backoff_base_s: float = 0.5
     reconnect_backoff_cap_s: float = 10.0
     log_flush_interval_s: float = 0.2
@@ -100,6 +130,7 @@ class WorkerSettings:
             "log_flush_interval_s",
             "handshake_timeout_s",
             "outcome_ack_timeout_s",
+            "stop_bound_s",
         )
         for name in positive:
             value = getattr(self, name)
@@ -122,6 +153,12 @@ class WorkerSettings:
                 "reconnect_backoff_cap_s must be >= reconnect_backoff_base_s, got "
                 f"{self.reconnect_backoff_cap_s!r} < {self.reconnect_backoff_base_s!r}"
             )
+
+    @property
+    def job_finish_grace_s(self) -> float:
+        """Seconds the running job gets on stop before it is aborted (see
+        :func:`job_finish_grace`)."""
+        return job_finish_grace(self.stop_bound_s, self.shutdown_grace_s, self.abort_grace_s)
 
     @classmethod
     def from_env(
@@ -162,6 +199,7 @@ class WorkerSettings:
             server=target,
             token=resolve_token(token, env),
             tls=tls if tls is not None else TlsConfig.from_env(env),
+            stop_bound_s=_stop_bound(env),
             **values,
         )
 
@@ -193,7 +231,7 @@ _SECONDS = {
 
 def worker_seconds(env: Mapping[str, str], variable: str) -> float:
     """One of the worker's durations, in seconds: WORKER_POLL_INTERVAL_SECONDS (> 0,
-    default 3), WORKER_SHUTDOWN_GRACE_SECONDS (>= 0, default 30) or
+    default 3), WORKER_SHUTDOWN_GRACE_SECONDS (>= 0, default 15) or
     WORKER_ABORT_GRACE_SECONDS (>= 0, default 5); unset or empty gives the default.
 
     Raises:
@@ -204,6 +242,19 @@ def worker_seconds(env: Mapping[str, str], variable: str) -> float:
     minimum = ">=" if zero_ok else ">"
     if value < 0 or (value == 0 and not zero_ok):
         raise InvalidSetting(f"{variable}: must be {minimum} 0, got {value:g}")
+    return value
+
+
+def _stop_bound(env: Mapping[str, str]) -> float:
+    """TICKWORK_SHUTDOWN_GRACE_SECONDS of a dedicated worker: > 0, default 25.
+
+    Raises:
+        InvalidSetting: ``TICKWORK_SHUTDOWN_GRACE_SECONDS: what is wrong``.
+    """
+    name = "TICKWORK_SHUTDOWN_GRACE_SECONDS"
+    value = _seconds(env, name, DEFAULT_SHUTDOWN_BOUND_S)
+    if value <= 0:
+        raise InvalidSetting(f"{name}: must be > 0, got {value:g}")
     return value
 
 

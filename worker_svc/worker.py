@@ -129,7 +129,7 @@ class Worker:
         """Ask the worker to stop; ``run`` returns once the running jobs were reported.
 
         No new job is polled for. Each running job may finish within the shutdown grace
-        (``settings.shutdown_grace_s``), then it is aborted; either way its outcome is
+        (``settings.job_finish_grace_s``), then it is aborted; either way its outcome is
         reported before the stream is closed. Idempotent; call it from the event loop thread.
 
         Args:
