@@ -5,6 +5,8 @@ and requested_by / stopped_by (the caller's token label) on every run, abort and
 from __future__ import annotations
 
 import datetime as dt
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +15,7 @@ import grpc
 import pytest
 
 from tests.databases import run_sql
-from tests.harness import Server
+from tests.harness import REPO, Server, base_env
 from tests.inprocess import inprocess
 from tests.queue_helpers import claim, finish
 from tests.security import role_tokens, tokens_file
@@ -259,3 +261,40 @@ def test_requested_by_and_stopped_by_are_the_callers_token_labels(
         job = admin.get_job(held.job_id)
         assert job.status == JobStatus.JOB_STATUS_CANCELLED
         assert (job.requested_by, job.stopped_by) == ("operator-test", "admin-test")
+
+
+def tickwork_cli(server: Server, *args: str) -> subprocess.CompletedProcess[str]:
+    """``tickwork ARGS`` against ``server``; bounded in time."""
+    return subprocess.run(
+        [sys.executable, "-m", "tickwork.cli", *args],
+        capture_output=True,
+        text=True,
+        env=base_env(TICKWORK_SERVER=server.address),
+        cwd=REPO,
+        timeout=30,
+    )
+
+
+def test_the_cli_passes_params_labels_and_not_before(
+    api_server: Server, api_client: Client
+) -> None:
+    api_client.create_task("sh", "shell", {"argv": ["true"], "env": {"A": "1"}})
+    done = tickwork_cli(
+        api_server,
+        *("tasks", "run", "sh", "--param", 'argv=["echo", "hi"]', "--param", "cwd=/tmp"),
+        *("--label", "team=data", "--label", "note=a=b", "--not-before", "2030-01-01T00:00:00Z"),
+    )
+    assert done.returncode == 0, done.stderr
+    job_id = int(done.stdout.split()[1])
+    job = api_client.get_job(job_id)
+    assert struct_to_dict(job.params_override) == {"argv": ["echo", "hi"], "cwd": "/tmp"}
+    assert dict(job.labels) == {"team": "data", "note": "a=b"}
+    assert job.not_before_time.ToDatetime(tzinfo=UTC) == dt.datetime(2030, 1, 1, tzinfo=UTC)
+    assert job.trigger == common_pb2.TRIGGER_MANUAL
+    naive = tickwork_cli(api_server, "tasks", "run", "sh", "--not-before", "2030-01-01")
+    assert naive.returncode == 2 and "--not-before" in naive.stderr and "offset" in naive.stderr
+
+
+def test_the_sdk_refuses_a_naive_not_before_before_calling(api_client: Client) -> None:
+    with pytest.raises(InvalidArgument, match="not_before"):
+        api_client.run("anything", not_before=dt.datetime(2030, 1, 1))
