@@ -15,7 +15,7 @@ from scheduler_svc.records import EnqueueResult, RunOptions, TaskRecord
 from scheduler_svc.servicers import _convert as cv
 from scheduler_svc.servicers import _paging as paging
 from scheduler_svc.servicers._errors import rpc_errors
-from scheduler_svc.servicers._masks import update_paths
+from scheduler_svc.servicers._masks import update_paths, writable_fields
 from scheduler_svc.servicers._request_ids import once
 from scheduler_svc.store import Remember
 from scheduler_svc.values import AbortAction
@@ -23,19 +23,9 @@ from tickwork.v1 import common_pb2, task_pb2, task_pb2_grpc
 
 Ctx = grpc.aio.ServicerContext[Any, Any]
 
-WRITABLE = (
-    "name",
-    "description",
-    "handler",
-    "params",
-    "task_priority",
-    "enabled",
-    "timeout_seconds",
-    "retry_policy",
-    "memory_limit_bytes",
-    "cpu_limit_seconds",
-    "concurrency_group",
-)
+#: The Task fields an update may write: every field its proto does not mark OUTPUT_ONLY or
+#: IDENTIFIER.
+WRITABLE = writable_fields(task_pb2.Task.DESCRIPTOR)
 #: RetryPolicy fields an update mask may name one by one (``retry_policy.max_attempts``).
 RETRY_FIELDS = ("max_attempts", "backoff_base_seconds", "backoff_cap_seconds")
 _RETRY_DEFAULTS = {"max_attempts": 1, "backoff_base_seconds": 10.0, "backoff_cap_seconds": 600.0}
