@@ -5,6 +5,7 @@ and requested_by / stopped_by (the caller's token label) on every run, abort and
 from __future__ import annotations
 
 import datetime as dt
+import re
 import subprocess
 import sys
 import time
@@ -291,6 +292,11 @@ def test_the_cli_passes_params_labels_and_not_before(
     assert dict(job.labels) == {"team": "data", "note": "a=b"}
     assert job.not_before_time.ToDatetime(tzinfo=UTC) == dt.datetime(2030, 1, 1, tzinfo=UTC)
     assert job.trigger == common_pb2.TRIGGER_MANUAL
+    shown = tickwork_cli(api_server, "jobs", "get", str(job_id))
+    assert shown.returncode == 0, shown.stderr
+    labels = r'^labels +\{"note": "a=b", "team": "data"\}$'
+    assert re.search(labels, shown.stdout, re.M), shown.stdout
+    assert re.search(r"^requested_by +anonymous$", shown.stdout, re.M), shown.stdout
     naive = tickwork_cli(api_server, "tasks", "run", "sh", "--not-before", "2030-01-01")
     assert naive.returncode == 2 and "--not-before" in naive.stderr and "offset" in naive.stderr
 
