@@ -18,10 +18,12 @@ from scheduler_svc.firing import first_fire_after
 from scheduler_svc.hub import Hub
 from scheduler_svc.metrics import Metrics
 from scheduler_svc.records import (
+    NO_OPTIONS,
     EnqueueResult,
     FinishResult,
     FireRequest,
     FireResult,
+    RunOptions,
     ScheduleRecord,
     TaskRunResult,
 )
@@ -65,12 +67,19 @@ class App:
         self._stream_ends: set[asyncio.Future[None]] = set()
 
     async def enqueue(
-        self, task_ids: Sequence[int], trigger: Trigger, *, remember: Remember | None = None
+        self,
+        task_ids: Sequence[int],
+        trigger: Trigger,
+        *,
+        options: RunOptions = NO_OPTIONS,
+        remember: Remember | None = None,
     ) -> EnqueueResult:
-        """Enqueue a manual or API run of tasks (see :meth:`Store.enqueue`, ``remember``
-        too) and wake an idle worker at once."""
+        """Enqueue a manual or API run of tasks (see :meth:`Store.enqueue`, ``options`` and
+        ``remember`` too) and wake an idle worker at once."""
         now = remember.now if remember is not None else self.clock()
-        result = await self.store.enqueue(task_ids, trigger, now, remember=remember)
+        result = await self.store.enqueue(
+            task_ids, trigger, now, options=options, remember=remember
+        )
         self._enqueued(result.runs)
         return result
 

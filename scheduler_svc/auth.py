@@ -13,7 +13,8 @@ starts a comment). Access control is on when at least one token is configured. A
 without a token is UNAUTHENTICATED; a token whose role may not make the call is
 PERMISSION_DENIED. An RPC missing from :data:`RPC_ROLES` is denied to everyone but the
 service itself. Health checks and reflection stay open. Tokens are never logged: denials
-log the method, the role and the token's label.
+log the method, the role and the token's label. The calls whose caller a job records run
+with the token's label as :func:`scheduler_svc.callers.caller_label`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any
 
 import grpc
 
+from scheduler_svc import callers
 from scheduler_svc.servicers._errors import Failure, abort
 from tickwork import tokens
 from tickwork.reasons import Reason
@@ -234,5 +236,11 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
             message = f"role {principal.role!r} may not call {method}"
             return _deny(  # type: ignore[no-any-return]
                 handler, grpc.StatusCode.PERMISSION_DENIED, message, Reason.ROLE_NOT_ALLOWED
+            )
+        if method in callers.RECORDED and handler.unary_unary is not None:
+            return grpc.unary_unary_rpc_method_handler(
+                callers.as_caller(principal.label, handler.unary_unary),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
             )
         return handler

@@ -139,6 +139,12 @@ jobs = sa.Table(
     # fenced its claim, and its task's concurrency group, both set by the claim.
     sa.Column("concurrency_group", sa.String(200), nullable=False, server_default=""),
     sa.Column("slot", sa.Integer, nullable=True),
+    # A manual or API run's options (RunTasks) and who asked for and who stopped the job
+    # (token labels). Server defaults only, as the task limits above.
+    sa.Column("params_override", sa.JSON(none_as_null=True), nullable=True),
+    sa.Column("labels", sa.JSON(none_as_null=True), nullable=True),
+    sa.Column("requested_by", sa.String(200), nullable=False, server_default=""),
+    sa.Column("stopped_by", sa.String(200), nullable=False, server_default=""),
     # At most one queued or running job per task: the database enforces the skip logic.
     sa.Index(
         "uq_jobs_one_active_per_task",

@@ -91,6 +91,55 @@ class JobRecord:
     """The worker slot it ran in (set when claimed)."""
     concurrency_group: str = ""
     """Its task's concurrency group when it was claimed."""
+    params_override: dict[str, Any] | None = None
+    """Params merged shallowly over its task's when it starts (a run option); None: none."""
+    labels: dict[str, str] | None = None
+    """The labels of the run that asked for it; None: none."""
+    requested_by: str = ""
+    """The token label of who asked for it ("anonymous" without access control); empty
+    for a scheduled job."""
+    stopped_by: str = ""
+    """The token label of who cancelled it or asked for its abort; empty otherwise."""
+
+    def run_params(self, task_params: dict[str, Any]) -> dict[str, Any]:
+        """The params the job runs with: ``params_override`` merged shallowly over
+        ``task_params`` (a key of the override replaces the task's value whole)."""
+        if not self.params_override:
+            return task_params
+        return {**task_params, **self.params_override}
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What a manual or API run asks of the jobs it creates (RunTasks).
+
+    ``params_override`` (merged shallowly over the task's params when the job starts),
+    ``not_before`` (aware UTC; the job is not started before it) and ``labels`` shape a new
+    job only: with any of them set, a task that already has a queued or running job is
+    skipped and that job left as it is. ``requested_by`` (the caller's token label) is
+    recorded on every new job."""
+
+    requested_by: str = ""
+    params_override: dict[str, Any] | None = None
+    not_before: dt.datetime | None = None
+    labels: dict[str, str] | None = None
+
+    @property
+    def shape_new_jobs_only(self) -> bool:
+        """True when the run carries a run option that an existing job would not honour."""
+        return bool(self.params_override or self.not_before or self.labels)
+
+    def columns(self) -> dict[str, Any]:
+        """The ``jobs`` columns of a new job of this run (beyond :func:`rows.job_row`)."""
+        return {
+            "params_override": self.params_override or None,
+            "labels": self.labels or None,
+            "requested_by": self.requested_by,
+        }
+
+
+#: A run without options: the default of every enqueue.
+NO_OPTIONS = RunOptions()
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,12 @@ Every function raises :class:`InvalidArgument` whose ``field`` names the request
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import math
+import re
 import unicodedata
+from collections.abc import Mapping
 from typing import Any
 
 from scheduler_svc.errors import InvalidArgument, Reason
@@ -52,8 +56,9 @@ def concurrency_group(value: str, field: str = "task.concurrency_group") -> str:
     return _label(text, field, MAX_NAME_CHARS) if text else ""
 
 
-def handler_params(handler: str, params: dict[str, Any]) -> None:
-    """The handler exists (built in or an entry point) and accepts ``params``."""
+def handler_params(handler: str, params: dict[str, Any], field: str = "task.params") -> None:
+    """The handler exists (built in or an entry point) and accepts ``params`` (refused
+    naming ``field``)."""
     if not handler.strip():
         raise InvalidArgument(
             "must not be empty (e.g. shell, python)",
@@ -69,7 +74,7 @@ def handler_params(handler: str, params: dict[str, Any]) -> None:
     try:
         impl.validate(params)
     except InvalidParams as err:
-        raise InvalidArgument(str(err), field="task.params", reason=Reason.PARAMS_INVALID) from None
+        raise InvalidArgument(str(err), field=field, reason=Reason.PARAMS_INVALID) from None
 
 
 #: Longest interval or timeout accepted, seconds (ten years): beyond it datetimes overflow.
@@ -108,12 +113,12 @@ def tasks_per_call(count: int, field: str) -> None:
 MAX_PARAMS_BYTES = 1024 * 1024
 
 
-def params_size(size: int) -> None:
-    """``task.params`` is at most :data:`MAX_PARAMS_BYTES` bytes encoded (``size``)."""
+def params_size(size: int, field: str = "task.params") -> None:
+    """Params (``field``) are at most :data:`MAX_PARAMS_BYTES` bytes encoded (``size``)."""
     if size > MAX_PARAMS_BYTES:
         raise InvalidArgument(
             f"is {size:,} bytes encoded; at most {MAX_PARAMS_BYTES:,}",
-            field="task.params",
+            field=field,
             reason=Reason.PARAMS_INVALID,
         )
 
@@ -262,3 +267,57 @@ def catch_up_policy(value: str) -> str:
             f"must be one of {', '.join(CATCH_UP_POLICIES)}", field="schedule.catch_up_policy"
         )
     return value
+
+
+#: Most labels on one run's jobs, and the longest label key and value, in characters
+#: (the rules of Kubernetes labels, with "/" allowed anywhere in a key).
+MAX_LABELS = 64
+MAX_LABEL_CHARS = 63
+_LABEL_KEY = re.compile(r"[A-Za-z0-9._/-]+")
+
+
+def labels(value: Mapping[str, str], field: str = "labels") -> dict[str, str]:
+    """A run's labels: at most :data:`MAX_LABELS`; each key 1 to :data:`MAX_LABEL_CHARS`
+    characters of ASCII letters, digits and ``._-/``; each value at most
+    :data:`MAX_LABEL_CHARS` characters without control or format characters.
+
+    Raises:
+        InvalidArgument: naming ``field`` or the label (``labels["bad key"]``).
+    """
+    if len(value) > MAX_LABELS:
+        raise InvalidArgument(
+            f"has {len(value)} labels; at most {MAX_LABELS}",
+            field=field,
+            reason=Reason.TOO_MANY_ITEMS,
+        )
+    for key in sorted(value):
+        where = f"{field}[{json.dumps(key)}]"
+        if not key:
+            raise InvalidArgument("a label key must not be empty", field=where)
+        if len(key) > MAX_LABEL_CHARS or not _LABEL_KEY.fullmatch(key):
+            raise InvalidArgument(
+                f"a label key is 1 to {MAX_LABEL_CHARS} characters of A-Z, a-z, 0-9 and ._-/",
+                field=where,
+            )
+        text = value[key]
+        if len(text) > MAX_LABEL_CHARS:
+            raise InvalidArgument(
+                f"a label value is at most {MAX_LABEL_CHARS} characters", field=where
+            )
+        if any(unicodedata.category(ch) in ("Cc", "Cf") for ch in text):
+            raise InvalidArgument(
+                "a label value must not contain control or format characters", field=where
+            )
+    return dict(value)
+
+
+def not_before(when: dt.datetime, now: dt.datetime, field: str = "not_before_time") -> dt.datetime:
+    """A run's not-before instant (aware UTC): at most ten years (:data:`MAX_SECONDS`)
+    after ``now``; a past instant is kept (the job is ready at once).
+
+    Raises:
+        InvalidArgument: naming ``field``.
+    """
+    if when - now > dt.timedelta(seconds=MAX_SECONDS):
+        raise InvalidArgument(f"is more than ten years ({MAX_SECONDS} seconds) ahead", field=field)
+    return when

@@ -268,3 +268,15 @@ def test_the_console_command_serves_a_remote_api(console: Console, tmp_path: Pat
     )
     assert busy.returncode == 2
     assert "cannot listen on" in busy.stderr
+
+
+def test_the_job_page_shows_who_ran_it_and_its_labels(console: Console) -> None:
+    with Client(console.server.address, token=console.tokens["operator"]) as tw:
+        with Client(console.server.address, token=console.tokens["admin"]) as admin:
+            admin.create_task("labelled", "shell", {"argv": ["true"]})
+        [run] = tw.run("labelled", labels={"team": "data", "run": "7"})
+        tw.wait(run.job_id, timeout=30)
+    page = visitor(console, "viewer").get(f"/jobs/{run.job_id}")
+    assert page.status == 200
+    assert re.search(r"<dt>Requested by</dt><dd>operator-test</dd>", page.body), page.body
+    assert "<code>run=7</code> <code>team=data</code>" in page.body

@@ -445,6 +445,33 @@ def test_0004_adds_the_task_limits_as_no_limit_and_downgrades_with_the_rows(
     assert _all_rows(database_url) == rows
 
 
+def test_0007_adds_the_run_options_as_none_and_downgrades_with_the_rows(
+    database_url: str,
+) -> None:
+    _migrate(database_url, "0006")
+    _write(database_url, _fill)
+    before = run_sql(database_url, "SELECT * FROM jobs ORDER BY id")
+    _migrate(database_url, "0007")
+    added = run_sql(
+        database_url,
+        "SELECT DISTINCT params_override IS NULL, labels IS NULL, requested_by, stopped_by"
+        " FROM jobs",
+    )
+    assert [tuple(row) for row in added] == [(True, True, "", "")]
+    # A new job may carry them.
+    job = _write(
+        database_url,
+        lambda conn: _new_job(conn, 3, "QUEUED", labels={"a": "b"}, requested_by="ops"),
+    )
+    assert run_sql(database_url, f"SELECT requested_by FROM jobs WHERE id = {job}") == [("ops",)]
+    _write(database_url, lambda conn: conn.execute(jobs.delete().where(jobs.c.id == job)))
+    _migrate(database_url, "0006", down=True)
+    assert revisions(database_url) == ["0006"]
+    assert run_sql(database_url, "SELECT * FROM jobs ORDER BY id") == before
+    _migrate(database_url, "head")
+    assert _migrated_schema_diff(database_url) == []
+
+
 def test_sqlite_tables_never_reuse_ids_as_the_code_declares(tmp_path: Path) -> None:
     # compare_metadata does not see AUTOINCREMENT: here the migrated schema is compared
     # with the one db.py's tables create, as SQLite itself describes both.

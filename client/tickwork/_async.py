@@ -168,9 +168,15 @@ class AsyncClient:
     # -- running and jobs -------------------------------------------------------------------
 
     async def run(
-        self, *tasks: int | str, trigger: Trigger = Trigger.TRIGGER_API, request_id: str = ""
+        self,
+        *tasks: int | str,
+        trigger: Trigger = Trigger.TRIGGER_API,
+        request_id: str = "",
+        params_override: Mapping[str, Any] | None = None,
+        not_before: datetime | None = None,
+        labels: Mapping[str, str] | None = None,
     ) -> list[TaskRun]:
-        """Run tasks now, in the manual lane (before scheduler jobs).
+        """Run tasks now (or at ``not_before``), in the manual lane (before scheduler jobs).
 
         Args:
             *tasks (int | str): task ids or names, at least one.
@@ -178,6 +184,16 @@ class AsyncClient:
             request_id (str): makes the call safe to retry: a repeat with the same id
                 within 24 hours returns the first call's runs and runs nothing (e.g.
                 ``str(uuid.uuid4())``, kept across retries). "" (default): none.
+            params_override (Mapping[str, Any] | None): params for these jobs only, merged
+                shallowly over each task's params (a top-level key replaces the task's
+                value whole); the tasks are unchanged.
+            not_before (datetime | None): an aware datetime; the jobs stay QUEUED until
+                then (a past instant runs them now; at most ten years ahead).
+            labels (Mapping[str, str] | None): labels stored on the new jobs (at most 64;
+                keys of ``A-Za-z0-9._-/``, keys and values at most 63 characters).
+
+        With any of ``params_override``, ``not_before`` or ``labels``, a task that already
+        has a queued or running job gets no new job (skipped) and that job is unchanged.
 
         Returns:
             list[TaskRun]: one per argument, in argument order: the new job's id, or
@@ -188,7 +204,13 @@ class AsyncClient:
             NotFound: an unknown task (then nothing is enqueued).
             InvalidArgument: no task given, or a bad reference.
         """
-        request = rq.run_tasks_request(tasks, trigger)
+        request = rq.run_tasks_request(
+            tasks,
+            trigger,
+            params_override=params_override,
+            not_before=not_before,
+            labels=labels,
+        )
         request.request_id = request_id
         response = await self._call(self._stubs().tasks.RunTasks, request)
         return rq.runs_in_argument_order(tasks, response.runs)

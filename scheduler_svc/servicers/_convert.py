@@ -164,6 +164,10 @@ def job(r: JobRecord) -> job_pb2.Job:
         retry_of_job_id=r.retry_of_job_id or 0,
         task_priority=r.task_priority,
         late_outcome=r.late_outcome,
+        params_override=struct(r.params_override) if r.params_override else None,
+        labels=r.labels or {},
+        requested_by=r.requested_by,
+        stopped_by=r.stopped_by,
     )
 
 

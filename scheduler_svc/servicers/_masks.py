@@ -12,18 +12,41 @@
   scalar whose value is not the default (0, "", false): a plain scalar cannot be reset to
   its default without a mask. Output-only fields the request carries (as a read-modify-write
   client sends them back) are ignored.
+
+Which fields are writable is read from the resource's proto (:func:`writable_fields`): a
+field annotated ``google.api.field_behavior`` OUTPUT_ONLY, IDENTIFIER (the id, which names
+the resource) or IMMUTABLE (AIP-203) is not.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
+from google.api import field_behavior_pb2
 from google.protobuf import field_mask_pb2, message
 
 from scheduler_svc.errors import InvalidArgument, Reason
 
 #: The mask that replaces every writable field.
 WILDCARD = "*"
+
+#: Field behaviours (AIP-203) of the fields an update never writes.
+NOT_WRITABLE = frozenset(
+    {field_behavior_pb2.OUTPUT_ONLY, field_behavior_pb2.IDENTIFIER, field_behavior_pb2.IMMUTABLE}
+)
+
+
+def writable_fields(resource: Any) -> tuple[str, ...]:
+    """The top-level fields of ``resource`` (a message's ``DESCRIPTOR``) that an update may
+    write, in field-number order: those without a ``google.api.field_behavior`` in
+    :data:`NOT_WRITABLE`."""
+    out: list[str] = []
+    for field in sorted(resource.fields, key=lambda f: f.number):
+        behaviours = field.GetOptions().Extensions[field_behavior_pb2.field_behavior]
+        if not NOT_WRITABLE.intersection(behaviours):
+            out.append(field.name)
+    return tuple(out)
 
 
 def update_paths(

@@ -8,6 +8,7 @@ from typing import Any
 import grpc
 
 from scheduler_svc.app import App
+from scheduler_svc.callers import caller_label
 from scheduler_svc.errors import InvalidArgument, Reason
 from scheduler_svc.servicers import _convert as cv
 from scheduler_svc.servicers import _paging as paging
@@ -86,7 +87,7 @@ class JobServicer(job_pb2_grpc.JobServiceServicer):
         self, request: job_pb2.CancelJobRequest, context: Ctx
     ) -> job_pb2.CancelJobResponse:
         job = await self.app.store.cancel_job(
-            cv.required_id(request.job_id, "job_id"), self.app.clock()
+            cv.required_id(request.job_id, "job_id"), self.app.clock(), caller_label()
         )
         self.app.hub.job_changed(job.id)
         return job_pb2.CancelJobResponse(job=cv.job(job))

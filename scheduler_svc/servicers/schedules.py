@@ -19,7 +19,7 @@ from scheduler_svc.records import ScheduleRecord
 from scheduler_svc.servicers import _convert as cv
 from scheduler_svc.servicers import _paging as paging
 from scheduler_svc.servicers._errors import rpc_errors
-from scheduler_svc.servicers._masks import update_paths
+from scheduler_svc.servicers._masks import update_paths, writable_fields
 from scheduler_svc.servicers._request_ids import once
 from scheduler_svc.store import Remember
 from tickwork.cron import DST_NOTE_TEXT, CronError
@@ -27,16 +27,9 @@ from tickwork.v1 import schedule_pb2, schedule_pb2_grpc
 
 Ctx = grpc.aio.ServicerContext[Any, Any]
 
-WRITABLE = (
-    "name",
-    "description",
-    "cron_expression",
-    "interval_seconds",
-    "timezone",
-    "catch_up_policy",
-    "enabled",
-    "task_ids",
-)
+#: The Schedule fields an update may write: every field its proto does not mark
+#: OUTPUT_ONLY or IDENTIFIER.
+WRITABLE = writable_fields(schedule_pb2.Schedule.DESCRIPTOR)
 #: Changing one of these recomputes next_run_time.
 TIMING = {"cron_expression", "interval_seconds", "timezone", "enabled"}
 

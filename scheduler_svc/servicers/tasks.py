@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 import grpc
 
 from scheduler_svc import validation
 from scheduler_svc.app import App
-from scheduler_svc.errors import InvalidArgument, Reason
-from scheduler_svc.records import EnqueueResult, TaskRecord
+from scheduler_svc.callers import caller_label
+from scheduler_svc.errors import InvalidArgument, NotFound, Reason
+from scheduler_svc.records import EnqueueResult, RunOptions, TaskRecord
 from scheduler_svc.servicers import _convert as cv
 from scheduler_svc.servicers import _paging as paging
 from scheduler_svc.servicers._errors import rpc_errors
-from scheduler_svc.servicers._masks import update_paths
+from scheduler_svc.servicers._masks import update_paths, writable_fields
 from scheduler_svc.servicers._request_ids import once
 from scheduler_svc.store import Remember
 from scheduler_svc.values import AbortAction
@@ -21,19 +23,9 @@ from tickwork.v1 import common_pb2, task_pb2, task_pb2_grpc
 
 Ctx = grpc.aio.ServicerContext[Any, Any]
 
-WRITABLE = (
-    "name",
-    "description",
-    "handler",
-    "params",
-    "task_priority",
-    "enabled",
-    "timeout_seconds",
-    "retry_policy",
-    "memory_limit_bytes",
-    "cpu_limit_seconds",
-    "concurrency_group",
-)
+#: The Task fields an update may write: every field its proto does not mark OUTPUT_ONLY or
+#: IDENTIFIER.
+WRITABLE = writable_fields(task_pb2.Task.DESCRIPTOR)
 #: RetryPolicy fields an update mask may name one by one (``retry_policy.max_attempts``).
 RETRY_FIELDS = ("max_attempts", "backoff_base_seconds", "backoff_cap_seconds")
 _RETRY_DEFAULTS = {"max_attempts": 1, "backoff_base_seconds": 10.0, "backoff_cap_seconds": 600.0}
@@ -199,10 +191,54 @@ class TaskServicer(task_pb2_grpc.TaskServiceServicer):
             trigger = request.trigger or common_pb2.TRIGGER_API
             if trigger not in (common_pb2.TRIGGER_MANUAL, common_pb2.TRIGGER_API):
                 raise InvalidArgument("must be TRIGGER_MANUAL or TRIGGER_API", field="trigger")
-            return answer(await self.app.enqueue(ids, cv.trigger_name(trigger), remember=remember))
+            now = remember.now if remember else self.app.clock()
+            options = await self._run_options(request, ids, now)
+            result = await self.app.enqueue(
+                ids, cv.trigger_name(trigger), options=options, remember=remember
+            )
+            return answer(result)
 
         return await once(
             self.app, "TaskService/RunTasks", request, task_pb2.RunTasksResponse, run, answer
+        )
+
+    async def _run_options(
+        self, request: task_pb2.RunTasksRequest, task_ids: list[int], now: dt.datetime
+    ) -> RunOptions:
+        """The validated run options of ``request`` for the tasks ``task_ids``, with the
+        caller's token label. The override merged over each task's params must be valid
+        for its handler (an unknown task is left for the enqueue to report).
+
+        Raises InvalidArgument naming params_override, not_before_time or labels[...].
+        """
+        override: dict[str, Any] | None = None
+        if request.params_override.fields:
+            validation.params_size(request.params_override.ByteSize(), "params_override")
+            override = cv.from_struct(request.params_override, "params_override")
+            for task_id in dict.fromkeys(task_ids):
+                try:
+                    task = await self.app.store.get_task(task_id)
+                except NotFound:
+                    continue
+                try:
+                    validation.handler_params(
+                        task.handler, {**task.params, **override}, "params_override"
+                    )
+                except InvalidArgument as err:
+                    raise InvalidArgument(
+                        f"merged over task {task.name!r}'s params: {err.text}",
+                        field=err.field,
+                        reason=err.reason,
+                    ) from None
+        not_before = None
+        if request.HasField("not_before_time"):
+            when = cv.from_ts(request.not_before_time, "not_before_time")
+            not_before = validation.not_before(when, now)
+        return RunOptions(
+            requested_by=caller_label(),
+            params_override=override,
+            not_before=not_before if not_before is not None and not_before > now else None,
+            labels=validation.labels(request.labels) or None,
         )
 
     @rpc_errors
@@ -224,7 +260,9 @@ class TaskServicer(task_pb2_grpc.TaskServiceServicer):
         async def run(remember: Remember | None) -> task_pb2.AbortTasksResponse:
             validation.tasks_per_call(len(request.task_ids), "task_ids")
             now = remember.now if remember else self.app.clock()
-            done = await self.app.store.abort_tasks(list(request.task_ids), now, remember=remember)
+            done = await self.app.store.abort_tasks(
+                list(request.task_ids), now, stopped_by=caller_label(), remember=remember
+            )
             for _, job_id, action in done:
                 if action == AbortAction.ABORT_REQUESTED:
                     self.app.hub.request_abort(job_id, "aborted by operator")

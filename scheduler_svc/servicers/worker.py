@@ -246,7 +246,7 @@ class WorkerSession:
         assignment = Resp.AssignJob(
             job=cv.job(job),
             handler=task.handler,
-            params=cv.struct(task.params),
+            params=cv.struct(job.run_params(task.params)),
             timeout_seconds=task.timeout_seconds,
             lease_token=self.lease_token,
             slot=job.slot if job.slot is not None else 0,

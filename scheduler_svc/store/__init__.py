@@ -27,6 +27,7 @@ from sqlalchemy.engine import Connection
 from scheduler_svc.db import Database
 from scheduler_svc.holders import HolderProcess
 from scheduler_svc.records import (
+    NO_OPTIONS,
     EnqueueResult,
     FinishResult,
     FireRecord,
@@ -34,6 +35,7 @@ from scheduler_svc.records import (
     FireResult,
     JobRecord,
     LeaseHolder,
+    RunOptions,
     ScheduleRecord,
     TaskRecord,
 )
@@ -346,16 +348,20 @@ class Store:
         trigger: Trigger,
         now: dt.datetime,
         *,
+        options: RunOptions = NO_OPTIONS,
         remember: Remember | None = None,
     ) -> EnqueueResult:
         """Enqueue a manual or API run (``trigger`` MANUAL or API) of each of ``task_ids``;
-        one result per entry of ``task_ids``, in that order.
+        one result per entry of ``task_ids``, in that order. New jobs carry ``options``
+        (see :class:`RunOptions`; a ``not_before`` after ``now`` holds them back until then).
 
         New jobs go to the manual lane in request order. A disabled task still runs. A job
         the scheduler queued is promoted to the manual lane (its trigger kept: promoted
         True); a queued retry waiting out its backoff is made ready now (made_ready True);
         a running job is reported ALREADY_RUNNING, a queued one ALREADY_QUEUED, each with
         its job id. A task named again is reported skipped with the job of its first entry.
+        A first attempt queued with a not_before keeps it; with options that shape new jobs
+        only, a queued job is left as it is and reported ALREADY_QUEUED.
 
         Raises NotFound(field="task_ids") for an unknown task (nothing is enqueued);
         FailedPrecondition(field="task_ids") when other transactions keep queueing a task
@@ -363,20 +369,29 @@ class Store:
         """
         dialect = self.db.dialect
         return await self.db.write(
-            _once(lambda conn: queue.enqueue(conn, dialect, task_ids, trigger, now), remember)
+            _once(
+                lambda conn: queue.enqueue(conn, dialect, task_ids, trigger, now, options),
+                remember,
+            )
         )
 
-    async def cancel_job(self, job_id: int, now: dt.datetime) -> JobRecord:
-        """Cancel a queued job (status CANCELLED, finished_at ``now``, error "cancelled")
-        and return it. Raises NotFound(field="job_id"); FailedPrecondition(field="job_id")
-        when it is not queued."""
-        return await self.db.write(lambda conn: queue.cancel_job(conn, job_id, now))
+    async def cancel_job(self, job_id: int, now: dt.datetime, stopped_by: str = "") -> JobRecord:
+        """Cancel a queued job (status CANCELLED, finished_at ``now``, error "cancelled",
+        ``stopped_by`` the caller's token label) and return it. Raises
+        NotFound(field="job_id"); FailedPrecondition(field="job_id") when it is not queued."""
+        return await self.db.write(lambda conn: queue.cancel_job(conn, job_id, now, stopped_by))
 
     async def abort_tasks(
-        self, task_ids: Sequence[int], now: dt.datetime, *, remember: Remember | None = None
+        self,
+        task_ids: Sequence[int],
+        now: dt.datetime,
+        *,
+        stopped_by: str = "",
+        remember: Remember | None = None,
     ) -> list[tuple[int, int, AbortAction]]:
         """For each task: cancel its queued job (error "aborted by operator") or flag its
-        running job for abort (abort_requested).
+        running job for abort (abort_requested), recording ``stopped_by`` (the caller's
+        token label) on the job.
 
         Returns (task_id, job_id, action) in request order; action NONE (job_id 0) when
         the task has no active job, or when it is named again after its job was cancelled.
@@ -384,7 +399,10 @@ class Store:
         """
         dialect = self.db.dialect
         return await self.db.write(
-            _once(lambda conn: queue.abort_tasks(conn, dialect, task_ids, now), remember)
+            _once(
+                lambda conn: queue.abort_tasks(conn, dialect, task_ids, now, stopped_by),
+                remember,
+            )
         )
 
     # -------------------------------------------------------------- request ids

@@ -229,7 +229,12 @@ def _queue_retry(
         schedule_id=job.schedule_id,
         fire_time=job.fire_time,
         retry_of_job_id=job.id,
-    )
+    ) | {
+        # A retry is the same run: it keeps the run's options and who asked for it.
+        "params_override": job.params_override,
+        "labels": job.labels,
+        "requested_by": job.requested_by,
+    }
     try:
         with conn.begin_nested():
             inserted = conn.execute(jobs.insert().values(retry_row).returning(*jobs.c))

@@ -46,10 +46,10 @@ FIRING_TASKS = (
 
 def active_jobs(conn: Connection, dialect: Dialect, task_ids: Iterable[int]) -> dict[int, Any]:
     """The queued or running job of each of ``task_ids`` that has one, by task id: rows of
-    (id, task_id, status, lane, not_before), locked FOR UPDATE in job id order until the
-    transaction ends where rows are locked."""
+    (id, task_id, status, lane, not_before, attempt), locked FOR UPDATE in job id order
+    until the transaction ends where rows are locked."""
     query = sa.select(
-        jobs.c.id, jobs.c.task_id, jobs.c.status, jobs.c.lane, jobs.c.not_before
+        jobs.c.id, jobs.c.task_id, jobs.c.status, jobs.c.lane, jobs.c.not_before, jobs.c.attempt
     ).where(jobs.c.status.in_(ACTIVE_STATES), jobs.c.task_id.in_(list(task_ids)))
     if dialect.row_locks:
         query = query.order_by(jobs.c.id).with_for_update()

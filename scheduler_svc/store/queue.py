@@ -21,7 +21,14 @@ from scheduler_svc.db import (
     tasks,
 )
 from scheduler_svc.errors import FailedPrecondition, NotFound, Reason, Resource
-from scheduler_svc.records import EnqueueResult, JobRecord, TaskRecord, TaskRunResult
+from scheduler_svc.records import (
+    NO_OPTIONS,
+    EnqueueResult,
+    JobRecord,
+    RunOptions,
+    TaskRecord,
+    TaskRunResult,
+)
 from scheduler_svc.store import hot, locks, rows
 from scheduler_svc.values import AbortAction, JobStatus, Lane, SkipReason, Trigger
 
@@ -41,7 +48,12 @@ def _no_task(task_ids: Sequence[int], missing: int) -> NotFound:
 
 
 def enqueue(
-    conn: Connection, dialect: Dialect, task_ids: Sequence[int], trigger: Trigger, now: dt.datetime
+    conn: Connection,
+    dialect: Dialect,
+    task_ids: Sequence[int],
+    trigger: Trigger,
+    now: dt.datetime,
+    options: RunOptions = NO_OPTIONS,
 ) -> EnqueueResult:
     """See :meth:`scheduler_svc.store.Store.enqueue`."""
     # FOR KEY SHARE holds off a concurrent DeleteTask (which locks the task FOR UPDATE
@@ -52,7 +64,8 @@ def enqueue(
     if missing:
         raise _no_task(task_ids, missing[0])
     ordered = [by_id[t] for t in dict.fromkeys(task_ids)]
-    first = {r.task_id: r for r in _enqueue_distinct(conn, dialect, ordered, trigger, now)}
+    distinct = _enqueue_distinct(conn, dialect, ordered, trigger, now, options)
+    first = {r.task_id: r for r in distinct}
     runs: list[TaskRunResult] = []
     seen: set[int] = set()
     for task_id in task_ids:
@@ -74,6 +87,7 @@ def _enqueue_distinct(
     ordered: Sequence[TaskRecord],
     trigger: Trigger,
     now: dt.datetime,
+    options: RunOptions,
 ) -> list[TaskRunResult]:
     """Enqueue a manual or API run of each of ``ordered`` (distinct tasks), set-based: one
     read of their active jobs, one UPDATE for the queued ones, one multi-row INSERT (in
@@ -83,9 +97,15 @@ def _enqueue_distinct(
     A queued job is asked to run now: it moves to the manual lane (promoted, when the
     scheduler queued it) and a retry's not_before still ahead becomes ``now``. Its trigger
     is kept: a scheduler job's chain still counts toward consecutive_failure_count when it
-    finally fails. Raises FailedPrecondition(field="task_ids") when the rounds run out."""
+    finally fails. A first attempt queued with a not_before (a run's not_before_time) keeps
+    it. With run options that shape new jobs only (:attr:`RunOptions.shape_new_jobs_only`)
+    a queued job is left as it is (ALREADY_QUEUED). New jobs carry ``options``' columns and
+    a future ``options.not_before``. Raises FailedPrecondition(field="task_ids") when the
+    rounds run out."""
     results: dict[int, TaskRunResult] = {}
     pending = list(ordered)
+    later = options.not_before if options.not_before and options.not_before > now else None
+    extra = options.columns()
     for _ in range(ENQUEUE_ROUNDS):
         active = locks.active_jobs(conn, dialect, (t.id for t in pending))
         run_now: list[int] = []
@@ -98,8 +118,15 @@ def _enqueue_distinct(
                 results[task.id] = TaskRunResult(
                     task.id, task.name, row.id, SkipReason.ALREADY_RUNNING
                 )
+            elif options.shape_new_jobs_only:
+                results[task.id] = TaskRunResult(
+                    task.id, task.name, row.id, SkipReason.ALREADY_QUEUED
+                )
             else:
+                # A retry's backoff gives way to a run now; a first attempt's not_before
+                # was asked for (not_before_time) and stays.
                 held_back = row.not_before is not None and row.not_before > now
+                held_back = held_back and row.attempt > 1
                 if row.lane == Lane.SCHEDULER or held_back:
                     run_now.append(row.id)
                 if row.lane == Lane.SCHEDULER:
@@ -125,7 +152,11 @@ def _enqueue_distinct(
                 ["task_id"],
                 index_where=ACTIVE_JOB_PREDICATE,  # type: ignore[arg-type]
             )
-            values = [rows.job_row(t, trigger=trigger, lane=Lane.MANUAL, now=now) for t in new]
+            values = [
+                rows.job_row(t, trigger=trigger, lane=Lane.MANUAL, now=now, not_before=later)
+                | extra
+                for t in new
+            ]
             returned = conn.execute(insert.returning(jobs.c.id, jobs.c.task_id), values)
             inserted = {row.task_id: row.id for row in returned.all()}
         for task in new:
@@ -222,12 +253,14 @@ def append_output(conn: Connection, job_id: int, token: str, text: str) -> bool:
     return True
 
 
-def cancel_job(conn: Connection, job_id: int, now: dt.datetime) -> JobRecord:
+def cancel_job(conn: Connection, job_id: int, now: dt.datetime, stopped_by: str) -> JobRecord:
     """See :meth:`scheduler_svc.store.Store.cancel_job`."""
     result = conn.execute(
         jobs.update()
         .where(jobs.c.id == job_id, jobs.c.status == JobStatus.QUEUED)
-        .values(status=JobStatus.CANCELLED, finished_at=now, error="cancelled")
+        .values(
+            status=JobStatus.CANCELLED, finished_at=now, error="cancelled", stopped_by=stopped_by
+        )
         .returning(*jobs.c)
     )
     row = result.first()
@@ -250,7 +283,11 @@ def cancel_job(conn: Connection, job_id: int, now: dt.datetime) -> JobRecord:
 
 
 def abort_tasks(
-    conn: Connection, dialect: Dialect, task_ids: Sequence[int], now: dt.datetime
+    conn: Connection,
+    dialect: Dialect,
+    task_ids: Sequence[int],
+    now: dt.datetime,
+    stopped_by: str,
 ) -> list[tuple[int, int, AbortAction]]:
     """See :meth:`scheduler_svc.store.Store.abort_tasks`."""
     out: list[tuple[int, int, AbortAction]] = []
@@ -270,12 +307,21 @@ def abort_tasks(
             conn.execute(
                 jobs.update()
                 .where(jobs.c.id == row.id)
-                .values(status=JobStatus.CANCELLED, finished_at=now, error="aborted by operator")
+                .values(
+                    status=JobStatus.CANCELLED,
+                    finished_at=now,
+                    error="aborted by operator",
+                    stopped_by=stopped_by,
+                )
             )
             cancelled.add(task_id)
             out.append((task_id, row.id, AbortAction.CANCELLED))
         else:
-            conn.execute(jobs.update().where(jobs.c.id == row.id).values(abort_requested=True))
+            conn.execute(
+                jobs.update()
+                .where(jobs.c.id == row.id)
+                .values(abort_requested=True, stopped_by=stopped_by)
+            )
             out.append((task_id, row.id, AbortAction.ABORT_REQUESTED))
     return out
 

@@ -4,12 +4,13 @@ UpdateTask with its field mask and retry policy."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any, TypedDict
 
 from google.protobuf.field_mask_pb2 import FieldMask
 
 from tickwork._requests.checks import Ref, assign_field, check_ref, check_type
-from tickwork._requests.convert import to_struct
+from tickwork._requests.convert import to_struct, to_timestamp
 from tickwork.errors import InvalidArgument
 from tickwork.v1.common_pb2 import TaskRun, Trigger
 from tickwork.v1.task_pb2 import (
@@ -70,20 +71,37 @@ def get_task_request(ref: Ref) -> GetTaskRequest:
     return GetTaskRequest(name=ref)
 
 
-def run_tasks_request(refs: Sequence[Ref], trigger: Trigger) -> RunTasksRequest:
-    """Build RunTasks from ids and names.
+def run_tasks_request(
+    refs: Sequence[Ref],
+    trigger: Trigger,
+    *,
+    params_override: Mapping[str, Any] | None = None,
+    not_before: datetime | None = None,
+    labels: Mapping[str, str] | None = None,
+) -> RunTasksRequest:
+    """Build RunTasks from ids and names and the run options.
 
     Raises:
-        InvalidArgument: no task given, or a bad reference.
+        InvalidArgument: no task given, a bad reference, params_override not a JSON-like
+            mapping, a naive ``not_before``, or labels that are not strings.
     """
     if not refs:
         raise InvalidArgument("tasks: name at least one task id or name")
     checked = [check_ref(r, "task") for r in refs]
-    return RunTasksRequest(
+    request = RunTasksRequest(
         task_ids=[r for r in checked if isinstance(r, int)],
         task_names=[r for r in checked if isinstance(r, str)],
         trigger=trigger,
     )
+    if params_override:
+        request.params_override.CopyFrom(to_struct(params_override, "params_override"))
+    if not_before is not None:
+        request.not_before_time.CopyFrom(to_timestamp(not_before, "not_before"))
+    for key, value in (labels or {}).items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise InvalidArgument(f"labels: keys and values must be str, got {key!r}: {value!r}")
+        request.labels[key] = value
+    return request
 
 
 def runs_in_argument_order(refs: Sequence[Ref], runs: Sequence[TaskRun]) -> list[TaskRun]:

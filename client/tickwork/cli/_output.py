@@ -105,8 +105,9 @@ def run_text(run: TaskRun) -> str:
 
 def print_fields(message: Message, out: TextIO, skip: Sequence[str] = ()) -> None:
     """Print every field of ``message`` but ``skip``, one per line: ``name  value``.
-    Times in UTC ISO 8601, enums by their short name, messages (params, retry policy) as
-    one line of JSON; a value of several lines continues indented under the first."""
+    Times in UTC ISO 8601, enums by their short name, messages (params, retry policy) and
+    maps (labels) as one line of JSON; a value of several lines continues indented under
+    the first."""
     fields = [f for f in message.DESCRIPTOR.fields if f.name not in skip]
     width = max(len(f.name) for f in message.DESCRIPTOR.fields)
     for f in fields:
@@ -117,6 +118,8 @@ def print_fields(message: Message, out: TextIO, skip: Sequence[str] = ()) -> Non
             # snake_case keys, as in an apply file (max_attempts, not maxAttempts)
             as_dict = json_format.MessageToDict(value, preserving_proto_field_name=True)
             text = json.dumps(as_dict, ensure_ascii=False)
+        elif f.message_type is not None and f.message_type.GetOptions().map_entry:
+            text = json.dumps(dict(value), ensure_ascii=False, sort_keys=True)  # labels
         elif f.enum_type is not None:
             number = f.enum_type.values_by_number.get(value)
             prefix = f.enum_type.values[0].name.removesuffix("UNSPECIFIED")

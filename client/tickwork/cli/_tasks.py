@@ -4,7 +4,9 @@ delete."""
 from __future__ import annotations
 
 import argparse
+import json
 import time
+from datetime import datetime
 from typing import Any, TextIO
 
 from tickwork import _requests as rq
@@ -56,6 +58,29 @@ def add_parsers(sub: argparse._SubParsersAction[Any], net: argparse.ArgumentPars
     p.add_argument(
         "--timeout", type=seconds, metavar="S", help="with --wait: give up after S seconds"
     )
+    p.add_argument(
+        "--param",
+        type=key_value,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a param for this job only, merged over the task's (a top-level key replaces "
+        "the task's value whole); VALUE is JSON when it parses as JSON, else text; repeatable",
+    )
+    p.add_argument(
+        "--not-before",
+        type=aware_time,
+        metavar="TIME",
+        help="keep the job queued until TIME, ISO 8601 with an offset (2026-12-01T15:00:00Z)",
+    )
+    p.add_argument(
+        "--label",
+        type=key_value,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a label on the job (VALUE as text); repeatable",
+    )
     p.set_defaults(func=_run)
     p = tsub.add_parser(
         "get",
@@ -92,6 +117,33 @@ def add_parsers(sub: argparse._SubParsersAction[Any], net: argparse.ArgumentPars
     p.set_defaults(func=_delete)
 
 
+def key_value(text: str) -> tuple[str, str]:
+    """``KEY=VALUE`` as (key, value) (argparse type); the key must not be empty."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key, value
+
+
+def json_or_text(value: str) -> Any:
+    """``value`` as JSON when it parses as JSON (``3``, ``true``, ``["a"]``), else the text."""
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+def aware_time(text: str) -> datetime:
+    """An ISO 8601 date-time with an offset or ``Z`` (argparse type)."""
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO 8601 date-time: {text!r}") from None
+    if value.tzinfo is None:
+        raise argparse.ArgumentTypeError(f"needs an offset or Z (e.g. {text}Z), got {text!r}")
+    return value
+
+
 def _list(args: argparse.Namespace, out: TextIO) -> int:
     with client_from_args(args) as client:
         tasks = client.list_tasks()
@@ -116,7 +168,13 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
     if args.timeout is not None and not args.wait:
         raise InvalidArgument("--timeout: only with --wait")
     with client_from_args(args) as client:
-        [run] = client.run(args.name, trigger=Trigger.TRIGGER_MANUAL)
+        [run] = client.run(
+            args.name,
+            trigger=Trigger.TRIGGER_MANUAL,
+            params_override={key: json_or_text(value) for key, value in args.param},
+            not_before=args.not_before,
+            labels=dict(args.label),
+        )
         if run.skipped:
             reason = SKIP_TEXT.get(run.skip_reason, "skipped")
             suffix = f" (job {run.job_id})" if run.job_id else ""

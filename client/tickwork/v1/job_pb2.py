@@ -22,37 +22,91 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from google.api import field_behavior_pb2 as google_dot_api_dot_field__behavior__pb2
+from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 from tickwork.v1 import common_pb2 as tickwork_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15tickwork/v1/job.proto\x12\x0btickwork.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x18tickwork/v1/common.proto\"\x8b\x04\n\x03Job\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x0f\n\x07task_id\x18\x02 \x01(\x03\x12\x11\n\ttask_name\x18\x03 \x01(\t\x12&\n\x06status\x18\x04 \x01(\x0e\x32\x16.tickwork.v1.JobStatus\x12%\n\x07trigger\x18\x05 \x01(\x0e\x32\x14.tickwork.v1.Trigger\x12\x0f\n\x07\x61ttempt\x18\x06 \x01(\x05\x12\x30\n\x0c\x65nqueue_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nstart_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0b\x66inish_time\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x33\n\x0fnot_before_time\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05\x65rror\x18\x0b \x01(\t\x12\x13\n\x0boutput_tail\x18\x0c \x01(\t\x12\x13\n\x0bschedule_id\x18\r \x01(\x03\x12-\n\tfire_time\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x17\n\x0fretry_of_job_id\x18\x0f \x01(\x03\x12\x15\n\rtask_priority\x18\x10 \x01(\x05\x12\x14\n\x0clate_outcome\x18\x11 \x01(\t\"\x1f\n\rGetJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\x03\"/\n\x0eGetJobResponse\x12\x1d\n\x03job\x18\x01 \x01(\x0b\x32\x10.tickwork.v1.Job\"\x88\x01\n\x0fListJobsRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\x03\x12(\n\x08statuses\x18\x02 \x03(\x0e\x32\x16.tickwork.v1.JobStatus\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\x12\x13\n\x0bschedule_id\x18\x05 \x01(\x03\"K\n\x10ListJobsResponse\x12\x1e\n\x04jobs\x18\x01 \x03(\x0b\x32\x10.tickwork.v1.Job\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"!\n\x0fWatchJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\x03\"1\n\x10WatchJobResponse\x12\x1d\n\x03job\x18\x01 \x01(\x0b\x32\x10.tickwork.v1.Job\"\"\n\x10\x43\x61ncelJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\x03\"2\n\x11\x43\x61ncelJobResponse\x12\x1d\n\x03job\x18\x01 \x01(\x0b\x32\x10.tickwork.v1.Job*\xb9\x01\n\tJobStatus\x12\x1a\n\x16JOB_STATUS_UNSPECIFIED\x10\x00\x12\x15\n\x11JOB_STATUS_QUEUED\x10\x01\x12\x16\n\x12JOB_STATUS_RUNNING\x10\x02\x12\x18\n\x14JOB_STATUS_SUCCEEDED\x10\x03\x12\x15\n\x11JOB_STATUS_FAILED\x10\x04\x12\x16\n\x12JOB_STATUS_ABORTED\x10\x05\x12\x18\n\x14JOB_STATUS_CANCELLED\x10\x06\x32\xaf\x02\n\nJobService\x12\x41\n\x06GetJob\x12\x1a.tickwork.v1.GetJobRequest\x1a\x1b.tickwork.v1.GetJobResponse\x12G\n\x08ListJobs\x12\x1c.tickwork.v1.ListJobsRequest\x1a\x1d.tickwork.v1.ListJobsResponse\x12I\n\x08WatchJob\x12\x1c.tickwork.v1.WatchJobRequest\x1a\x1d.tickwork.v1.WatchJobResponse0\x01\x12J\n\tCancelJob\x12\x1d.tickwork.v1.CancelJobRequest\x1a\x1e.tickwork.v1.CancelJobResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15tickwork/v1/job.proto\x12\x0btickwork.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x18tickwork/v1/common.proto\"\xc2\x06\n\x03Job\x12\x10\n\x02id\x18\x01 \x01(\x03\x42\x04\xe2\x41\x01\x03\x12\x15\n\x07task_id\x18\x02 \x01(\x03\x42\x04\xe2\x41\x01\x03\x12\x17\n\ttask_name\x18\x03 \x01(\tB\x04\xe2\x41\x01\x03\x12,\n\x06status\x18\x04 \x01(\x0e\x32\x16.tickwork.v1.JobStatusB\x04\xe2\x41\x01\x03\x12+\n\x07trigger\x18\x05 \x01(\x0e\x32\x14.tickwork.v1.TriggerB\x04\xe2\x41\x01\x03\x12\x15\n\x07\x61ttempt\x18\x06 \x01(\x05\x42\x04\xe2\x41\x01\x03\x12\x36\n\x0c\x65nqueue_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12\x34\n\nstart_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12\x35\n\x0b\x66inish_time\x18\t \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12\x39\n\x0fnot_before_time\x18\n \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12\x13\n\x05\x65rror\x18\x0b \x01(\tB\x04\xe2\x41\x01\x03\x12\x19\n\x0boutput_tail\x18\x0c \x01(\tB\x04\xe2\x41\x01\x03\x12\x19\n\x0bschedule_id\x18\r \x01(\x03\x42\x04\xe2\x41\x01\x03\x12\x33\n\tfire_time\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12\x1d\n\x0fretry_of_job_id\x18\x0f \x01(\x03\x42\x04\xe2\x41\x01\x03\x12\x1b\n\rtask_priority\x18\x10 \x01(\x05\x42\x04\xe2\x41\x01\x03\x12\x1a\n\x0clate_outcome\x18\x11 \x01(\tB\x04\xe2\x41\x01\x03\x12\x36\n\x0fparams_override\x18\x12 \x01(\x0b\x32\x17.google.protobuf.StructB\x04\xe2\x41\x01\x03\x12\x32\n\x06labels\x18\x13 \x03(\x0b\x32\x1c.tickwork.v1.Job.LabelsEntryB\x04\xe2\x41\x01\x03\x12\x1a\n\x0crequested_by\x18\x14 \x01(\tB\x04\xe2\x41\x01\x03\x12\x18\n\nstopped_by\x18\x15 \x01(\tB\x04\xe2\x41\x01\x03\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"%\n\rGetJobRequest\x12\x14\n\x06job_id\x18\x01 \x01(\x03\x42\x04\xe2\x41\x01\x02\"/\n\x0eGetJobResponse\x12\x1d\n\x03job\x18\x01 \x01(\x0b\x32\x10.tickwork.v1.Job\"\x88\x01\n\x0fListJobsRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\x03\x12(\n\x08statuses\x18\x02 \x03(\x0e\x32\x16.tickwork.v1.JobStatus\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\x12\x13\n\x0bschedule_id\x18\x05 \x01(\x03\"K\n\x10ListJobsResponse\x12\x1e\n\x04jobs\x18\x01 \x03(\x0b\x32\x10.tickwork.v1.Job\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\'\n\x0fWatchJobRequest\x12\x14\n\x06job_id\x18\x01 \x01(\x03\x42\x04\xe2\x41\x01\x02\"1\n\x10WatchJobResponse\x12\x1d\n\x03job\x18\x01 \x01(\x0b\x32\x10.tickwork.v1.Job\"(\n\x10\x43\x61ncelJobRequest\x12\x14\n\x06job_id\x18\x01 \x01(\x03\x42\x04\xe2\x41\x01\x02\"2\n\x11\x43\x61ncelJobResponse\x12\x1d\n\x03job\x18\x01 \x01(\x0b\x32\x10.tickwork.v1.Job*\xb9\x01\n\tJobStatus\x12\x1a\n\x16JOB_STATUS_UNSPECIFIED\x10\x00\x12\x15\n\x11JOB_STATUS_QUEUED\x10\x01\x12\x16\n\x12JOB_STATUS_RUNNING\x10\x02\x12\x18\n\x14JOB_STATUS_SUCCEEDED\x10\x03\x12\x15\n\x11JOB_STATUS_FAILED\x10\x04\x12\x16\n\x12JOB_STATUS_ABORTED\x10\x05\x12\x18\n\x14JOB_STATUS_CANCELLED\x10\x06\x32\xaf\x02\n\nJobService\x12\x41\n\x06GetJob\x12\x1a.tickwork.v1.GetJobRequest\x1a\x1b.tickwork.v1.GetJobResponse\x12G\n\x08ListJobs\x12\x1c.tickwork.v1.ListJobsRequest\x1a\x1d.tickwork.v1.ListJobsResponse\x12I\n\x08WatchJob\x12\x1c.tickwork.v1.WatchJobRequest\x1a\x1d.tickwork.v1.WatchJobResponse0\x01\x12J\n\tCancelJob\x12\x1d.tickwork.v1.CancelJobRequest\x1a\x1e.tickwork.v1.CancelJobResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'tickwork.v1.job_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_JOBSTATUS']._serialized_start=1096
-  _globals['_JOBSTATUS']._serialized_end=1281
-  _globals['_JOB']._serialized_start=98
-  _globals['_JOB']._serialized_end=621
-  _globals['_GETJOBREQUEST']._serialized_start=623
-  _globals['_GETJOBREQUEST']._serialized_end=654
-  _globals['_GETJOBRESPONSE']._serialized_start=656
-  _globals['_GETJOBRESPONSE']._serialized_end=703
-  _globals['_LISTJOBSREQUEST']._serialized_start=706
-  _globals['_LISTJOBSREQUEST']._serialized_end=842
-  _globals['_LISTJOBSRESPONSE']._serialized_start=844
-  _globals['_LISTJOBSRESPONSE']._serialized_end=919
-  _globals['_WATCHJOBREQUEST']._serialized_start=921
-  _globals['_WATCHJOBREQUEST']._serialized_end=954
-  _globals['_WATCHJOBRESPONSE']._serialized_start=956
-  _globals['_WATCHJOBRESPONSE']._serialized_end=1005
-  _globals['_CANCELJOBREQUEST']._serialized_start=1007
-  _globals['_CANCELJOBREQUEST']._serialized_end=1041
-  _globals['_CANCELJOBRESPONSE']._serialized_start=1043
-  _globals['_CANCELJOBRESPONSE']._serialized_end=1093
-  _globals['_JOBSERVICE']._serialized_start=1284
-  _globals['_JOBSERVICE']._serialized_end=1587
+  _globals['_JOB_LABELSENTRY']._loaded_options = None
+  _globals['_JOB_LABELSENTRY']._serialized_options = b'8\001'
+  _globals['_JOB'].fields_by_name['id']._loaded_options = None
+  _globals['_JOB'].fields_by_name['id']._serialized_options = b'\342A\001\003'
+  _globals['_JOB'].fields_by_name['task_id']._loaded_options = None
+  _globals['_JOB'].fields_by_name['task_id']._serialized_options = b'\342A\001\003'
+  _globals['_JOB'].fields_by_name['task_name']._loaded_options = None
+  _globals['_JOB'].fields_by_name['task_name']._serialized_options = b'\342A\001\003'
+  _globals['_JOB'].fields_by_name['status']._loaded_options = None
+  _globals['_JOB'].fields_by_name['status']._serialized_options = b'\342A\001\003'
+  _globals['_JOB'].fields_by_name['trigger']._loaded_options = None
+  _globals['_JOB'].fields_by_name['trigger']._serialized_options = b'\342A\001\003'
+  _globals['_JOB'].fields_by_name['attempt']._loaded_options = None
+  _globals['_JOB'].fields_by_name['attempt']._serialized_options = b'\342A\001\003'
+  _globals['_JOB'].fields_by_name['enqueue_time']._loaded_options = None
+  _globals['_JOB'].fields_by_name['enqueue_time']._serialized_options = b'\342A\001\003'
+  _globals['_JOB'].fields_by_name['start_time']._loaded_options = None
+  _globals['_JOB'].fields_by_name['start_time']._serialized_options = b'\342A\001\003'
+  _globals['_JOB'].fields_by_name['finish_time']._loaded_options = None
+  _globals['_JOB'].fields_by_name['finish_time']._serialized_options = b'\342A\001\003'
+  _globals['_JOB'].fields_by_name['not_before_time']._loaded_options = None
+  _globals['_JOB'].fields_by_name['not_before_time']._serialized_options = b'\342A\001\003'
+  _globals['_JOB'].fields_by_name['error']._loaded_options = None
+  _globals['_JOB'].fields_by_name['error']._serialized_options = b'\342A\001\003'
+  _globals['_JOB'].fields_by_name['output_tail']._loaded_options = None
+  _globals['_JOB'].fields_by_name['output_tail']._serialized_options = b'\342A\001\003'
+  _globals['_JOB'].fields_by_name['schedule_id']._loaded_options = None
+  _globals['_JOB'].fields_by_name['schedule_id']._serialized_options = b'\342A\001\003'
+  _globals['_JOB'].fields_by_name['fire_time']._loaded_options = None
+  _globals['_JOB'].fields_by_name['fire_time']._serialized_options = b'\342A\001\003'
+  _globals['_JOB'].fields_by_name['retry_of_job_id']._loaded_options = None
+  _globals['_JOB'].fields_by_name['retry_of_job_id']._serialized_options = b'\342A\001\003'
+  _globals['_JOB'].fields_by_name['task_priority']._loaded_options = None
+  _globals['_JOB'].fields_by_name['task_priority']._serialized_options = b'\342A\001\003'
+  _globals['_JOB'].fields_by_name['late_outcome']._loaded_options = None
+  _globals['_JOB'].fields_by_name['late_outcome']._serialized_options = b'\342A\001\003'
+  _globals['_JOB'].fields_by_name['params_override']._loaded_options = None
+  _globals['_JOB'].fields_by_name['params_override']._serialized_options = b'\342A\001\003'
+  _globals['_JOB'].fields_by_name['labels']._loaded_options = None
+  _globals['_JOB'].fields_by_name['labels']._serialized_options = b'\342A\001\003'
+  _globals['_JOB'].fields_by_name['requested_by']._loaded_options = None
+  _globals['_JOB'].fields_by_name['requested_by']._serialized_options = b'\342A\001\003'
+  _globals['_JOB'].fields_by_name['stopped_by']._loaded_options = None
+  _globals['_JOB'].fields_by_name['stopped_by']._serialized_options = b'\342A\001\003'
+  _globals['_GETJOBREQUEST'].fields_by_name['job_id']._loaded_options = None
+  _globals['_GETJOBREQUEST'].fields_by_name['job_id']._serialized_options = b'\342A\001\002'
+  _globals['_WATCHJOBREQUEST'].fields_by_name['job_id']._loaded_options = None
+  _globals['_WATCHJOBREQUEST'].fields_by_name['job_id']._serialized_options = b'\342A\001\002'
+  _globals['_CANCELJOBREQUEST'].fields_by_name['job_id']._loaded_options = None
+  _globals['_CANCELJOBREQUEST'].fields_by_name['job_id']._serialized_options = b'\342A\001\002'
+  _globals['_JOBSTATUS']._serialized_start=1488
+  _globals['_JOBSTATUS']._serialized_end=1673
+  _globals['_JOB']._serialized_start=161
+  _globals['_JOB']._serialized_end=995
+  _globals['_JOB_LABELSENTRY']._serialized_start=950
+  _globals['_JOB_LABELSENTRY']._serialized_end=995
+  _globals['_GETJOBREQUEST']._serialized_start=997
+  _globals['_GETJOBREQUEST']._serialized_end=1034
+  _globals['_GETJOBRESPONSE']._serialized_start=1036
+  _globals['_GETJOBRESPONSE']._serialized_end=1083
+  _globals['_LISTJOBSREQUEST']._serialized_start=1086
+  _globals['_LISTJOBSREQUEST']._serialized_end=1222
+  _globals['_LISTJOBSRESPONSE']._serialized_start=1224
+  _globals['_LISTJOBSRESPONSE']._serialized_end=1299
+  _globals['_WATCHJOBREQUEST']._serialized_start=1301
+  _globals['_WATCHJOBREQUEST']._serialized_end=1340
+  _globals['_WATCHJOBRESPONSE']._serialized_start=1342
+  _globals['_WATCHJOBRESPONSE']._serialized_end=1391
+  _globals['_CANCELJOBREQUEST']._serialized_start=1393
+  _globals['_CANCELJOBREQUEST']._serialized_end=1433
+  _globals['_CANCELJOBRESPONSE']._serialized_start=1435
+  _globals['_CANCELJOBRESPONSE']._serialized_end=1485
+  _globals['_JOBSERVICE']._serialized_start=1676
+  _globals['_JOBSERVICE']._serialized_end=1979
 # @@protoc_insertion_point(module_scope)

@@ -1,5 +1,7 @@
 import datetime
 
+from google.api import field_behavior_pb2 as _field_behavior_pb2
+from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from tickwork.v1 import common_pb2 as _common_pb2
 from google.protobuf.internal import containers as _containers
@@ -29,7 +31,14 @@ JOB_STATUS_ABORTED: JobStatus
 JOB_STATUS_CANCELLED: JobStatus
 
 class Job(_message.Message):
-    __slots__ = ("id", "task_id", "task_name", "status", "trigger", "attempt", "enqueue_time", "start_time", "finish_time", "not_before_time", "error", "output_tail", "schedule_id", "fire_time", "retry_of_job_id", "task_priority", "late_outcome")
+    __slots__ = ("id", "task_id", "task_name", "status", "trigger", "attempt", "enqueue_time", "start_time", "finish_time", "not_before_time", "error", "output_tail", "schedule_id", "fire_time", "retry_of_job_id", "task_priority", "late_outcome", "params_override", "labels", "requested_by", "stopped_by")
+    class LabelsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     ID_FIELD_NUMBER: _ClassVar[int]
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     TASK_NAME_FIELD_NUMBER: _ClassVar[int]
@@ -47,6 +56,10 @@ class Job(_message.Message):
     RETRY_OF_JOB_ID_FIELD_NUMBER: _ClassVar[int]
     TASK_PRIORITY_FIELD_NUMBER: _ClassVar[int]
     LATE_OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    PARAMS_OVERRIDE_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    REQUESTED_BY_FIELD_NUMBER: _ClassVar[int]
+    STOPPED_BY_FIELD_NUMBER: _ClassVar[int]
     id: int
     task_id: int
     task_name: str
@@ -64,7 +77,11 @@ class Job(_message.Message):
     retry_of_job_id: int
     task_priority: int
     late_outcome: str
-    def __init__(self, id: _Optional[int] = ..., task_id: _Optional[int] = ..., task_name: _Optional[str] = ..., status: _Optional[_Union[JobStatus, str]] = ..., trigger: _Optional[_Union[_common_pb2.Trigger, str]] = ..., attempt: _Optional[int] = ..., enqueue_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finish_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., not_before_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., error: _Optional[str] = ..., output_tail: _Optional[str] = ..., schedule_id: _Optional[int] = ..., fire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., retry_of_job_id: _Optional[int] = ..., task_priority: _Optional[int] = ..., late_outcome: _Optional[str] = ...) -> None: ...
+    params_override: _struct_pb2.Struct
+    labels: _containers.ScalarMap[str, str]
+    requested_by: str
+    stopped_by: str
+    def __init__(self, id: _Optional[int] = ..., task_id: _Optional[int] = ..., task_name: _Optional[str] = ..., status: _Optional[_Union[JobStatus, str]] = ..., trigger: _Optional[_Union[_common_pb2.Trigger, str]] = ..., attempt: _Optional[int] = ..., enqueue_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finish_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., not_before_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., error: _Optional[str] = ..., output_tail: _Optional[str] = ..., schedule_id: _Optional[int] = ..., fire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., retry_of_job_id: _Optional[int] = ..., task_priority: _Optional[int] = ..., late_outcome: _Optional[str] = ..., params_override: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., requested_by: _Optional[str] = ..., stopped_by: _Optional[str] = ...) -> None: ...
 
 class GetJobRequest(_message.Message):
     __slots__ = ("job_id",)

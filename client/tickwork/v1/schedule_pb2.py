@@ -22,60 +22,103 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from google.api import field_behavior_pb2 as google_dot_api_dot_field__behavior__pb2
 from google.protobuf import field_mask_pb2 as google_dot_protobuf_dot_field__mask__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 from tickwork.v1 import common_pb2 as tickwork_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1atickwork/v1/schedule.proto\x12\x0btickwork.v1\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x18tickwork/v1/common.proto\"\xdd\x03\n\x08Schedule\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x03 \x01(\t\x12\x17\n\x0f\x63ron_expression\x18\x04 \x01(\t\x12\x18\n\x10interval_seconds\x18\x05 \x01(\x03\x12\x10\n\x08timezone\x18\x06 \x01(\t\x12\x33\n\x0f\x63\x61tch_up_policy\x18\x07 \x01(\x0e\x32\x1a.tickwork.v1.CatchUpPolicy\x12\x14\n\x07\x65nabled\x18\x08 \x01(\x08H\x00\x88\x01\x01\x12\x10\n\x08task_ids\x18\t \x03(\x03\x12\x31\n\rnext_run_time\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x18\n\x10\x63ron_description\x18\x0b \x01(\t\x12\x31\n\rlast_run_time\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0b\x63reate_time\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0bupdate_time\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\ntask_names\x18\x0f \x03(\tB\n\n\x08_enabled\"T\n\x15\x43reateScheduleRequest\x12\'\n\x08schedule\x18\x01 \x01(\x0b\x32\x15.tickwork.v1.Schedule\x12\x12\n\nrequest_id\x18\x14 \x01(\t\"[\n\x16\x43reateScheduleResponse\x12\'\n\x08schedule\x18\x01 \x01(\x0b\x32\x15.tickwork.v1.Schedule\x12\x18\n\x10repeated_request\x18\x14 \x01(\x08\"g\n\x1b\x42\x61tchCreateSchedulesRequest\x12\x34\n\x08requests\x18\x01 \x03(\x0b\x32\".tickwork.v1.CreateScheduleRequest\x12\x12\n\nrequest_id\x18\x14 \x01(\t\"b\n\x1c\x42\x61tchCreateSchedulesResponse\x12(\n\tschedules\x18\x01 \x03(\x0b\x32\x15.tickwork.v1.Schedule\x12\x18\n\x10repeated_request\x18\x14 \x01(\x08\"7\n\x12GetScheduleRequest\x12\x13\n\x0bschedule_id\x18\x01 \x01(\x03\x12\x0c\n\x04name\x18\x02 \x01(\t\">\n\x13GetScheduleResponse\x12\'\n\x08schedule\x18\x01 \x01(\x0b\x32\x15.tickwork.v1.Schedule\"=\n\x14ListSchedulesRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\"Z\n\x15ListSchedulesResponse\x12(\n\tschedules\x18\x01 \x03(\x0b\x32\x15.tickwork.v1.Schedule\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"q\n\x15UpdateScheduleRequest\x12\'\n\x08schedule\x18\x01 \x01(\x0b\x32\x15.tickwork.v1.Schedule\x12/\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\"A\n\x16UpdateScheduleResponse\x12\'\n\x08schedule\x18\x01 \x01(\x0b\x32\x15.tickwork.v1.Schedule\",\n\x15\x44\x65leteScheduleRequest\x12\x13\n\x0bschedule_id\x18\x01 \x01(\x03\"\x18\n\x16\x44\x65leteScheduleResponse\"z\n\x13\x44\x65scribeCronRequest\x12\x17\n\x0f\x63ron_expression\x18\x01 \x01(\t\x12\x10\n\x08timezone\x18\x02 \x01(\t\x12)\n\x05\x61\x66ter\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05\x63ount\x18\x04 \x01(\x05\"f\n\x0f\x46ireTimePreview\x12-\n\tfire_time\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\nlocal_time\x18\x02 \x01(\t\x12\x10\n\x08\x64st_note\x18\x03 \x01(\t\"]\n\x14\x44\x65scribeCronResponse\x12\x13\n\x0b\x64\x65scription\x18\x01 \x01(\t\x12\x30\n\nfire_times\x18\x02 \x03(\x0b\x32\x1c.tickwork.v1.FireTimePreview\"\xd6\x01\n\x04\x46ire\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x13\n\x0bschedule_id\x18\x02 \x01(\x03\x12-\n\tfire_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12)\n\x07outcome\x18\x04 \x01(\x0e\x32\x18.tickwork.v1.FireOutcome\x12\"\n\x04runs\x18\x05 \x03(\x0b\x32\x14.tickwork.v1.TaskRun\x12/\n\x0brecord_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"N\n\x10ListFiresRequest\x12\x13\n\x0bschedule_id\x18\x01 \x01(\x03\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\"N\n\x11ListFiresResponse\x12 \n\x05\x66ires\x18\x01 \x03(\x0b\x32\x11.tickwork.v1.Fire\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t*h\n\rCatchUpPolicy\x12\x1f\n\x1b\x43\x41TCH_UP_POLICY_UNSPECIFIED\x10\x00\x12\x18\n\x14\x43\x41TCH_UP_POLICY_SKIP\x10\x01\x12\x1c\n\x18\x43\x41TCH_UP_POLICY_RUN_ONCE\x10\x02*y\n\x0b\x46ireOutcome\x12\x1c\n\x18\x46IRE_OUTCOME_UNSPECIFIED\x10\x00\x12\x19\n\x15\x46IRE_OUTCOME_ENQUEUED\x10\x01\x12\x18\n\x14\x46IRE_OUTCOME_SKIPPED\x10\x02\x12\x17\n\x13\x46IRE_OUTCOME_MISSED\x10\x03\x32\xda\x05\n\x0fScheduleService\x12Y\n\x0e\x43reateSchedule\x12\".tickwork.v1.CreateScheduleRequest\x1a#.tickwork.v1.CreateScheduleResponse\x12k\n\x14\x42\x61tchCreateSchedules\x12(.tickwork.v1.BatchCreateSchedulesRequest\x1a).tickwork.v1.BatchCreateSchedulesResponse\x12P\n\x0bGetSchedule\x12\x1f.tickwork.v1.GetScheduleRequest\x1a .tickwork.v1.GetScheduleResponse\x12V\n\rListSchedules\x12!.tickwork.v1.ListSchedulesRequest\x1a\".tickwork.v1.ListSchedulesResponse\x12Y\n\x0eUpdateSchedule\x12\".tickwork.v1.UpdateScheduleRequest\x1a#.tickwork.v1.UpdateScheduleResponse\x12Y\n\x0e\x44\x65leteSchedule\x12\".tickwork.v1.DeleteScheduleRequest\x1a#.tickwork.v1.DeleteScheduleResponse\x12S\n\x0c\x44\x65scribeCron\x12 .tickwork.v1.DescribeCronRequest\x1a!.tickwork.v1.DescribeCronResponse\x12J\n\tListFires\x12\x1d.tickwork.v1.ListFiresRequest\x1a\x1e.tickwork.v1.ListFiresResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1atickwork/v1/schedule.proto\x12\x0btickwork.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x18tickwork/v1/common.proto\"\x93\x04\n\x08Schedule\x12\x10\n\x02id\x18\x01 \x01(\x03\x42\x04\xe2\x41\x01\x08\x12\x12\n\x04name\x18\x02 \x01(\tB\x04\xe2\x41\x01\x02\x12\x13\n\x0b\x64\x65scription\x18\x03 \x01(\t\x12\x17\n\x0f\x63ron_expression\x18\x04 \x01(\t\x12\x18\n\x10interval_seconds\x18\x05 \x01(\x03\x12\x10\n\x08timezone\x18\x06 \x01(\t\x12\x33\n\x0f\x63\x61tch_up_policy\x18\x07 \x01(\x0e\x32\x1a.tickwork.v1.CatchUpPolicy\x12\x14\n\x07\x65nabled\x18\x08 \x01(\x08H\x00\x88\x01\x01\x12\x16\n\x08task_ids\x18\t \x03(\x03\x42\x04\xe2\x41\x01\x02\x12\x37\n\rnext_run_time\x18\n \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12\x1e\n\x10\x63ron_description\x18\x0b \x01(\tB\x04\xe2\x41\x01\x03\x12\x37\n\rlast_run_time\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12\x35\n\x0b\x63reate_time\x18\r \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12\x35\n\x0bupdate_time\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12\x18\n\ntask_names\x18\x0f \x03(\tB\x04\xe2\x41\x01\x03\x42\n\n\x08_enabled\"Z\n\x15\x43reateScheduleRequest\x12-\n\x08schedule\x18\x01 \x01(\x0b\x32\x15.tickwork.v1.ScheduleB\x04\xe2\x41\x01\x02\x12\x12\n\nrequest_id\x18\x14 \x01(\t\"[\n\x16\x43reateScheduleResponse\x12\'\n\x08schedule\x18\x01 \x01(\x0b\x32\x15.tickwork.v1.Schedule\x12\x18\n\x10repeated_request\x18\x14 \x01(\x08\"m\n\x1b\x42\x61tchCreateSchedulesRequest\x12:\n\x08requests\x18\x01 \x03(\x0b\x32\".tickwork.v1.CreateScheduleRequestB\x04\xe2\x41\x01\x02\x12\x12\n\nrequest_id\x18\x14 \x01(\t\"b\n\x1c\x42\x61tchCreateSchedulesResponse\x12(\n\tschedules\x18\x01 \x03(\x0b\x32\x15.tickwork.v1.Schedule\x12\x18\n\x10repeated_request\x18\x14 \x01(\x08\"7\n\x12GetScheduleRequest\x12\x13\n\x0bschedule_id\x18\x01 \x01(\x03\x12\x0c\n\x04name\x18\x02 \x01(\t\">\n\x13GetScheduleResponse\x12\'\n\x08schedule\x18\x01 \x01(\x0b\x32\x15.tickwork.v1.Schedule\"=\n\x14ListSchedulesRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\"Z\n\x15ListSchedulesResponse\x12(\n\tschedules\x18\x01 \x03(\x0b\x32\x15.tickwork.v1.Schedule\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"w\n\x15UpdateScheduleRequest\x12-\n\x08schedule\x18\x01 \x01(\x0b\x32\x15.tickwork.v1.ScheduleB\x04\xe2\x41\x01\x02\x12/\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\"A\n\x16UpdateScheduleResponse\x12\'\n\x08schedule\x18\x01 \x01(\x0b\x32\x15.tickwork.v1.Schedule\"2\n\x15\x44\x65leteScheduleRequest\x12\x19\n\x0bschedule_id\x18\x01 \x01(\x03\x42\x04\xe2\x41\x01\x02\"\x18\n\x16\x44\x65leteScheduleResponse\"\x80\x01\n\x13\x44\x65scribeCronRequest\x12\x1d\n\x0f\x63ron_expression\x18\x01 \x01(\tB\x04\xe2\x41\x01\x02\x12\x10\n\x08timezone\x18\x02 \x01(\t\x12)\n\x05\x61\x66ter\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05\x63ount\x18\x04 \x01(\x05\"f\n\x0f\x46ireTimePreview\x12-\n\tfire_time\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\nlocal_time\x18\x02 \x01(\t\x12\x10\n\x08\x64st_note\x18\x03 \x01(\t\"]\n\x14\x44\x65scribeCronResponse\x12\x13\n\x0b\x64\x65scription\x18\x01 \x01(\t\x12\x30\n\nfire_times\x18\x02 \x03(\x0b\x32\x1c.tickwork.v1.FireTimePreview\"\xfa\x01\n\x04\x46ire\x12\x10\n\x02id\x18\x01 \x01(\x03\x42\x04\xe2\x41\x01\x03\x12\x19\n\x0bschedule_id\x18\x02 \x01(\x03\x42\x04\xe2\x41\x01\x03\x12\x33\n\tfire_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12/\n\x07outcome\x18\x04 \x01(\x0e\x32\x18.tickwork.v1.FireOutcomeB\x04\xe2\x41\x01\x03\x12(\n\x04runs\x18\x05 \x03(\x0b\x32\x14.tickwork.v1.TaskRunB\x04\xe2\x41\x01\x03\x12\x35\n\x0brecord_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\"T\n\x10ListFiresRequest\x12\x19\n\x0bschedule_id\x18\x01 \x01(\x03\x42\x04\xe2\x41\x01\x02\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\"N\n\x11ListFiresResponse\x12 \n\x05\x66ires\x18\x01 \x03(\x0b\x32\x11.tickwork.v1.Fire\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t*h\n\rCatchUpPolicy\x12\x1f\n\x1b\x43\x41TCH_UP_POLICY_UNSPECIFIED\x10\x00\x12\x18\n\x14\x43\x41TCH_UP_POLICY_SKIP\x10\x01\x12\x1c\n\x18\x43\x41TCH_UP_POLICY_RUN_ONCE\x10\x02*y\n\x0b\x46ireOutcome\x12\x1c\n\x18\x46IRE_OUTCOME_UNSPECIFIED\x10\x00\x12\x19\n\x15\x46IRE_OUTCOME_ENQUEUED\x10\x01\x12\x18\n\x14\x46IRE_OUTCOME_SKIPPED\x10\x02\x12\x17\n\x13\x46IRE_OUTCOME_MISSED\x10\x03\x32\xda\x05\n\x0fScheduleService\x12Y\n\x0e\x43reateSchedule\x12\".tickwork.v1.CreateScheduleRequest\x1a#.tickwork.v1.CreateScheduleResponse\x12k\n\x14\x42\x61tchCreateSchedules\x12(.tickwork.v1.BatchCreateSchedulesRequest\x1a).tickwork.v1.BatchCreateSchedulesResponse\x12P\n\x0bGetSchedule\x12\x1f.tickwork.v1.GetScheduleRequest\x1a .tickwork.v1.GetScheduleResponse\x12V\n\rListSchedules\x12!.tickwork.v1.ListSchedulesRequest\x1a\".tickwork.v1.ListSchedulesResponse\x12Y\n\x0eUpdateSchedule\x12\".tickwork.v1.UpdateScheduleRequest\x1a#.tickwork.v1.UpdateScheduleResponse\x12Y\n\x0e\x44\x65leteSchedule\x12\".tickwork.v1.DeleteScheduleRequest\x1a#.tickwork.v1.DeleteScheduleResponse\x12S\n\x0c\x44\x65scribeCron\x12 .tickwork.v1.DescribeCronRequest\x1a!.tickwork.v1.DescribeCronResponse\x12J\n\tListFires\x12\x1d.tickwork.v1.ListFiresRequest\x1a\x1e.tickwork.v1.ListFiresResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'tickwork.v1.schedule_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_CATCHUPPOLICY']._serialized_start=2230
-  _globals['_CATCHUPPOLICY']._serialized_end=2334
-  _globals['_FIREOUTCOME']._serialized_start=2336
-  _globals['_FIREOUTCOME']._serialized_end=2457
-  _globals['_SCHEDULE']._serialized_start=137
-  _globals['_SCHEDULE']._serialized_end=614
-  _globals['_CREATESCHEDULEREQUEST']._serialized_start=616
-  _globals['_CREATESCHEDULEREQUEST']._serialized_end=700
-  _globals['_CREATESCHEDULERESPONSE']._serialized_start=702
-  _globals['_CREATESCHEDULERESPONSE']._serialized_end=793
-  _globals['_BATCHCREATESCHEDULESREQUEST']._serialized_start=795
-  _globals['_BATCHCREATESCHEDULESREQUEST']._serialized_end=898
-  _globals['_BATCHCREATESCHEDULESRESPONSE']._serialized_start=900
-  _globals['_BATCHCREATESCHEDULESRESPONSE']._serialized_end=998
-  _globals['_GETSCHEDULEREQUEST']._serialized_start=1000
-  _globals['_GETSCHEDULEREQUEST']._serialized_end=1055
-  _globals['_GETSCHEDULERESPONSE']._serialized_start=1057
-  _globals['_GETSCHEDULERESPONSE']._serialized_end=1119
-  _globals['_LISTSCHEDULESREQUEST']._serialized_start=1121
-  _globals['_LISTSCHEDULESREQUEST']._serialized_end=1182
-  _globals['_LISTSCHEDULESRESPONSE']._serialized_start=1184
-  _globals['_LISTSCHEDULESRESPONSE']._serialized_end=1274
-  _globals['_UPDATESCHEDULEREQUEST']._serialized_start=1276
-  _globals['_UPDATESCHEDULEREQUEST']._serialized_end=1389
-  _globals['_UPDATESCHEDULERESPONSE']._serialized_start=1391
-  _globals['_UPDATESCHEDULERESPONSE']._serialized_end=1456
-  _globals['_DELETESCHEDULEREQUEST']._serialized_start=1458
-  _globals['_DELETESCHEDULEREQUEST']._serialized_end=1502
-  _globals['_DELETESCHEDULERESPONSE']._serialized_start=1504
-  _globals['_DELETESCHEDULERESPONSE']._serialized_end=1528
-  _globals['_DESCRIBECRONREQUEST']._serialized_start=1530
-  _globals['_DESCRIBECRONREQUEST']._serialized_end=1652
-  _globals['_FIRETIMEPREVIEW']._serialized_start=1654
-  _globals['_FIRETIMEPREVIEW']._serialized_end=1756
-  _globals['_DESCRIBECRONRESPONSE']._serialized_start=1758
-  _globals['_DESCRIBECRONRESPONSE']._serialized_end=1851
-  _globals['_FIRE']._serialized_start=1854
-  _globals['_FIRE']._serialized_end=2068
-  _globals['_LISTFIRESREQUEST']._serialized_start=2070
-  _globals['_LISTFIRESREQUEST']._serialized_end=2148
-  _globals['_LISTFIRESRESPONSE']._serialized_start=2150
-  _globals['_LISTFIRESRESPONSE']._serialized_end=2228
-  _globals['_SCHEDULESERVICE']._serialized_start=2460
-  _globals['_SCHEDULESERVICE']._serialized_end=3190
+  _globals['_SCHEDULE'].fields_by_name['id']._loaded_options = None
+  _globals['_SCHEDULE'].fields_by_name['id']._serialized_options = b'\342A\001\010'
+  _globals['_SCHEDULE'].fields_by_name['name']._loaded_options = None
+  _globals['_SCHEDULE'].fields_by_name['name']._serialized_options = b'\342A\001\002'
+  _globals['_SCHEDULE'].fields_by_name['task_ids']._loaded_options = None
+  _globals['_SCHEDULE'].fields_by_name['task_ids']._serialized_options = b'\342A\001\002'
+  _globals['_SCHEDULE'].fields_by_name['next_run_time']._loaded_options = None
+  _globals['_SCHEDULE'].fields_by_name['next_run_time']._serialized_options = b'\342A\001\003'
+  _globals['_SCHEDULE'].fields_by_name['cron_description']._loaded_options = None
+  _globals['_SCHEDULE'].fields_by_name['cron_description']._serialized_options = b'\342A\001\003'
+  _globals['_SCHEDULE'].fields_by_name['last_run_time']._loaded_options = None
+  _globals['_SCHEDULE'].fields_by_name['last_run_time']._serialized_options = b'\342A\001\003'
+  _globals['_SCHEDULE'].fields_by_name['create_time']._loaded_options = None
+  _globals['_SCHEDULE'].fields_by_name['create_time']._serialized_options = b'\342A\001\003'
+  _globals['_SCHEDULE'].fields_by_name['update_time']._loaded_options = None
+  _globals['_SCHEDULE'].fields_by_name['update_time']._serialized_options = b'\342A\001\003'
+  _globals['_SCHEDULE'].fields_by_name['task_names']._loaded_options = None
+  _globals['_SCHEDULE'].fields_by_name['task_names']._serialized_options = b'\342A\001\003'
+  _globals['_CREATESCHEDULEREQUEST'].fields_by_name['schedule']._loaded_options = None
+  _globals['_CREATESCHEDULEREQUEST'].fields_by_name['schedule']._serialized_options = b'\342A\001\002'
+  _globals['_BATCHCREATESCHEDULESREQUEST'].fields_by_name['requests']._loaded_options = None
+  _globals['_BATCHCREATESCHEDULESREQUEST'].fields_by_name['requests']._serialized_options = b'\342A\001\002'
+  _globals['_UPDATESCHEDULEREQUEST'].fields_by_name['schedule']._loaded_options = None
+  _globals['_UPDATESCHEDULEREQUEST'].fields_by_name['schedule']._serialized_options = b'\342A\001\002'
+  _globals['_DELETESCHEDULEREQUEST'].fields_by_name['schedule_id']._loaded_options = None
+  _globals['_DELETESCHEDULEREQUEST'].fields_by_name['schedule_id']._serialized_options = b'\342A\001\002'
+  _globals['_DESCRIBECRONREQUEST'].fields_by_name['cron_expression']._loaded_options = None
+  _globals['_DESCRIBECRONREQUEST'].fields_by_name['cron_expression']._serialized_options = b'\342A\001\002'
+  _globals['_FIRE'].fields_by_name['id']._loaded_options = None
+  _globals['_FIRE'].fields_by_name['id']._serialized_options = b'\342A\001\003'
+  _globals['_FIRE'].fields_by_name['schedule_id']._loaded_options = None
+  _globals['_FIRE'].fields_by_name['schedule_id']._serialized_options = b'\342A\001\003'
+  _globals['_FIRE'].fields_by_name['fire_time']._loaded_options = None
+  _globals['_FIRE'].fields_by_name['fire_time']._serialized_options = b'\342A\001\003'
+  _globals['_FIRE'].fields_by_name['outcome']._loaded_options = None
+  _globals['_FIRE'].fields_by_name['outcome']._serialized_options = b'\342A\001\003'
+  _globals['_FIRE'].fields_by_name['runs']._loaded_options = None
+  _globals['_FIRE'].fields_by_name['runs']._serialized_options = b'\342A\001\003'
+  _globals['_FIRE'].fields_by_name['record_time']._loaded_options = None
+  _globals['_FIRE'].fields_by_name['record_time']._serialized_options = b'\342A\001\003'
+  _globals['_LISTFIRESREQUEST'].fields_by_name['schedule_id']._loaded_options = None
+  _globals['_LISTFIRESREQUEST'].fields_by_name['schedule_id']._serialized_options = b'\342A\001\002'
+  _globals['_CATCHUPPOLICY']._serialized_start=2390
+  _globals['_CATCHUPPOLICY']._serialized_end=2494
+  _globals['_FIREOUTCOME']._serialized_start=2496
+  _globals['_FIREOUTCOME']._serialized_end=2617
+  _globals['_SCHEDULE']._serialized_start=170
+  _globals['_SCHEDULE']._serialized_end=701
+  _globals['_CREATESCHEDULEREQUEST']._serialized_start=703
+  _globals['_CREATESCHEDULEREQUEST']._serialized_end=793
+  _globals['_CREATESCHEDULERESPONSE']._serialized_start=795
+  _globals['_CREATESCHEDULERESPONSE']._serialized_end=886
+  _globals['_BATCHCREATESCHEDULESREQUEST']._serialized_start=888
+  _globals['_BATCHCREATESCHEDULESREQUEST']._serialized_end=997
+  _globals['_BATCHCREATESCHEDULESRESPONSE']._serialized_start=999
+  _globals['_BATCHCREATESCHEDULESRESPONSE']._serialized_end=1097
+  _globals['_GETSCHEDULEREQUEST']._serialized_start=1099
+  _globals['_GETSCHEDULEREQUEST']._serialized_end=1154
+  _globals['_GETSCHEDULERESPONSE']._serialized_start=1156
+  _globals['_GETSCHEDULERESPONSE']._serialized_end=1218
+  _globals['_LISTSCHEDULESREQUEST']._serialized_start=1220
+  _globals['_LISTSCHEDULESREQUEST']._serialized_end=1281
+  _globals['_LISTSCHEDULESRESPONSE']._serialized_start=1283
+  _globals['_LISTSCHEDULESRESPONSE']._serialized_end=1373
+  _globals['_UPDATESCHEDULEREQUEST']._serialized_start=1375
+  _globals['_UPDATESCHEDULEREQUEST']._serialized_end=1494
+  _globals['_UPDATESCHEDULERESPONSE']._serialized_start=1496
+  _globals['_UPDATESCHEDULERESPONSE']._serialized_end=1561
+  _globals['_DELETESCHEDULEREQUEST']._serialized_start=1563
+  _globals['_DELETESCHEDULEREQUEST']._serialized_end=1613
+  _globals['_DELETESCHEDULERESPONSE']._serialized_start=1615
+  _globals['_DELETESCHEDULERESPONSE']._serialized_end=1639
+  _globals['_DESCRIBECRONREQUEST']._serialized_start=1642
+  _globals['_DESCRIBECRONREQUEST']._serialized_end=1770
+  _globals['_FIRETIMEPREVIEW']._serialized_start=1772
+  _globals['_FIRETIMEPREVIEW']._serialized_end=1874
+  _globals['_DESCRIBECRONRESPONSE']._serialized_start=1876
+  _globals['_DESCRIBECRONRESPONSE']._serialized_end=1969
+  _globals['_FIRE']._serialized_start=1972
+  _globals['_FIRE']._serialized_end=2222
+  _globals['_LISTFIRESREQUEST']._serialized_start=2224
+  _globals['_LISTFIRESREQUEST']._serialized_end=2308
+  _globals['_LISTFIRESRESPONSE']._serialized_start=2310
+  _globals['_LISTFIRESRESPONSE']._serialized_end=2388
+  _globals['_SCHEDULESERVICE']._serialized_start=2620
+  _globals['_SCHEDULESERVICE']._serialized_end=3350
 # @@protoc_insertion_point(module_scope)

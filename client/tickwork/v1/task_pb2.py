@@ -22,55 +22,82 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from google.api import field_behavior_pb2 as google_dot_api_dot_field__behavior__pb2
 from google.protobuf import field_mask_pb2 as google_dot_protobuf_dot_field__mask__pb2
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 from tickwork.v1 import common_pb2 as tickwork_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16tickwork/v1/task.proto\x12\x0btickwork.v1\x1a google/protobuf/field_mask.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x18tickwork/v1/common.proto\"^\n\x0bRetryPolicy\x12\x14\n\x0cmax_attempts\x18\x01 \x01(\x05\x12\x1c\n\x14\x62\x61\x63koff_base_seconds\x18\x02 \x01(\x01\x12\x1b\n\x13\x62\x61\x63koff_cap_seconds\x18\x03 \x01(\x01\"\xf8\x03\n\x04Task\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x03 \x01(\t\x12\x0f\n\x07handler\x18\x04 \x01(\t\x12\'\n\x06params\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x1a\n\rtask_priority\x18\x06 \x01(\x05H\x00\x88\x01\x01\x12\x14\n\x07\x65nabled\x18\x07 \x01(\x08H\x01\x88\x01\x01\x12\x17\n\x0ftimeout_seconds\x18\x08 \x01(\x01\x12!\n\x19\x63onsecutive_failure_count\x18\t \x01(\x05\x12.\n\x0cretry_policy\x18\n \x01(\x0b\x32\x18.tickwork.v1.RetryPolicy\x12\x17\n\x0f\x64isabled_reason\x18\x0b \x01(\t\x12/\n\x0b\x63reate_time\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0bupdate_time\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x1a\n\x12memory_limit_bytes\x18\x0e \x01(\x03\x12\x19\n\x11\x63pu_limit_seconds\x18\x0f \x01(\x03\x12\x19\n\x11\x63oncurrency_group\x18\x10 \x01(\tB\x10\n\x0e_task_priorityB\n\n\x08_enabled\"H\n\x11\x43reateTaskRequest\x12\x1f\n\x04task\x18\x01 \x01(\x0b\x32\x11.tickwork.v1.Task\x12\x12\n\nrequest_id\x18\x14 \x01(\t\"O\n\x12\x43reateTaskResponse\x12\x1f\n\x04task\x18\x01 \x01(\x0b\x32\x11.tickwork.v1.Task\x12\x18\n\x10repeated_request\x18\x14 \x01(\x08\"/\n\x0eGetTaskRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\x03\x12\x0c\n\x04name\x18\x02 \x01(\t\"2\n\x0fGetTaskResponse\x12\x1f\n\x04task\x18\x01 \x01(\x0b\x32\x11.tickwork.v1.Task\"9\n\x10ListTasksRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\"N\n\x11ListTasksResponse\x12 \n\x05tasks\x18\x01 \x03(\x0b\x32\x11.tickwork.v1.Task\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"e\n\x11UpdateTaskRequest\x12\x1f\n\x04task\x18\x01 \x01(\x0b\x32\x11.tickwork.v1.Task\x12/\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\"5\n\x12UpdateTaskResponse\x12\x1f\n\x04task\x18\x01 \x01(\x0b\x32\x11.tickwork.v1.Task\"$\n\x11\x44\x65leteTaskRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\x03\"\x14\n\x12\x44\x65leteTaskResponse\"r\n\x0fRunTasksRequest\x12\x10\n\x08task_ids\x18\x01 \x03(\x03\x12\x12\n\ntask_names\x18\x02 \x03(\t\x12%\n\x07trigger\x18\x03 \x01(\x0e\x32\x14.tickwork.v1.Trigger\x12\x12\n\nrequest_id\x18\x14 \x01(\t\"P\n\x10RunTasksResponse\x12\"\n\x04runs\x18\x01 \x03(\x0b\x32\x14.tickwork.v1.TaskRun\x12\x18\n\x10repeated_request\x18\x14 \x01(\x08\"9\n\x11\x41\x62ortTasksRequest\x12\x10\n\x08task_ids\x18\x01 \x03(\x03\x12\x12\n\nrequest_id\x18\x14 \x01(\t\"\xc0\x01\n\tTaskAbort\x12\x0f\n\x07task_id\x18\x01 \x01(\x03\x12\x0e\n\x06job_id\x18\x02 \x01(\x03\x12-\n\x06\x61\x63tion\x18\x03 \x01(\x0e\x32\x1d.tickwork.v1.TaskAbort.Action\"c\n\x06\x41\x63tion\x12\x16\n\x12\x41\x43TION_UNSPECIFIED\x10\x00\x12\x14\n\x10\x41\x43TION_CANCELLED\x10\x01\x12\x1a\n\x16\x41\x43TION_ABORT_REQUESTED\x10\x02\x12\x0f\n\x0b\x41\x43TION_NONE\x10\x03\"V\n\x12\x41\x62ortTasksResponse\x12&\n\x06\x61\x62orts\x18\x01 \x03(\x0b\x32\x16.tickwork.v1.TaskAbort\x12\x18\n\x10repeated_request\x18\x14 \x01(\x08\x32\xa4\x04\n\x0bTaskService\x12M\n\nCreateTask\x12\x1e.tickwork.v1.CreateTaskRequest\x1a\x1f.tickwork.v1.CreateTaskResponse\x12\x44\n\x07GetTask\x12\x1b.tickwork.v1.GetTaskRequest\x1a\x1c.tickwork.v1.GetTaskResponse\x12J\n\tListTasks\x12\x1d.tickwork.v1.ListTasksRequest\x1a\x1e.tickwork.v1.ListTasksResponse\x12M\n\nUpdateTask\x12\x1e.tickwork.v1.UpdateTaskRequest\x1a\x1f.tickwork.v1.UpdateTaskResponse\x12M\n\nDeleteTask\x12\x1e.tickwork.v1.DeleteTaskRequest\x1a\x1f.tickwork.v1.DeleteTaskResponse\x12G\n\x08RunTasks\x12\x1c.tickwork.v1.RunTasksRequest\x1a\x1d.tickwork.v1.RunTasksResponse\x12M\n\nAbortTasks\x12\x1e.tickwork.v1.AbortTasksRequest\x1a\x1f.tickwork.v1.AbortTasksResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16tickwork/v1/task.proto\x12\x0btickwork.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a google/protobuf/field_mask.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x18tickwork/v1/common.proto\"^\n\x0bRetryPolicy\x12\x14\n\x0cmax_attempts\x18\x01 \x01(\x05\x12\x1c\n\x14\x62\x61\x63koff_base_seconds\x18\x02 \x01(\x01\x12\x1b\n\x13\x62\x61\x63koff_cap_seconds\x18\x03 \x01(\x01\"\xa2\x04\n\x04Task\x12\x10\n\x02id\x18\x01 \x01(\x03\x42\x04\xe2\x41\x01\x08\x12\x12\n\x04name\x18\x02 \x01(\tB\x04\xe2\x41\x01\x02\x12\x13\n\x0b\x64\x65scription\x18\x03 \x01(\t\x12\x15\n\x07handler\x18\x04 \x01(\tB\x04\xe2\x41\x01\x02\x12\'\n\x06params\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x1a\n\rtask_priority\x18\x06 \x01(\x05H\x00\x88\x01\x01\x12\x14\n\x07\x65nabled\x18\x07 \x01(\x08H\x01\x88\x01\x01\x12\x17\n\x0ftimeout_seconds\x18\x08 \x01(\x01\x12\'\n\x19\x63onsecutive_failure_count\x18\t \x01(\x05\x42\x04\xe2\x41\x01\x03\x12.\n\x0cretry_policy\x18\n \x01(\x0b\x32\x18.tickwork.v1.RetryPolicy\x12\x1d\n\x0f\x64isabled_reason\x18\x0b \x01(\tB\x04\xe2\x41\x01\x03\x12\x35\n\x0b\x63reate_time\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12\x35\n\x0bupdate_time\x18\r \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12\x1a\n\x12memory_limit_bytes\x18\x0e \x01(\x03\x12\x19\n\x11\x63pu_limit_seconds\x18\x0f \x01(\x03\x12\x19\n\x11\x63oncurrency_group\x18\x10 \x01(\tB\x10\n\x0e_task_priorityB\n\n\x08_enabled\"N\n\x11\x43reateTaskRequest\x12%\n\x04task\x18\x01 \x01(\x0b\x32\x11.tickwork.v1.TaskB\x04\xe2\x41\x01\x02\x12\x12\n\nrequest_id\x18\x14 \x01(\t\"O\n\x12\x43reateTaskResponse\x12\x1f\n\x04task\x18\x01 \x01(\x0b\x32\x11.tickwork.v1.Task\x12\x18\n\x10repeated_request\x18\x14 \x01(\x08\"/\n\x0eGetTaskRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\x03\x12\x0c\n\x04name\x18\x02 \x01(\t\"2\n\x0fGetTaskResponse\x12\x1f\n\x04task\x18\x01 \x01(\x0b\x32\x11.tickwork.v1.Task\"9\n\x10ListTasksRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\"N\n\x11ListTasksResponse\x12 \n\x05tasks\x18\x01 \x03(\x0b\x32\x11.tickwork.v1.Task\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"k\n\x11UpdateTaskRequest\x12%\n\x04task\x18\x01 \x01(\x0b\x32\x11.tickwork.v1.TaskB\x04\xe2\x41\x01\x02\x12/\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\"5\n\x12UpdateTaskResponse\x12\x1f\n\x04task\x18\x01 \x01(\x0b\x32\x11.tickwork.v1.Task\"*\n\x11\x44\x65leteTaskRequest\x12\x15\n\x07task_id\x18\x01 \x01(\x03\x42\x04\xe2\x41\x01\x02\"\x14\n\x12\x44\x65leteTaskResponse\"\xc2\x02\n\x0fRunTasksRequest\x12\x10\n\x08task_ids\x18\x01 \x03(\x03\x12\x12\n\ntask_names\x18\x02 \x03(\t\x12%\n\x07trigger\x18\x03 \x01(\x0e\x32\x14.tickwork.v1.Trigger\x12\x30\n\x0fparams_override\x18\x04 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x33\n\x0fnot_before_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x38\n\x06labels\x18\x06 \x03(\x0b\x32(.tickwork.v1.RunTasksRequest.LabelsEntry\x12\x12\n\nrequest_id\x18\x14 \x01(\t\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"P\n\x10RunTasksResponse\x12\"\n\x04runs\x18\x01 \x03(\x0b\x32\x14.tickwork.v1.TaskRun\x12\x18\n\x10repeated_request\x18\x14 \x01(\x08\"?\n\x11\x41\x62ortTasksRequest\x12\x16\n\x08task_ids\x18\x01 \x03(\x03\x42\x04\xe2\x41\x01\x02\x12\x12\n\nrequest_id\x18\x14 \x01(\t\"\xc0\x01\n\tTaskAbort\x12\x0f\n\x07task_id\x18\x01 \x01(\x03\x12\x0e\n\x06job_id\x18\x02 \x01(\x03\x12-\n\x06\x61\x63tion\x18\x03 \x01(\x0e\x32\x1d.tickwork.v1.TaskAbort.Action\"c\n\x06\x41\x63tion\x12\x16\n\x12\x41\x43TION_UNSPECIFIED\x10\x00\x12\x14\n\x10\x41\x43TION_CANCELLED\x10\x01\x12\x1a\n\x16\x41\x43TION_ABORT_REQUESTED\x10\x02\x12\x0f\n\x0b\x41\x43TION_NONE\x10\x03\"V\n\x12\x41\x62ortTasksResponse\x12&\n\x06\x61\x62orts\x18\x01 \x03(\x0b\x32\x16.tickwork.v1.TaskAbort\x12\x18\n\x10repeated_request\x18\x14 \x01(\x08\x32\xa4\x04\n\x0bTaskService\x12M\n\nCreateTask\x12\x1e.tickwork.v1.CreateTaskRequest\x1a\x1f.tickwork.v1.CreateTaskResponse\x12\x44\n\x07GetTask\x12\x1b.tickwork.v1.GetTaskRequest\x1a\x1c.tickwork.v1.GetTaskResponse\x12J\n\tListTasks\x12\x1d.tickwork.v1.ListTasksRequest\x1a\x1e.tickwork.v1.ListTasksResponse\x12M\n\nUpdateTask\x12\x1e.tickwork.v1.UpdateTaskRequest\x1a\x1f.tickwork.v1.UpdateTaskResponse\x12M\n\nDeleteTask\x12\x1e.tickwork.v1.DeleteTaskRequest\x1a\x1f.tickwork.v1.DeleteTaskResponse\x12G\n\x08RunTasks\x12\x1c.tickwork.v1.RunTasksRequest\x1a\x1d.tickwork.v1.RunTasksResponse\x12M\n\nAbortTasks\x12\x1e.tickwork.v1.AbortTasksRequest\x1a\x1f.tickwork.v1.AbortTasksResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'tickwork.v1.task_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_RETRYPOLICY']._serialized_start=162
-  _globals['_RETRYPOLICY']._serialized_end=256
-  _globals['_TASK']._serialized_start=259
-  _globals['_TASK']._serialized_end=763
-  _globals['_CREATETASKREQUEST']._serialized_start=765
-  _globals['_CREATETASKREQUEST']._serialized_end=837
-  _globals['_CREATETASKRESPONSE']._serialized_start=839
-  _globals['_CREATETASKRESPONSE']._serialized_end=918
-  _globals['_GETTASKREQUEST']._serialized_start=920
-  _globals['_GETTASKREQUEST']._serialized_end=967
-  _globals['_GETTASKRESPONSE']._serialized_start=969
-  _globals['_GETTASKRESPONSE']._serialized_end=1019
-  _globals['_LISTTASKSREQUEST']._serialized_start=1021
-  _globals['_LISTTASKSREQUEST']._serialized_end=1078
-  _globals['_LISTTASKSRESPONSE']._serialized_start=1080
-  _globals['_LISTTASKSRESPONSE']._serialized_end=1158
-  _globals['_UPDATETASKREQUEST']._serialized_start=1160
-  _globals['_UPDATETASKREQUEST']._serialized_end=1261
-  _globals['_UPDATETASKRESPONSE']._serialized_start=1263
-  _globals['_UPDATETASKRESPONSE']._serialized_end=1316
-  _globals['_DELETETASKREQUEST']._serialized_start=1318
-  _globals['_DELETETASKREQUEST']._serialized_end=1354
-  _globals['_DELETETASKRESPONSE']._serialized_start=1356
-  _globals['_DELETETASKRESPONSE']._serialized_end=1376
-  _globals['_RUNTASKSREQUEST']._serialized_start=1378
-  _globals['_RUNTASKSREQUEST']._serialized_end=1492
-  _globals['_RUNTASKSRESPONSE']._serialized_start=1494
-  _globals['_RUNTASKSRESPONSE']._serialized_end=1574
-  _globals['_ABORTTASKSREQUEST']._serialized_start=1576
-  _globals['_ABORTTASKSREQUEST']._serialized_end=1633
-  _globals['_TASKABORT']._serialized_start=1636
-  _globals['_TASKABORT']._serialized_end=1828
-  _globals['_TASKABORT_ACTION']._serialized_start=1729
-  _globals['_TASKABORT_ACTION']._serialized_end=1828
-  _globals['_ABORTTASKSRESPONSE']._serialized_start=1830
-  _globals['_ABORTTASKSRESPONSE']._serialized_end=1916
-  _globals['_TASKSERVICE']._serialized_start=1919
-  _globals['_TASKSERVICE']._serialized_end=2467
+  _globals['_TASK'].fields_by_name['id']._loaded_options = None
+  _globals['_TASK'].fields_by_name['id']._serialized_options = b'\342A\001\010'
+  _globals['_TASK'].fields_by_name['name']._loaded_options = None
+  _globals['_TASK'].fields_by_name['name']._serialized_options = b'\342A\001\002'
+  _globals['_TASK'].fields_by_name['handler']._loaded_options = None
+  _globals['_TASK'].fields_by_name['handler']._serialized_options = b'\342A\001\002'
+  _globals['_TASK'].fields_by_name['consecutive_failure_count']._loaded_options = None
+  _globals['_TASK'].fields_by_name['consecutive_failure_count']._serialized_options = b'\342A\001\003'
+  _globals['_TASK'].fields_by_name['disabled_reason']._loaded_options = None
+  _globals['_TASK'].fields_by_name['disabled_reason']._serialized_options = b'\342A\001\003'
+  _globals['_TASK'].fields_by_name['create_time']._loaded_options = None
+  _globals['_TASK'].fields_by_name['create_time']._serialized_options = b'\342A\001\003'
+  _globals['_TASK'].fields_by_name['update_time']._loaded_options = None
+  _globals['_TASK'].fields_by_name['update_time']._serialized_options = b'\342A\001\003'
+  _globals['_CREATETASKREQUEST'].fields_by_name['task']._loaded_options = None
+  _globals['_CREATETASKREQUEST'].fields_by_name['task']._serialized_options = b'\342A\001\002'
+  _globals['_UPDATETASKREQUEST'].fields_by_name['task']._loaded_options = None
+  _globals['_UPDATETASKREQUEST'].fields_by_name['task']._serialized_options = b'\342A\001\002'
+  _globals['_DELETETASKREQUEST'].fields_by_name['task_id']._loaded_options = None
+  _globals['_DELETETASKREQUEST'].fields_by_name['task_id']._serialized_options = b'\342A\001\002'
+  _globals['_RUNTASKSREQUEST_LABELSENTRY']._loaded_options = None
+  _globals['_RUNTASKSREQUEST_LABELSENTRY']._serialized_options = b'8\001'
+  _globals['_ABORTTASKSREQUEST'].fields_by_name['task_ids']._loaded_options = None
+  _globals['_ABORTTASKSREQUEST'].fields_by_name['task_ids']._serialized_options = b'\342A\001\002'
+  _globals['_RETRYPOLICY']._serialized_start=195
+  _globals['_RETRYPOLICY']._serialized_end=289
+  _globals['_TASK']._serialized_start=292
+  _globals['_TASK']._serialized_end=838
+  _globals['_CREATETASKREQUEST']._serialized_start=840
+  _globals['_CREATETASKREQUEST']._serialized_end=918
+  _globals['_CREATETASKRESPONSE']._serialized_start=920
+  _globals['_CREATETASKRESPONSE']._serialized_end=999
+  _globals['_GETTASKREQUEST']._serialized_start=1001
+  _globals['_GETTASKREQUEST']._serialized_end=1048
+  _globals['_GETTASKRESPONSE']._serialized_start=1050
+  _globals['_GETTASKRESPONSE']._serialized_end=1100
+  _globals['_LISTTASKSREQUEST']._serialized_start=1102
+  _globals['_LISTTASKSREQUEST']._serialized_end=1159
+  _globals['_LISTTASKSRESPONSE']._serialized_start=1161
+  _globals['_LISTTASKSRESPONSE']._serialized_end=1239
+  _globals['_UPDATETASKREQUEST']._serialized_start=1241
+  _globals['_UPDATETASKREQUEST']._serialized_end=1348
+  _globals['_UPDATETASKRESPONSE']._serialized_start=1350
+  _globals['_UPDATETASKRESPONSE']._serialized_end=1403
+  _globals['_DELETETASKREQUEST']._serialized_start=1405
+  _globals['_DELETETASKREQUEST']._serialized_end=1447
+  _globals['_DELETETASKRESPONSE']._serialized_start=1449
+  _globals['_DELETETASKRESPONSE']._serialized_end=1469
+  _globals['_RUNTASKSREQUEST']._serialized_start=1472
+  _globals['_RUNTASKSREQUEST']._serialized_end=1794
+  _globals['_RUNTASKSREQUEST_LABELSENTRY']._serialized_start=1749
+  _globals['_RUNTASKSREQUEST_LABELSENTRY']._serialized_end=1794
+  _globals['_RUNTASKSRESPONSE']._serialized_start=1796
+  _globals['_RUNTASKSRESPONSE']._serialized_end=1876
+  _globals['_ABORTTASKSREQUEST']._serialized_start=1878
+  _globals['_ABORTTASKSREQUEST']._serialized_end=1941
+  _globals['_TASKABORT']._serialized_start=1944
+  _globals['_TASKABORT']._serialized_end=2136
+  _globals['_TASKABORT_ACTION']._serialized_start=2037
+  _globals['_TASKABORT_ACTION']._serialized_end=2136
+  _globals['_ABORTTASKSRESPONSE']._serialized_start=2138
+  _globals['_ABORTTASKSRESPONSE']._serialized_end=2224
+  _globals['_TASKSERVICE']._serialized_start=2227
+  _globals['_TASKSERVICE']._serialized_end=2775
 # @@protoc_insertion_point(module_scope)

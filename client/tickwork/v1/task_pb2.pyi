@@ -1,5 +1,6 @@
 import datetime
 
+from google.api import field_behavior_pb2 as _field_behavior_pb2
 from google.protobuf import field_mask_pb2 as _field_mask_pb2
 from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
@@ -130,16 +131,29 @@ class DeleteTaskResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class RunTasksRequest(_message.Message):
-    __slots__ = ("task_ids", "task_names", "trigger", "request_id")
+    __slots__ = ("task_ids", "task_names", "trigger", "params_override", "not_before_time", "labels", "request_id")
+    class LabelsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     TASK_IDS_FIELD_NUMBER: _ClassVar[int]
     TASK_NAMES_FIELD_NUMBER: _ClassVar[int]
     TRIGGER_FIELD_NUMBER: _ClassVar[int]
+    PARAMS_OVERRIDE_FIELD_NUMBER: _ClassVar[int]
+    NOT_BEFORE_TIME_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     task_ids: _containers.RepeatedScalarFieldContainer[int]
     task_names: _containers.RepeatedScalarFieldContainer[str]
     trigger: _common_pb2.Trigger
+    params_override: _struct_pb2.Struct
+    not_before_time: _timestamp_pb2.Timestamp
+    labels: _containers.ScalarMap[str, str]
     request_id: str
-    def __init__(self, task_ids: _Optional[_Iterable[int]] = ..., task_names: _Optional[_Iterable[str]] = ..., trigger: _Optional[_Union[_common_pb2.Trigger, str]] = ..., request_id: _Optional[str] = ...) -> None: ...
+    def __init__(self, task_ids: _Optional[_Iterable[int]] = ..., task_names: _Optional[_Iterable[str]] = ..., trigger: _Optional[_Union[_common_pb2.Trigger, str]] = ..., params_override: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., not_before_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class RunTasksResponse(_message.Message):
     __slots__ = ("runs", "repeated_request")

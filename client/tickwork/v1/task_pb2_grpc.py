@@ -135,8 +135,16 @@ class TaskServiceServicer:
         failure still counts toward consecutive_failure_count); one already queued manually or
         running is skipped with that job's id. A queued retry waiting out its backoff, whatever
         its trigger, is made ready now (its not_before_time becomes now); a retry of it that
-        fails waits its own backoff as usual. Errors: NOT_FOUND (any unknown id or name;
-        nothing is enqueued), INVALID_ARGUMENT (no tasks named, or more than 1,000).
+        fails waits its own backoff as usual. A first attempt queued with a not_before_time
+        keeps it (the task is skipped as already queued).
+
+        Run options (params_override, not_before_time, labels) apply to new jobs only: a
+        request with any of them gives a task with a queued or running job no new job and
+        changes nothing of that job (skipped, ALREADY_QUEUED or ALREADY_RUNNING, with its id;
+        a scheduler job is not promoted). Every job records requested_by, the caller's token
+        label. Errors: NOT_FOUND (any unknown id or name; nothing is enqueued),
+        INVALID_ARGUMENT (no tasks named, more than 1,000, or a bad run option; nothing is
+        enqueued).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -22,48 +22,69 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from google.api import field_behavior_pb2 as google_dot_api_dot_field__behavior__pb2
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 from tickwork.v1 import job_pb2 as tickwork_dot_v1_dot_job__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18tickwork/v1/worker.proto\x12\x0btickwork.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15tickwork/v1/job.proto\":\n\x13PurgeHistoryRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\x03\x12\x13\n\x0blease_token\x18\x02 \x01(\t\"\xa1\x01\n\x14PurgeHistoryResponse\x12\x14\n\x0cjobs_deleted\x18\x01 \x01(\x03\x12\x15\n\rfires_deleted\x18\x02 \x01(\x03\x12/\n\x0b\x63utoff_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\tkeep_days\x18\x04 \x01(\x03\x12\x18\n\x10requests_deleted\x18\x05 \x01(\x03\"\xff\x05\n\x0e\x43onnectRequest\x12\x32\n\x05hello\x18\x01 \x01(\x0b\x32!.tickwork.v1.ConnectRequest.HelloH\x00\x12\x37\n\x08poll_job\x18\x02 \x01(\x0b\x32#.tickwork.v1.ConnectRequest.PollJobH\x00\x12:\n\theartbeat\x18\x03 \x01(\x0b\x32%.tickwork.v1.ConnectRequest.HeartbeatH\x00\x12\x39\n\tlog_lines\x18\x04 \x01(\x0b\x32$.tickwork.v1.ConnectRequest.LogLinesH\x00\x12\x36\n\x07outcome\x18\x05 \x01(\x0b\x32#.tickwork.v1.ConnectRequest.OutcomeH\x00\x12=\n\x0b\x63\x61ncel_poll\x18\x06 \x01(\x0b\x32&.tickwork.v1.ConnectRequest.CancelPollH\x00\x1a\\\n\x05Hello\x12\x11\n\tworker_id\x18\x01 \x01(\t\x12\x10\n\x08handlers\x18\x02 \x03(\t\x12\x1f\n\x17next_job_in_outcome_ack\x18\x03 \x01(\x08\x12\r\n\x05slots\x18\x04 \x01(\x05\x1a\t\n\x07PollJob\x1a\x0c\n\nCancelPoll\x1a\x30\n\tHeartbeat\x12\x0e\n\x06job_id\x18\x01 \x01(\x03\x12\x13\n\x0blease_token\x18\x02 \x01(\t\x1aN\n\x08LogLines\x12\x0e\n\x06job_id\x18\x01 \x01(\x03\x12\x13\n\x0blease_token\x18\x02 \x01(\t\x12\x0e\n\x06stream\x18\x03 \x01(\t\x12\r\n\x05lines\x18\x04 \x03(\t\x1a\x8d\x01\n\x07Outcome\x12\x0e\n\x06job_id\x18\x01 \x01(\x03\x12\x13\n\x0blease_token\x18\x02 \x01(\t\x12&\n\x06status\x18\x03 \x01(\x0e\x32\x16.tickwork.v1.JobStatus\x12\r\n\x05\x65rror\x18\x04 \x01(\t\x12\x13\n\x0boutput_tail\x18\x05 \x01(\t\x12\x11\n\tpoll_next\x18\x06 \x01(\x08\x42\t\n\x07message\"\x81\x07\n\x0f\x43onnectResponse\x12\x37\n\x07welcome\x18\x01 \x01(\x0b\x32$.tickwork.v1.ConnectResponse.WelcomeH\x00\x12<\n\nassign_job\x18\x02 \x01(\x0b\x32&.tickwork.v1.ConnectResponse.AssignJobH\x00\x12\x34\n\x06no_job\x18\x03 \x01(\x0b\x32\".tickwork.v1.ConnectResponse.NoJobH\x00\x12:\n\tabort_job\x18\x04 \x01(\x0b\x32%.tickwork.v1.ConnectResponse.AbortJobH\x00\x12>\n\x0boutcome_ack\x18\x05 \x01(\x0b\x32\'.tickwork.v1.ConnectResponse.OutcomeAckH\x00\x1ar\n\x07Welcome\x12\x0e\n\x06\x61\x63tive\x18\x01 \x01(\x08\x12\"\n\x1aheartbeat_interval_seconds\x18\x02 \x01(\x01\x12\x19\n\x11lease_ttl_seconds\x18\x03 \x01(\x01\x12\x18\n\x10max_running_jobs\x18\x04 \x01(\x05\x1a\xa6\x02\n\tAssignJob\x12\x1d\n\x03job\x18\x01 \x01(\x0b\x32\x10.tickwork.v1.Job\x12\x0f\n\x07handler\x18\x02 \x01(\t\x12\'\n\x06params\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x17\n\x0ftimeout_seconds\x18\x04 \x01(\x01\x12\x13\n\x0blease_token\x18\x05 \x01(\t\x12\x1a\n\x12memory_limit_bytes\x18\x06 \x01(\x03\x12\x19\n\x11\x63pu_limit_seconds\x18\x07 \x01(\x03\x12\x15\n\rschedule_name\x18\x08 \x01(\t\x12\x36\n\x12previous_fire_time\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0c\n\x04slot\x18\n \x01(\x05\x1a\x07\n\x05NoJob\x1a*\n\x08\x41\x62ortJob\x12\x0e\n\x06job_id\x18\x01 \x01(\x03\x12\x0e\n\x06reason\x18\x02 \x01(\t\x1ah\n\nOutcomeAck\x12\x0e\n\x06job_id\x18\x01 \x01(\x03\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x02 \x01(\x08\x12\x38\n\x08next_job\x18\x03 \x01(\x0b\x32&.tickwork.v1.ConnectResponse.AssignJobB\t\n\x07message2\xae\x01\n\rWorkerService\x12H\n\x07\x43onnect\x12\x1b.tickwork.v1.ConnectRequest\x1a\x1c.tickwork.v1.ConnectResponse(\x01\x30\x01\x12S\n\x0cPurgeHistory\x12 .tickwork.v1.PurgeHistoryRequest\x1a!.tickwork.v1.PurgeHistoryResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18tickwork/v1/worker.proto\x12\x0btickwork.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15tickwork/v1/job.proto\"F\n\x13PurgeHistoryRequest\x12\x14\n\x06job_id\x18\x01 \x01(\x03\x42\x04\xe2\x41\x01\x02\x12\x19\n\x0blease_token\x18\x02 \x01(\tB\x04\xe2\x41\x01\x02\"\xa1\x01\n\x14PurgeHistoryResponse\x12\x14\n\x0cjobs_deleted\x18\x01 \x01(\x03\x12\x15\n\rfires_deleted\x18\x02 \x01(\x03\x12/\n\x0b\x63utoff_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\tkeep_days\x18\x04 \x01(\x03\x12\x18\n\x10requests_deleted\x18\x05 \x01(\x03\"\xaf\x06\n\x0e\x43onnectRequest\x12\x32\n\x05hello\x18\x01 \x01(\x0b\x32!.tickwork.v1.ConnectRequest.HelloH\x00\x12\x37\n\x08poll_job\x18\x02 \x01(\x0b\x32#.tickwork.v1.ConnectRequest.PollJobH\x00\x12:\n\theartbeat\x18\x03 \x01(\x0b\x32%.tickwork.v1.ConnectRequest.HeartbeatH\x00\x12\x39\n\tlog_lines\x18\x04 \x01(\x0b\x32$.tickwork.v1.ConnectRequest.LogLinesH\x00\x12\x36\n\x07outcome\x18\x05 \x01(\x0b\x32#.tickwork.v1.ConnectRequest.OutcomeH\x00\x12=\n\x0b\x63\x61ncel_poll\x18\x06 \x01(\x0b\x32&.tickwork.v1.ConnectRequest.CancelPollH\x00\x1a\x62\n\x05Hello\x12\x17\n\tworker_id\x18\x01 \x01(\tB\x04\xe2\x41\x01\x02\x12\x10\n\x08handlers\x18\x02 \x03(\t\x12\x1f\n\x17next_job_in_outcome_ack\x18\x03 \x01(\x08\x12\r\n\x05slots\x18\x04 \x01(\x05\x1a\t\n\x07PollJob\x1a\x0c\n\nCancelPoll\x1a<\n\tHeartbeat\x12\x14\n\x06job_id\x18\x01 \x01(\x03\x42\x04\xe2\x41\x01\x02\x12\x19\n\x0blease_token\x18\x02 \x01(\tB\x04\xe2\x41\x01\x02\x1aZ\n\x08LogLines\x12\x14\n\x06job_id\x18\x01 \x01(\x03\x42\x04\xe2\x41\x01\x02\x12\x19\n\x0blease_token\x18\x02 \x01(\tB\x04\xe2\x41\x01\x02\x12\x0e\n\x06stream\x18\x03 \x01(\t\x12\r\n\x05lines\x18\x04 \x03(\t\x1a\x9f\x01\n\x07Outcome\x12\x14\n\x06job_id\x18\x01 \x01(\x03\x42\x04\xe2\x41\x01\x02\x12\x19\n\x0blease_token\x18\x02 \x01(\tB\x04\xe2\x41\x01\x02\x12,\n\x06status\x18\x03 \x01(\x0e\x32\x16.tickwork.v1.JobStatusB\x04\xe2\x41\x01\x02\x12\r\n\x05\x65rror\x18\x04 \x01(\t\x12\x13\n\x0boutput_tail\x18\x05 \x01(\t\x12\x11\n\tpoll_next\x18\x06 \x01(\x08\x42\t\n\x07message\"\x81\x07\n\x0f\x43onnectResponse\x12\x37\n\x07welcome\x18\x01 \x01(\x0b\x32$.tickwork.v1.ConnectResponse.WelcomeH\x00\x12<\n\nassign_job\x18\x02 \x01(\x0b\x32&.tickwork.v1.ConnectResponse.AssignJobH\x00\x12\x34\n\x06no_job\x18\x03 \x01(\x0b\x32\".tickwork.v1.ConnectResponse.NoJobH\x00\x12:\n\tabort_job\x18\x04 \x01(\x0b\x32%.tickwork.v1.ConnectResponse.AbortJobH\x00\x12>\n\x0boutcome_ack\x18\x05 \x01(\x0b\x32\'.tickwork.v1.ConnectResponse.OutcomeAckH\x00\x1ar\n\x07Welcome\x12\x0e\n\x06\x61\x63tive\x18\x01 \x01(\x08\x12\"\n\x1aheartbeat_interval_seconds\x18\x02 \x01(\x01\x12\x19\n\x11lease_ttl_seconds\x18\x03 \x01(\x01\x12\x18\n\x10max_running_jobs\x18\x04 \x01(\x05\x1a\xa6\x02\n\tAssignJob\x12\x1d\n\x03job\x18\x01 \x01(\x0b\x32\x10.tickwork.v1.Job\x12\x0f\n\x07handler\x18\x02 \x01(\t\x12\'\n\x06params\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x17\n\x0ftimeout_seconds\x18\x04 \x01(\x01\x12\x13\n\x0blease_token\x18\x05 \x01(\t\x12\x1a\n\x12memory_limit_bytes\x18\x06 \x01(\x03\x12\x19\n\x11\x63pu_limit_seconds\x18\x07 \x01(\x03\x12\x15\n\rschedule_name\x18\x08 \x01(\t\x12\x36\n\x12previous_fire_time\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0c\n\x04slot\x18\n \x01(\x05\x1a\x07\n\x05NoJob\x1a*\n\x08\x41\x62ortJob\x12\x0e\n\x06job_id\x18\x01 \x01(\x03\x12\x0e\n\x06reason\x18\x02 \x01(\t\x1ah\n\nOutcomeAck\x12\x0e\n\x06job_id\x18\x01 \x01(\x03\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x02 \x01(\x08\x12\x38\n\x08next_job\x18\x03 \x01(\x0b\x32&.tickwork.v1.ConnectResponse.AssignJobB\t\n\x07message2\xae\x01\n\rWorkerService\x12H\n\x07\x43onnect\x12\x1b.tickwork.v1.ConnectRequest\x1a\x1c.tickwork.v1.ConnectResponse(\x01\x30\x01\x12S\n\x0cPurgeHistory\x12 .tickwork.v1.PurgeHistoryRequest\x1a!.tickwork.v1.PurgeHistoryResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'tickwork.v1.worker_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_PURGEHISTORYREQUEST']._serialized_start=127
-  _globals['_PURGEHISTORYREQUEST']._serialized_end=185
-  _globals['_PURGEHISTORYRESPONSE']._serialized_start=188
-  _globals['_PURGEHISTORYRESPONSE']._serialized_end=349
-  _globals['_CONNECTREQUEST']._serialized_start=352
-  _globals['_CONNECTREQUEST']._serialized_end=1119
-  _globals['_CONNECTREQUEST_HELLO']._serialized_start=717
-  _globals['_CONNECTREQUEST_HELLO']._serialized_end=809
-  _globals['_CONNECTREQUEST_POLLJOB']._serialized_start=811
-  _globals['_CONNECTREQUEST_POLLJOB']._serialized_end=820
-  _globals['_CONNECTREQUEST_CANCELPOLL']._serialized_start=822
-  _globals['_CONNECTREQUEST_CANCELPOLL']._serialized_end=834
-  _globals['_CONNECTREQUEST_HEARTBEAT']._serialized_start=836
-  _globals['_CONNECTREQUEST_HEARTBEAT']._serialized_end=884
-  _globals['_CONNECTREQUEST_LOGLINES']._serialized_start=886
-  _globals['_CONNECTREQUEST_LOGLINES']._serialized_end=964
-  _globals['_CONNECTREQUEST_OUTCOME']._serialized_start=967
-  _globals['_CONNECTREQUEST_OUTCOME']._serialized_end=1108
-  _globals['_CONNECTRESPONSE']._serialized_start=1122
-  _globals['_CONNECTRESPONSE']._serialized_end=2019
-  _globals['_CONNECTRESPONSE_WELCOME']._serialized_start=1438
-  _globals['_CONNECTRESPONSE_WELCOME']._serialized_end=1552
-  _globals['_CONNECTRESPONSE_ASSIGNJOB']._serialized_start=1555
-  _globals['_CONNECTRESPONSE_ASSIGNJOB']._serialized_end=1849
-  _globals['_CONNECTRESPONSE_NOJOB']._serialized_start=1851
-  _globals['_CONNECTRESPONSE_NOJOB']._serialized_end=1858
-  _globals['_CONNECTRESPONSE_ABORTJOB']._serialized_start=1860
-  _globals['_CONNECTRESPONSE_ABORTJOB']._serialized_end=1902
-  _globals['_CONNECTRESPONSE_OUTCOMEACK']._serialized_start=1904
-  _globals['_CONNECTRESPONSE_OUTCOMEACK']._serialized_end=2008
-  _globals['_WORKERSERVICE']._serialized_start=2022
-  _globals['_WORKERSERVICE']._serialized_end=2196
+  _globals['_PURGEHISTORYREQUEST'].fields_by_name['job_id']._loaded_options = None
+  _globals['_PURGEHISTORYREQUEST'].fields_by_name['job_id']._serialized_options = b'\342A\001\002'
+  _globals['_PURGEHISTORYREQUEST'].fields_by_name['lease_token']._loaded_options = None
+  _globals['_PURGEHISTORYREQUEST'].fields_by_name['lease_token']._serialized_options = b'\342A\001\002'
+  _globals['_CONNECTREQUEST_HELLO'].fields_by_name['worker_id']._loaded_options = None
+  _globals['_CONNECTREQUEST_HELLO'].fields_by_name['worker_id']._serialized_options = b'\342A\001\002'
+  _globals['_CONNECTREQUEST_HEARTBEAT'].fields_by_name['job_id']._loaded_options = None
+  _globals['_CONNECTREQUEST_HEARTBEAT'].fields_by_name['job_id']._serialized_options = b'\342A\001\002'
+  _globals['_CONNECTREQUEST_HEARTBEAT'].fields_by_name['lease_token']._loaded_options = None
+  _globals['_CONNECTREQUEST_HEARTBEAT'].fields_by_name['lease_token']._serialized_options = b'\342A\001\002'
+  _globals['_CONNECTREQUEST_LOGLINES'].fields_by_name['job_id']._loaded_options = None
+  _globals['_CONNECTREQUEST_LOGLINES'].fields_by_name['job_id']._serialized_options = b'\342A\001\002'
+  _globals['_CONNECTREQUEST_LOGLINES'].fields_by_name['lease_token']._loaded_options = None
+  _globals['_CONNECTREQUEST_LOGLINES'].fields_by_name['lease_token']._serialized_options = b'\342A\001\002'
+  _globals['_CONNECTREQUEST_OUTCOME'].fields_by_name['job_id']._loaded_options = None
+  _globals['_CONNECTREQUEST_OUTCOME'].fields_by_name['job_id']._serialized_options = b'\342A\001\002'
+  _globals['_CONNECTREQUEST_OUTCOME'].fields_by_name['lease_token']._loaded_options = None
+  _globals['_CONNECTREQUEST_OUTCOME'].fields_by_name['lease_token']._serialized_options = b'\342A\001\002'
+  _globals['_CONNECTREQUEST_OUTCOME'].fields_by_name['status']._loaded_options = None
+  _globals['_CONNECTREQUEST_OUTCOME'].fields_by_name['status']._serialized_options = b'\342A\001\002'
+  _globals['_PURGEHISTORYREQUEST']._serialized_start=160
+  _globals['_PURGEHISTORYREQUEST']._serialized_end=230
+  _globals['_PURGEHISTORYRESPONSE']._serialized_start=233
+  _globals['_PURGEHISTORYRESPONSE']._serialized_end=394
+  _globals['_CONNECTREQUEST']._serialized_start=397
+  _globals['_CONNECTREQUEST']._serialized_end=1212
+  _globals['_CONNECTREQUEST_HELLO']._serialized_start=762
+  _globals['_CONNECTREQUEST_HELLO']._serialized_end=860
+  _globals['_CONNECTREQUEST_POLLJOB']._serialized_start=862
+  _globals['_CONNECTREQUEST_POLLJOB']._serialized_end=871
+  _globals['_CONNECTREQUEST_CANCELPOLL']._serialized_start=873
+  _globals['_CONNECTREQUEST_CANCELPOLL']._serialized_end=885
+  _globals['_CONNECTREQUEST_HEARTBEAT']._serialized_start=887
+  _globals['_CONNECTREQUEST_HEARTBEAT']._serialized_end=947
+  _globals['_CONNECTREQUEST_LOGLINES']._serialized_start=949
+  _globals['_CONNECTREQUEST_LOGLINES']._serialized_end=1039
+  _globals['_CONNECTREQUEST_OUTCOME']._serialized_start=1042
+  _globals['_CONNECTREQUEST_OUTCOME']._serialized_end=1201
+  _globals['_CONNECTRESPONSE']._serialized_start=1215
+  _globals['_CONNECTRESPONSE']._serialized_end=2112
+  _globals['_CONNECTRESPONSE_WELCOME']._serialized_start=1531
+  _globals['_CONNECTRESPONSE_WELCOME']._serialized_end=1645
+  _globals['_CONNECTRESPONSE_ASSIGNJOB']._serialized_start=1648
+  _globals['_CONNECTRESPONSE_ASSIGNJOB']._serialized_end=1942
+  _globals['_CONNECTRESPONSE_NOJOB']._serialized_start=1944
+  _globals['_CONNECTRESPONSE_NOJOB']._serialized_end=1951
+  _globals['_CONNECTRESPONSE_ABORTJOB']._serialized_start=1953
+  _globals['_CONNECTRESPONSE_ABORTJOB']._serialized_end=1995
+  _globals['_CONNECTRESPONSE_OUTCOMEACK']._serialized_start=1997
+  _globals['_CONNECTRESPONSE_OUTCOMEACK']._serialized_end=2101
+  _globals['_WORKERSERVICE']._serialized_start=2115
+  _globals['_WORKERSERVICE']._serialized_end=2289
 # @@protoc_insertion_point(module_scope)
