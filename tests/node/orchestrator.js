@@ -7,8 +7,9 @@
 //   TICKWORK_ADDRESS   HOST:PORT of the service (required)
 //   TICKWORK_TOKEN     bearer token, sent as `authorization: Bearer ...` (optional)
 //   TICKWORK_CA_FILE   PEM of the CA that signed the server's certificate: TLS (optional)
-//   GOOGLE_PROTOS_DIR  a directory holding google/rpc/status.proto and error_details.proto
-//                      (the googleapis-common-protos Python package installs them)
+//   GOOGLE_PROTOS_DIR  a directory holding google/rpc/status.proto, error_details.proto and
+//                      google/api/field_behavior.proto (the googleapis-common-protos Python
+//                      package installs them)
 "use strict";
 
 const fs = require("fs");
@@ -25,11 +26,12 @@ const CA_FILE = process.env.TICKWORK_CA_FILE || "";
 const DEADLINE_MS = 30000;
 
 // int64 as strings (JSON cannot hold them exactly), enums by their full names, fields as
-// the .proto spells them.
+// the .proto spells them. The protos import google/api/field_behavior.proto, which
+// googleapis-common-protos installs beside the google.rpc ones.
 const LOAD_OPTIONS = { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true };
 const definition = protoLoader.loadSync(
   ["tickwork/v1/task.proto", "tickwork/v1/job.proto"],
-  { ...LOAD_OPTIONS, includeDirs: [PROTOS] },
+  { ...LOAD_OPTIONS, includeDirs: [PROTOS, GOOGLE] },
 );
 const v1 = grpc.loadPackageDefinition(definition).tickwork.v1;
 
