@@ -195,6 +195,9 @@ class FinishResult:
     anchored_next_run: dt.datetime | None = None
     next_job: tuple[JobRecord, TaskRecord] | None = None
     repeat: bool = False
+    events: tuple[str, ...] = ()
+    """The ids of the notification events written with the outcome (final failure,
+    recovery, auto-disabled)."""
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from scheduler_svc.hub import Hub
 from scheduler_svc.metrics import REFRESH_S, Metrics, MetricsServer
 from scheduler_svc.replicas import ReplicaWakeups
 from scheduler_svc.scheduler import Scheduler, grpc_queue_client
+from scheduler_svc.sender import Sender
 from scheduler_svc.servicers._decoding import add_servicer
 from scheduler_svc.servicers.jobs import JobServicer
 from scheduler_svc.servicers.queue import QueueServicer
@@ -125,6 +126,7 @@ class Service:
         self.worker: Any = None
         self._channel: grpc.aio.Channel | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        self.sender: Sender | None = None
 
     def _supervise(self, task: asyncio.Task[None]) -> None:
         def done(t: asyncio.Task[None]) -> None:
@@ -144,6 +146,7 @@ class Service:
         """
         self.stopped = asyncio.Event()
         self._supervise(asyncio.create_task(self._reap(), name="lease-reaper"))
+        self.start_sender()
         if self.metrics_server is not None:
             self._supervise(asyncio.create_task(self._refresh_metrics(), name="metrics"))
         if self.db.dialect.notifications:
@@ -173,6 +176,24 @@ class Service:
                 )
             )
             self._supervise(asyncio.create_task(self.worker.run(), name="embedded-worker"))
+
+    def start_sender(self) -> Sender:
+        """Start the notification sender (:mod:`scheduler_svc.sender`) on the app's clock;
+        :meth:`start_loops` does, and a test that runs no loops may."""
+        if self.sender is None:
+            app = self.app
+            self.sender = Sender(
+                app.store.outbox,
+                self.settings.notify,
+                self.settings.smtp,
+                app.metrics,
+                app.clock,
+                app.hub.outbox,
+            )
+            if not hasattr(self, "stopped"):
+                self.stopped = asyncio.Event()
+            self._supervise(asyncio.create_task(self.sender.run(), name="notification-sender"))
+        return self.sender
 
     async def _refresh_metrics(self) -> None:
         store = self.app.store
@@ -248,6 +269,8 @@ class Service:
         if self.app.replicas is not None:
             # The other replicas hear of what this one let go (the worker lease) at once.
             await self.app.replicas.flush(timeout_s=1.0)
+        if self.sender is not None:
+            await self.sender.drain(timeout_s=5.0)
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:

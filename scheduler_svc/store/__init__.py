@@ -40,6 +40,7 @@ from scheduler_svc.store import (
     finish,
     fires,
     leases,
+    outbox,
     queue,
     requests,
     retention,
@@ -102,6 +103,8 @@ class Store:
         """``rng`` draws the retries' backoff jitter (seeded in tests)."""
         self.db = database
         self.rng = rng or random.Random()
+        #: The notification outbox, notifiers and deliveries.
+        self.outbox = outbox.Outbox(database)
 
     # ------------------------------------------------------------------------ tasks
 
