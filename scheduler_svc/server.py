@@ -40,6 +40,7 @@ from scheduler_svc.scheduler import Scheduler, grpc_queue_client
 from scheduler_svc.sender import Sender
 from scheduler_svc.servicers._decoding import add_servicer
 from scheduler_svc.servicers.jobs import JobServicer
+from scheduler_svc.servicers.notifiers import NotifierServicer
 from scheduler_svc.servicers.queue import QueueServicer
 from scheduler_svc.servicers.schedules import ScheduleServicer
 from scheduler_svc.servicers.system import SystemServicer
@@ -52,6 +53,8 @@ from tickwork.tokens import new_token
 from tickwork.v1 import (
     job_pb2,
     job_pb2_grpc,
+    notifier_pb2,
+    notifier_pb2_grpc,
     queue_pb2,
     queue_pb2_grpc,
     schedule_pb2,
@@ -75,6 +78,7 @@ SERVICE_NAMES = (
     schedule_pb2.DESCRIPTOR.services_by_name["ScheduleService"].full_name,
     job_pb2.DESCRIPTOR.services_by_name["JobService"].full_name,
     system_pb2.DESCRIPTOR.services_by_name["SystemService"].full_name,
+    notifier_pb2.DESCRIPTOR.services_by_name["NotifierService"].full_name,
     queue_pb2.DESCRIPTOR.services_by_name["QueueService"].full_name,
     worker_pb2.DESCRIPTOR.services_by_name["WorkerService"].full_name,
 )
@@ -485,6 +489,9 @@ async def create_server(settings: Settings, *, clock: Clock = utc_now) -> Servic
         system_pb2_grpc.add_SystemServiceServicer_to_server,
         SystemServicer(app, workers.registry),
         server,
+    )
+    add_servicer(
+        notifier_pb2_grpc.add_NotifierServiceServicer_to_server, NotifierServicer(app), server
     )
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)

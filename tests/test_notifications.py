@@ -1,0 +1,222 @@
+"""Notifications: events are written in the outcome's transaction and delivered by the
+background sender to real receivers (an HTTP server and an SMTP server on 127.0.0.1):
+each kind once with its documented fields, signed; state changes only by default; the
+API never returns secrets."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import hmac
+from pathlib import Path
+
+import pytest
+
+from scheduler_svc.settings import SmtpSettings
+from tests.inprocess import Harness, inprocess
+from tests.queue_helpers import claim, eventually, finish
+from tests.receivers import HttpReceiver, http_receiver, smtp_server
+from tickwork import InvalidArgument, NotFound, Trigger
+from tickwork.v1 import notifier_pb2 as pb
+
+UTC = dt.UTC
+T0 = dt.datetime(2026, 6, 1, 10, 0, 0, tzinfo=UTC)
+SECRET = "s3cret-key"
+
+
+def webhook(name: str, url: str, **fields: object) -> pb.Notifier:
+    return pb.Notifier(name=name, type=pb.NOTIFIER_TYPE_WEBHOOK, url=url, secret=SECRET, **fields)  # type: ignore[arg-type]
+
+
+async def fire_and_fail(h: Harness, error: str = "boom") -> None:
+    """Tick at the schedule's next fire, take its job and fail it."""
+    schedule = await h.client.get_schedule("s")
+    await h.tick(schedule.next_run_time.ToDatetime(tzinfo=UTC))
+    job = await claim(h)
+    await finish(h, job, "FAILED", error)
+
+
+async def run_and_succeed(h: Harness) -> None:
+    (run,) = await h.client.run("flaky", trigger=Trigger.TRIGGER_MANUAL)
+    job = await claim(h)
+    assert job.id == run.job_id
+    await finish(h, job, "SUCCEEDED")
+
+
+async def flaky(h: Harness) -> None:
+    await h.client.create_task("flaky", "shell", {"argv": ["false"]})
+    await h.client.create_schedule("s", ["flaky"], cron="* * * * *")
+
+
+def verify(receiver: HttpReceiver) -> list[dict[str, object]]:
+    """Every body the receiver got, after checking its signature and event id header."""
+    out = []
+    for got in receiver.received():
+        expected = "sha256=" + hmac.new(SECRET.encode(), got.body, hashlib.sha256).hexdigest()
+        assert got.headers["x-tickwork-signature"] == expected
+        body = got.json()
+        assert got.headers["x-tickwork-event-id"] == body["id"]
+        out.append(body)
+    return out
+
+
+async def received(receiver: HttpReceiver, count: int) -> list[dict[str, object]]:
+    async def enough() -> list[dict[str, object]] | None:
+        bodies = verify(receiver)
+        return bodies if len(bodies) >= count else None
+
+    return await eventually(enough, what=f"{count} webhook posts")
+
+
+async def test_five_failures_in_a_row_send_one_failure_and_a_success_one_recovery(
+    tmp_path: Path, database_url: str
+) -> None:
+    with http_receiver() as receiver:
+        async with inprocess(tmp_path, database_url, T0, auto_disable_task_failure_count=0) as h:
+            sender = h.service.start_sender()
+            await h.client.put_notifier(webhook("ops-hook", receiver.url))
+            await flaky(h)
+            for _ in range(5):
+                await fire_and_fail(h, "disk full")
+            await run_and_succeed(h)
+            failure, recovery = await received(receiver, 2)
+            await sender.pass_once()  # anything else would be routed and claimed now
+            sent = await h.client.list_notifications()
+            assert [n.status for n in sent] == [pb.NOTIFICATION_STATUS_SENT] * 2
+        assert failure["type"] == "final_failure" and failure["state_change"] is True
+        assert failure["task"] == {"id": 1, "name": "flaky"}  # type: ignore[comparison-overlap]
+        job = failure["job"]
+        assert isinstance(job, dict)
+        assert job["status"] == "FAILED" and job["trigger"] == "SCHEDULER"
+        assert job["error"] == "disk full" and job["attempt"] == 1
+        assert failure["consecutive_failures"] == 1
+        assert recovery["type"] == "recovery" and recovery["failing_since"]
+        assert recovery["id"] != failure["id"]
+        assert len(receiver.received()) == 2
+
+
+async def test_each_event_kind_arrives_once_by_webhook_and_email(
+    tmp_path: Path, database_url: str
+) -> None:
+    with http_receiver() as receiver, smtp_server() as (box, port):
+        smtp = SmtpSettings(
+            host="127.0.0.1", port=port, recipients=("oncall@example.com",), timeout_s=5
+        )
+        async with inprocess(
+            tmp_path, database_url, T0, auto_disable_task_failure_count=2, smtp=smtp
+        ) as h:
+            h.service.start_sender()
+            await h.client.put_notifier(webhook("hook", receiver.url))
+            await h.client.put_notifier(
+                pb.Notifier(name="mail", type=pb.NOTIFIER_TYPE_EMAIL, to=["ops@example.com"])
+            )
+            await flaky(h)
+            await fire_and_fail(h, "exit code 3: disk full")
+            await fire_and_fail(h, "exit code 3: disk full")  # disables the task
+            await h.client.enable_task("flaky")
+            await run_and_succeed(h)
+            bodies = await received(receiver, 3)
+            # webhook 3 + mail 3 + the SMTP_* notifier's auto-disable email.
+            await eventually(lambda: _at_least(box.messages, 4), what="4 emails")
+            notes = await h.client.list_notifications()
+        assert [b["type"] for b in bodies] == ["final_failure", "auto_disabled", "recovery"]
+        assert len({b["id"] for b in bodies}) == 3
+        disabled = bodies[1]
+        assert disabled["consecutive_failures"] == 2
+        assert "disabled after 2 consecutive failures" in str(disabled["reason"])
+        mails = box.messages()
+        to_ops = [m["Subject"] for rcpt, m in mails if rcpt == ["ops@example.com"]]
+        assert len(to_ops) == 3
+        assert "failed: exit code 3: disk full" in to_ops[0]
+        assert "disabled after 2 consecutive failures" in to_ops[1]
+        assert "recovered" in to_ops[2]
+        (oncall,) = [m for rcpt, m in mails if rcpt == ["oncall@example.com"]]
+        assert "disabled after 2 consecutive failures" in oncall["Subject"]
+        by_notifier = sorted((n.notifier, n.event) for n in notes)
+        assert by_notifier == sorted(
+            [(name, e) for name in ("hook", "mail") for e in (1, 2, 3)] + [("smtp", 3)]
+        )
+        assert all(n.status == pb.NOTIFICATION_STATUS_SENT and n.attempts == 1 for n in notes)
+
+
+async def _at_least(read: object, count: int) -> bool:
+    return len(read()) >= count  # type: ignore[operator]
+
+
+async def test_a_route_may_ask_for_every_failure_and_filter_by_task(
+    tmp_path: Path, database_url: str
+) -> None:
+    with http_receiver() as receiver:
+        async with inprocess(tmp_path, database_url, T0, auto_disable_task_failure_count=0) as h:
+            sender = h.service.start_sender()
+            every = webhook(
+                "every", receiver.url, every=True, events=[pb.NOTIFICATION_EVENT_FINAL_FAILURE]
+            )
+            await h.client.put_notifier(every)
+            other = webhook("other-task", receiver.url + "/other", tasks=["not-flaky"])
+            await h.client.put_notifier(other)
+            await flaky(h)
+            for _ in range(3):
+                await fire_and_fail(h)
+            await run_and_succeed(h)
+            bodies = await received(receiver, 3)
+            await sender.pass_once()
+            notes = await h.client.list_notifications()
+        assert [b["type"] for b in bodies] == ["final_failure"] * 3
+        assert [b["state_change"] for b in bodies] == [True, False, False]
+        assert {n.notifier for n in notes} == {"every"} and len(notes) == 3
+        assert all(r.path == "/hook" for r in receiver.received())
+
+
+async def test_notifiers_never_return_secrets_and_refuse_bad_fields(
+    tmp_path: Path, database_url: str
+) -> None:
+    smtp = SmtpSettings(host="127.0.0.1", port=2525, recipients=("ops@example.com",), timeout_s=2)
+    with http_receiver() as receiver:
+        async with inprocess(tmp_path, database_url, T0, smtp=smtp) as h:
+            stored = await h.client.put_notifier(webhook("hook", receiver.url, timeout_seconds=3))
+            assert stored.url == "" and stored.secret == ""
+            assert stored.has_url and stored.has_secret and stored.timeout_seconds == 3
+            listed = await h.client.list_notifiers()
+            assert [(n.name, n.builtin) for n in listed] == [("hook", False), ("smtp", True)]
+            assert all(n.url == "" and n.secret == "" for n in listed)
+            for bad, field in (
+                (pb.Notifier(name="x"), "notifier.type"),
+                (pb.Notifier(name="", type=pb.NOTIFIER_TYPE_SLACK), "notifier.name"),
+                (
+                    pb.Notifier(name="x", type=pb.NOTIFIER_TYPE_WEBHOOK, url="ftp://h/"),
+                    "notifier.url",
+                ),
+                (
+                    pb.Notifier(name="x", type=pb.NOTIFIER_TYPE_EMAIL, to=["nobody"]),
+                    "notifier.to[0]",
+                ),
+                (
+                    pb.Notifier(
+                        name="x", type=pb.NOTIFIER_TYPE_SLACK, url=receiver.url, events=[9]
+                    ),
+                    "notifier.events[0]",
+                ),
+            ):
+                with pytest.raises(InvalidArgument) as err:
+                    await h.client.put_notifier(bad)
+                assert err.value.field == field
+            with pytest.raises(NotFound):
+                await h.client.delete_notifier("nope")
+            with pytest.raises(NotFound):
+                await h.client.test_notifier("nope")
+
+            tested = await h.client.test_notifier("hook")
+            assert tested.delivered and tested.error == ""
+            (body,) = verify(receiver)
+            assert body["type"] == "test" and body["id"] == tested.event_id
+            receiver.status = 503
+            failed = await h.client.test_notifier("hook")
+            assert not failed.delivered and failed.error == "HTTP 503"
+            dead = f"http://127.0.0.1:{receiver.port + 0}/secret-path-token"
+            receiver.stop()
+            await h.client.put_notifier(webhook("hook", dead))
+            unreachable = await h.client.test_notifier("hook")
+            assert not unreachable.delivered and "secret-path-token" not in unreachable.error
+            await h.client.delete_notifier("hook")
+            assert [n.name for n in await h.client.list_notifiers()] == ["smtp"]
