@@ -84,7 +84,7 @@ async def test_five_failures_in_a_row_send_one_failure_and_a_success_one_recover
             sent = await h.client.list_notifications()
             assert [n.status for n in sent] == [pb.NOTIFICATION_STATUS_SENT] * 2
         assert failure["type"] == "final_failure" and failure["state_change"] is True
-        assert failure["task"] == {"id": 1, "name": "flaky"}  # type: ignore[comparison-overlap]
+        assert failure["task"] == {"id": 1, "name": "flaky"}
         job = failure["job"]
         assert isinstance(job, dict)
         assert job["status"] == "FAILED" and job["trigger"] == "SCHEDULER"
@@ -193,7 +193,10 @@ async def test_notifiers_never_return_secrets_and_refuse_bad_fields(
                 ),
                 (
                     pb.Notifier(
-                        name="x", type=pb.NOTIFIER_TYPE_SLACK, url=receiver.url, events=[9]
+                        name="x",
+                        type=pb.NOTIFIER_TYPE_SLACK,
+                        url=receiver.url,
+                        events=[pb.NOTIFICATION_EVENT_TEST],
                     ),
                     "notifier.events[0]",
                 ),
