@@ -35,6 +35,8 @@ class HttpReceiver:
 
     def __init__(self) -> None:
         self.status = 200
+        #: Seconds the receiver takes to answer a status other than 2xx (a struggling one).
+        self.failing_delay_s = 0.0
         self._received: list[Received] = []
         self._lock = threading.Lock()
         receiver = self
@@ -47,6 +49,9 @@ class HttpReceiver:
                 with receiver._lock:
                     receiver._received.append(Received(self.path, headers, body))
                     status = receiver.status
+                    delay = receiver.failing_delay_s if status >= 300 else 0.0
+                if delay:
+                    threading.Event().wait(delay)  # the receiver's own slowness
                 self.send_response(status)
                 self.send_header("Content-Length", "0")
                 self.end_headers()

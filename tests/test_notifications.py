@@ -8,15 +8,17 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import hmac
+import signal
 from pathlib import Path
 
 import pytest
 
 from scheduler_svc.settings import SmtpSettings
+from tests.harness import Server, wait_for
 from tests.inprocess import Harness, inprocess
 from tests.queue_helpers import claim, eventually, finish
 from tests.receivers import HttpReceiver, http_receiver, smtp_server
-from tickwork import InvalidArgument, NotFound, Trigger
+from tickwork import Client, InvalidArgument, NotFound, Trigger
 from tickwork.v1 import notifier_pb2 as pb
 
 UTC = dt.UTC
@@ -223,3 +225,91 @@ async def test_notifiers_never_return_secrets_and_refuse_bad_fields(
             assert not unreachable.delivered and "secret-path-token" not in unreachable.error
             await h.client.delete_notifier("hook")
             assert [n.name for n in await h.client.list_notifiers()] == ["smtp"]
+
+
+def test_a_kill_between_the_outbox_commit_and_the_send_delivers_after_restart_once(
+    tmp_path: Path, database_url: str
+) -> None:
+    with http_receiver() as receiver:
+        env = {
+            "WORKER_POLL_INTERVAL_SECONDS": "1",
+            "SCHEDULER_AUTO_DISABLE_TASK_FAILURE_COUNT": "0",
+        }
+        first = Server(
+            tmp_path,
+            database_url=database_url,
+            env={**env, "TICKWORK_FAILPOINTS": "after-outbox-commit"},
+        )
+        try:
+            first.wait_healthy()
+            with Client(first.address) as client:
+                client.put_notifier(webhook("hook", receiver.url))
+                client.create_task("bad", "shell", {"argv": ["sh", "-c", "exit 4"]})
+                client.run("bad")
+            first.popen.wait(30)
+        finally:
+            first.stop()
+        assert first.popen.returncode == -signal.SIGKILL
+        assert "failpoint after-outbox-commit reached" in first.output()
+        assert receiver.received() == []
+        second = Server(tmp_path, database_url=database_url, env=env, name="second")
+        try:
+            second.wait_healthy()
+            with Client(second.address) as client:
+
+                def sent() -> list[pb.Notification]:
+                    notes = client.list_notifications()
+                    return notes if notes and notes[0].status == pb.NOTIFICATION_STATUS_SENT else []
+
+                (note,) = wait_for(sent, what="the event sent after the restart")
+                (failed,) = client.list_jobs(task="bad")
+        finally:
+            second.stop()
+        (body,) = verify(receiver)
+        assert body["id"] == note.event_id and body["type"] == "final_failure"
+        assert body["job"]["id"] == failed.id and "exit code 4" in body["job"]["error"]  # type: ignore[index]
+        assert note.attempts == 1
+
+
+def test_a_receiver_answering_500_is_retried_then_given_up_and_fires_stay_on_time(
+    tmp_path: Path, database_url: str
+) -> None:
+    with http_receiver() as receiver:
+        receiver.status = 500
+        receiver.failing_delay_s = 1.0
+        srv = Server(
+            tmp_path,
+            database_url=database_url,
+            env={
+                "WORKER_POLL_INTERVAL_SECONDS": "1",
+                "SCHEDULER_AUTO_DISABLE_TASK_FAILURE_COUNT": "0",
+                "TICKWORK_NOTIFY_MAX_ATTEMPTS": "3",
+                "TICKWORK_NOTIFY_BACKOFF_SECONDS": "0.2",
+                "TICKWORK_NOTIFY_BACKOFF_CAP_SECONDS": "0.4",
+            },
+        )
+        try:
+            srv.wait_healthy()
+            with Client(srv.address) as client:
+                every = webhook("hook", receiver.url, every=True)
+                client.put_notifier(every)
+                client.create_task("bad", "shell", {"argv": ["false"]})
+                client.create_schedule("each-second", ["bad"], cron="* * * * * *")
+
+                def given_up() -> list[pb.Notification]:
+                    return client.list_notifications(status=pb.NOTIFICATION_STATUS_GIVEN_UP)
+
+                first, *_ = wait_for(given_up, timeout_s=30, what="a notification given up")
+                jobs = client.list_jobs(task="bad", limit=1000)
+        finally:
+            srv.stop()
+        assert first.attempts == 3 and first.last_error == "HTTP 500"
+        tries = [r for r in receiver.received() if r.json()["id"] == first.event_id]
+        assert len(tries) == 3
+        # Every fire meanwhile was enqueued on time: the sender never held up the tick.
+        fired = [j for j in jobs if j.HasField("fire_time")]
+        assert len(fired) >= 4
+        lateness = [
+            (j.enqueue_time.ToDatetime() - j.fire_time.ToDatetime()).total_seconds() for j in fired
+        ]
+        assert max(lateness) < 0.5, lateness
