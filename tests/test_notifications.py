@@ -5,6 +5,7 @@ API never returns secrets."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import hashlib
 import hmac
@@ -176,7 +177,15 @@ async def test_notifiers_never_return_secrets_and_refuse_bad_fields(
     smtp = SmtpSettings(host="127.0.0.1", port=2525, recipients=("ops@example.com",), timeout_s=2)
     with http_receiver() as receiver:
         async with inprocess(tmp_path, database_url, T0, smtp=smtp) as h:
-            stored = await h.client.put_notifier(webhook("hook", receiver.url, timeout_seconds=3))
+            put = await h.client.put_notifier(webhook("hook", receiver.url, timeout_seconds=3))
+            assert put.created and put.changed
+            stored = put.notifier
+            again = await h.client.put_notifier(webhook("hook", receiver.url, timeout_seconds=3))
+            assert not again.created and not again.changed
+            other_secret = webhook("hook", receiver.url, timeout_seconds=3)
+            other_secret.secret = "another"
+            assert (await h.client.put_notifier(other_secret)).changed
+            await h.client.put_notifier(webhook("hook", receiver.url, timeout_seconds=3))
             assert stored.url == "" and stored.secret == ""
             assert stored.has_url and stored.has_secret and stored.timeout_seconds == 3
             listed = await h.client.list_notifiers()
@@ -313,3 +322,72 @@ def test_a_receiver_answering_500_is_retried_then_given_up_and_fires_stay_on_tim
             (j.enqueue_time.ToDatetime() - j.fire_time.ToDatetime()).total_seconds() for j in fired
         ]
         assert max(lateness) < 0.5, lateness
+
+
+async def test_apply_declares_notifiers_and_the_cli_lists_and_tests_them(
+    tmp_path: Path, database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tickwork.cli import main
+
+    with http_receiver() as receiver:
+        config = tmp_path / "tickwork.toml"
+
+        def write(secret: str) -> None:
+            config.write_text(
+                "[[notifiers]]\n"
+                'name = "ops-hook"\n'
+                'type = "webhook"\n'
+                f'url = "{receiver.url}"\n'
+                f'secret = "{secret}"\n'
+                'events = ["final_failure", "recovery"]\n'
+                "[[notifiers]]\n"
+                'name = "ops-mail"\n'
+                'type = "email"\n'
+                'to = ["ops@example.com"]\n'
+                "every = true\n"
+            )
+
+        async def cli(*argv: str) -> tuple[int, str]:
+            code = await asyncio.to_thread(main, [*argv, "--server", h.service.address])
+            return code, capsys.readouterr().out
+
+        async with inprocess(tmp_path, database_url, T0) as h:
+            write(SECRET)
+            code, out = await cli("apply", "-f", str(config))
+            assert code == 0
+            assert "notifier ops-hook: created" in out and "notifier ops-mail: created" in out
+            code, out = await cli("apply", "-f", str(config))
+            assert "notifier ops-hook: unchanged" in out and "notifier ops-mail: unchanged" in out
+            write("rotated")
+            code, out = await cli("apply", "-f", str(config))
+            assert "notifier ops-hook: updated (url/secret)" in out
+            assert "notifier ops-mail: unchanged" in out
+
+            code, out = await cli("notifiers", "list")
+            assert code == 0
+            assert "ops-hook" in out and "webhook" in out and "final_failure, recovery" in out
+            assert "ops-mail" in out and "ops@example.com" in out and "every event" in out
+            assert "rotated" not in out and str(receiver.port) not in out
+
+            code, out = await cli("notifiers", "test", "ops-hook")
+            assert code == 0 and "delivered" in out
+            (got,) = receiver.received()
+            expected = "sha256=" + hmac.new(b"rotated", got.body, hashlib.sha256).hexdigest()
+            assert got.headers["x-tickwork-signature"] == expected
+            code, out = await cli("notifiers", "test", "ops-mail")  # no SMTP_HOST
+            assert code == 1 and "no SMTP server: set SMTP_HOST" in out
+
+            h.service.start_sender()
+            await h.client.create_task("bad", "shell", {"argv": ["false"]})
+            await h.client.run("bad")
+            job = await claim(h)
+            await finish(h, job, "FAILED", "broken")
+
+            async def listed() -> str | None:
+                _, out = await cli("notifications", "list")
+                return out if "sent" in out and "given-up" not in out else None
+
+            out = await eventually(listed, what="the webhook notification sent")
+            assert "final_failure" in out and "bad" in out and "ops-hook" in out
+            code, out = await cli("notifications", "list", "--status", "pending")
+            assert "ops-mail" in out  # retried: no SMTP server

@@ -35,6 +35,7 @@ from tickwork.v1.notifier_pb2 import (
     NotificationStatus,
     Notifier,
     PutNotifierRequest,
+    PutNotifierResponse,
     TestNotifierRequest,
     TestNotifierResponse,
 )
@@ -709,20 +710,20 @@ class AsyncClient:
 
     # -- notifiers --------------------------------------------------------------------------
 
-    async def put_notifier(self, notifier: Notifier) -> Notifier:
+    async def put_notifier(self, notifier: Notifier) -> PutNotifierResponse:
         """Create the notifier of ``notifier.name``, or replace it whole (PutNotifier).
 
         Returns:
-            Notifier: as stored, without its secrets (``has_url``, ``has_secret`` say
-            whether they were written).
+            PutNotifierResponse: ``notifier`` as stored, without its secrets (``has_url``,
+            ``has_secret`` say whether they were written); ``created``; ``changed`` (False:
+            every field, secrets included, was already so).
 
         Raises:
             InvalidArgument: a field that cannot be used, named.
         """
-        response = await self._call(
+        return await self._call(
             self._stubs().notifiers.PutNotifier, PutNotifierRequest(notifier=notifier)
         )
-        return response.notifier
 
     async def list_notifiers(self) -> list[Notifier]:
         """Every notifier by name, the SMTP_* one (``builtin``) included; no secrets."""

@@ -159,8 +159,12 @@ class NotifierServicer(notifier_pb2_grpc.NotifierServiceServicer):
         self, request: notifier_pb2.PutNotifierRequest, context: Ctx
     ) -> notifier_pb2.PutNotifierResponse:
         record = notifier_record(request.notifier)
-        stored = await self.app.store.outbox.put_notifier(record, self.app.clock())
-        return notifier_pb2.PutNotifierResponse(notifier=notifier_message(stored))
+        stored, created, changed = await self.app.store.outbox.put_notifier(
+            record, self.app.clock()
+        )
+        return notifier_pb2.PutNotifierResponse(
+            notifier=notifier_message(stored), created=created, changed=changed
+        )
 
     @rpc_errors
     async def ListNotifiers(

@@ -31,6 +31,7 @@ from scheduler_svc.db import (
 )
 from scheduler_svc.errors import NotFound, Reason, Resource
 from scheduler_svc.records import JobRecord
+from scheduler_svc.store import locks
 from scheduler_svc.values import DeliveryStatus, EventKind, NotifierType
 
 #: The event kinds a notifier whose route names none receives.
@@ -221,10 +222,14 @@ class Outbox:
 
     # ---------------------------------------------------------------- notifiers
 
-    async def put_notifier(self, notifier: NotifierRecord, now: dt.datetime) -> NotifierRecord:
-        """Create the notifier, or replace the one of that name (its ``created_at`` kept)."""
+    async def put_notifier(
+        self, notifier: NotifierRecord, now: dt.datetime
+    ) -> tuple[NotifierRecord, bool, bool]:
+        """Create the notifier, or replace the one of that name (its ``created_at`` kept;
+        nothing written when every field, secrets included, is the same). The notifier as
+        stored, whether it was created, and whether anything was written."""
 
-        def run(conn: Connection) -> NotifierRecord:
+        def run(conn: Connection) -> tuple[NotifierRecord, bool, bool]:
             values = {
                 "type": notifier.type,
                 "config": notifier.config,
@@ -232,23 +237,25 @@ class Outbox:
                 "every": notifier.every,
                 "tasks": list(notifier.tasks),
                 "schedules": list(notifier.schedules),
-                "updated_at": now,
             }
-            updated = conn.execute(
-                notifiers.update().where(notifiers.c.name == notifier.name).values(values)
-            )
-            if not updated.rowcount:
-                try:
-                    with conn.begin_nested():
-                        conn.execute(
-                            notifiers.insert().values(name=notifier.name, created_at=now, **values)
-                        )
-                except sa.exc.IntegrityError:  # created meanwhile: this call replaces it
-                    conn.execute(
-                        notifiers.update().where(notifiers.c.name == notifier.name).values(values)
+            select = notifiers.select().where(notifiers.c.name == notifier.name)
+            old = conn.execute(locks.for_update(self.db.dialect, select)).first()
+            created = old is None
+            if old is None:
+                conn.execute(
+                    notifiers.insert().values(
+                        name=notifier.name, created_at=now, updated_at=now, **values
                     )
-            row = conn.execute(notifiers.select().where(notifiers.c.name == notifier.name)).one()
-            return _notifier(row._mapping)
+                )
+            elif any(old._mapping[k] != v for k, v in values.items()):
+                conn.execute(
+                    notifiers.update()
+                    .where(notifiers.c.name == notifier.name)
+                    .values(updated_at=now, **values)
+                )
+            else:
+                return _notifier(old._mapping), False, False
+            return _notifier(conn.execute(select).one()._mapping), created, True
 
         return await self.db.write(run)
 

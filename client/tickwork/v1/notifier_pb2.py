@@ -25,43 +25,43 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1atickwork/v1/notifier.proto\x12\x0btickwork.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xfc\x02\n\x08Notifier\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\'\n\x04type\x18\x02 \x01(\x0e\x32\x19.tickwork.v1.NotifierType\x12\x0b\n\x03url\x18\x03 \x01(\t\x12\x0e\n\x06secret\x18\x04 \x01(\t\x12\n\n\x02to\x18\x05 \x03(\t\x12\x17\n\x0ftimeout_seconds\x18\x06 \x01(\x01\x12.\n\x06\x65vents\x18\x07 \x03(\x0e\x32\x1e.tickwork.v1.NotificationEvent\x12\r\n\x05\x65very\x18\x08 \x01(\x08\x12\r\n\x05tasks\x18\t \x03(\t\x12\x11\n\tschedules\x18\n \x03(\t\x12\x0f\n\x07has_url\x18\x0b \x01(\x08\x12\x12\n\nhas_secret\x18\x0c \x01(\x08\x12\x0f\n\x07\x62uiltin\x18\r \x01(\x08\x12/\n\x0b\x63reate_time\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0bupdate_time\x18\x0f \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"=\n\x12PutNotifierRequest\x12\'\n\x08notifier\x18\x01 \x01(\x0b\x32\x15.tickwork.v1.Notifier\">\n\x13PutNotifierResponse\x12\'\n\x08notifier\x18\x01 \x01(\x0b\x32\x15.tickwork.v1.Notifier\"\x16\n\x14ListNotifiersRequest\"A\n\x15ListNotifiersResponse\x12(\n\tnotifiers\x18\x01 \x03(\x0b\x32\x15.tickwork.v1.Notifier\"%\n\x15\x44\x65leteNotifierRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x18\n\x16\x44\x65leteNotifierResponse\"#\n\x13TestNotifierRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"J\n\x14TestNotifierResponse\x12\x11\n\tdelivered\x18\x01 \x01(\x08\x12\r\n\x05\x65rror\x18\x02 \x01(\t\x12\x10\n\x08\x65vent_id\x18\x03 \x01(\t\"\x93\x03\n\x0cNotification\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x10\n\x08\x65vent_id\x18\x02 \x01(\t\x12-\n\x05\x65vent\x18\x03 \x01(\x0e\x32\x1e.tickwork.v1.NotificationEvent\x12\x10\n\x08notifier\x18\x04 \x01(\t\x12/\n\x06status\x18\x05 \x01(\x0e\x32\x1f.tickwork.v1.NotificationStatus\x12\x10\n\x08\x61ttempts\x18\x06 \x01(\x05\x12\x12\n\nlast_error\x18\x07 \x01(\t\x12\x11\n\ttask_name\x18\x08 \x01(\t\x12\x0e\n\x06job_id\x18\t \x01(\x03\x12\x14\n\x0cstate_change\x18\n \x01(\x08\x12.\n\nevent_time\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12-\n\tsent_time\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x35\n\x11next_attempt_time\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"l\n\x18ListNotificationsRequest\x12\r\n\x05limit\x18\x01 \x01(\x05\x12\x10\n\x08notifier\x18\x02 \x01(\t\x12/\n\x06status\x18\x03 \x01(\x0e\x32\x1f.tickwork.v1.NotificationStatus\"M\n\x19ListNotificationsResponse\x12\x30\n\rnotifications\x18\x01 \x03(\x0b\x32\x19.tickwork.v1.Notification*z\n\x0cNotifierType\x12\x1d\n\x19NOTIFIER_TYPE_UNSPECIFIED\x10\x00\x12\x17\n\x13NOTIFIER_TYPE_EMAIL\x10\x01\x12\x19\n\x15NOTIFIER_TYPE_WEBHOOK\x10\x02\x12\x17\n\x13NOTIFIER_TYPE_SLACK\x10\x03*\xc1\x01\n\x11NotificationEvent\x12\"\n\x1eNOTIFICATION_EVENT_UNSPECIFIED\x10\x00\x12$\n NOTIFICATION_EVENT_FINAL_FAILURE\x10\x01\x12\x1f\n\x1bNOTIFICATION_EVENT_RECOVERY\x10\x02\x12$\n NOTIFICATION_EVENT_AUTO_DISABLED\x10\x03\x12\x1b\n\x17NOTIFICATION_EVENT_TEST\x10\x04*\x9a\x01\n\x12NotificationStatus\x12#\n\x1fNOTIFICATION_STATUS_UNSPECIFIED\x10\x00\x12\x1f\n\x1bNOTIFICATION_STATUS_PENDING\x10\x01\x12\x1c\n\x18NOTIFICATION_STATUS_SENT\x10\x02\x12 \n\x1cNOTIFICATION_STATUS_GIVEN_UP\x10\x03\x32\xcf\x03\n\x0fNotifierService\x12P\n\x0bPutNotifier\x12\x1f.tickwork.v1.PutNotifierRequest\x1a .tickwork.v1.PutNotifierResponse\x12V\n\rListNotifiers\x12!.tickwork.v1.ListNotifiersRequest\x1a\".tickwork.v1.ListNotifiersResponse\x12Y\n\x0e\x44\x65leteNotifier\x12\".tickwork.v1.DeleteNotifierRequest\x1a#.tickwork.v1.DeleteNotifierResponse\x12S\n\x0cTestNotifier\x12 .tickwork.v1.TestNotifierRequest\x1a!.tickwork.v1.TestNotifierResponse\x12\x62\n\x11ListNotifications\x12%.tickwork.v1.ListNotificationsRequest\x1a&.tickwork.v1.ListNotificationsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1atickwork/v1/notifier.proto\x12\x0btickwork.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xfc\x02\n\x08Notifier\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\'\n\x04type\x18\x02 \x01(\x0e\x32\x19.tickwork.v1.NotifierType\x12\x0b\n\x03url\x18\x03 \x01(\t\x12\x0e\n\x06secret\x18\x04 \x01(\t\x12\n\n\x02to\x18\x05 \x03(\t\x12\x17\n\x0ftimeout_seconds\x18\x06 \x01(\x01\x12.\n\x06\x65vents\x18\x07 \x03(\x0e\x32\x1e.tickwork.v1.NotificationEvent\x12\r\n\x05\x65very\x18\x08 \x01(\x08\x12\r\n\x05tasks\x18\t \x03(\t\x12\x11\n\tschedules\x18\n \x03(\t\x12\x0f\n\x07has_url\x18\x0b \x01(\x08\x12\x12\n\nhas_secret\x18\x0c \x01(\x08\x12\x0f\n\x07\x62uiltin\x18\r \x01(\x08\x12/\n\x0b\x63reate_time\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0bupdate_time\x18\x0f \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"=\n\x12PutNotifierRequest\x12\'\n\x08notifier\x18\x01 \x01(\x0b\x32\x15.tickwork.v1.Notifier\"`\n\x13PutNotifierResponse\x12\'\n\x08notifier\x18\x01 \x01(\x0b\x32\x15.tickwork.v1.Notifier\x12\x0f\n\x07\x63reated\x18\x02 \x01(\x08\x12\x0f\n\x07\x63hanged\x18\x03 \x01(\x08\"\x16\n\x14ListNotifiersRequest\"A\n\x15ListNotifiersResponse\x12(\n\tnotifiers\x18\x01 \x03(\x0b\x32\x15.tickwork.v1.Notifier\"%\n\x15\x44\x65leteNotifierRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x18\n\x16\x44\x65leteNotifierResponse\"#\n\x13TestNotifierRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"J\n\x14TestNotifierResponse\x12\x11\n\tdelivered\x18\x01 \x01(\x08\x12\r\n\x05\x65rror\x18\x02 \x01(\t\x12\x10\n\x08\x65vent_id\x18\x03 \x01(\t\"\x93\x03\n\x0cNotification\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x10\n\x08\x65vent_id\x18\x02 \x01(\t\x12-\n\x05\x65vent\x18\x03 \x01(\x0e\x32\x1e.tickwork.v1.NotificationEvent\x12\x10\n\x08notifier\x18\x04 \x01(\t\x12/\n\x06status\x18\x05 \x01(\x0e\x32\x1f.tickwork.v1.NotificationStatus\x12\x10\n\x08\x61ttempts\x18\x06 \x01(\x05\x12\x12\n\nlast_error\x18\x07 \x01(\t\x12\x11\n\ttask_name\x18\x08 \x01(\t\x12\x0e\n\x06job_id\x18\t \x01(\x03\x12\x14\n\x0cstate_change\x18\n \x01(\x08\x12.\n\nevent_time\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12-\n\tsent_time\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x35\n\x11next_attempt_time\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"l\n\x18ListNotificationsRequest\x12\r\n\x05limit\x18\x01 \x01(\x05\x12\x10\n\x08notifier\x18\x02 \x01(\t\x12/\n\x06status\x18\x03 \x01(\x0e\x32\x1f.tickwork.v1.NotificationStatus\"M\n\x19ListNotificationsResponse\x12\x30\n\rnotifications\x18\x01 \x03(\x0b\x32\x19.tickwork.v1.Notification*z\n\x0cNotifierType\x12\x1d\n\x19NOTIFIER_TYPE_UNSPECIFIED\x10\x00\x12\x17\n\x13NOTIFIER_TYPE_EMAIL\x10\x01\x12\x19\n\x15NOTIFIER_TYPE_WEBHOOK\x10\x02\x12\x17\n\x13NOTIFIER_TYPE_SLACK\x10\x03*\xc1\x01\n\x11NotificationEvent\x12\"\n\x1eNOTIFICATION_EVENT_UNSPECIFIED\x10\x00\x12$\n NOTIFICATION_EVENT_FINAL_FAILURE\x10\x01\x12\x1f\n\x1bNOTIFICATION_EVENT_RECOVERY\x10\x02\x12$\n NOTIFICATION_EVENT_AUTO_DISABLED\x10\x03\x12\x1b\n\x17NOTIFICATION_EVENT_TEST\x10\x04*\x9a\x01\n\x12NotificationStatus\x12#\n\x1fNOTIFICATION_STATUS_UNSPECIFIED\x10\x00\x12\x1f\n\x1bNOTIFICATION_STATUS_PENDING\x10\x01\x12\x1c\n\x18NOTIFICATION_STATUS_SENT\x10\x02\x12 \n\x1cNOTIFICATION_STATUS_GIVEN_UP\x10\x03\x32\xcf\x03\n\x0fNotifierService\x12P\n\x0bPutNotifier\x12\x1f.tickwork.v1.PutNotifierRequest\x1a .tickwork.v1.PutNotifierResponse\x12V\n\rListNotifiers\x12!.tickwork.v1.ListNotifiersRequest\x1a\".tickwork.v1.ListNotifiersResponse\x12Y\n\x0e\x44\x65leteNotifier\x12\".tickwork.v1.DeleteNotifierRequest\x1a#.tickwork.v1.DeleteNotifierResponse\x12S\n\x0cTestNotifier\x12 .tickwork.v1.TestNotifierRequest\x1a!.tickwork.v1.TestNotifierResponse\x12\x62\n\x11ListNotifications\x12%.tickwork.v1.ListNotificationsRequest\x1a&.tickwork.v1.ListNotificationsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'tickwork.v1.notifier_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_NOTIFIERTYPE']._serialized_start=1450
-  _globals['_NOTIFIERTYPE']._serialized_end=1572
-  _globals['_NOTIFICATIONEVENT']._serialized_start=1575
-  _globals['_NOTIFICATIONEVENT']._serialized_end=1768
-  _globals['_NOTIFICATIONSTATUS']._serialized_start=1771
-  _globals['_NOTIFICATIONSTATUS']._serialized_end=1925
+  _globals['_NOTIFIERTYPE']._serialized_start=1484
+  _globals['_NOTIFIERTYPE']._serialized_end=1606
+  _globals['_NOTIFICATIONEVENT']._serialized_start=1609
+  _globals['_NOTIFICATIONEVENT']._serialized_end=1802
+  _globals['_NOTIFICATIONSTATUS']._serialized_start=1805
+  _globals['_NOTIFICATIONSTATUS']._serialized_end=1959
   _globals['_NOTIFIER']._serialized_start=77
   _globals['_NOTIFIER']._serialized_end=457
   _globals['_PUTNOTIFIERREQUEST']._serialized_start=459
   _globals['_PUTNOTIFIERREQUEST']._serialized_end=520
   _globals['_PUTNOTIFIERRESPONSE']._serialized_start=522
-  _globals['_PUTNOTIFIERRESPONSE']._serialized_end=584
-  _globals['_LISTNOTIFIERSREQUEST']._serialized_start=586
-  _globals['_LISTNOTIFIERSREQUEST']._serialized_end=608
-  _globals['_LISTNOTIFIERSRESPONSE']._serialized_start=610
-  _globals['_LISTNOTIFIERSRESPONSE']._serialized_end=675
-  _globals['_DELETENOTIFIERREQUEST']._serialized_start=677
-  _globals['_DELETENOTIFIERREQUEST']._serialized_end=714
-  _globals['_DELETENOTIFIERRESPONSE']._serialized_start=716
-  _globals['_DELETENOTIFIERRESPONSE']._serialized_end=740
-  _globals['_TESTNOTIFIERREQUEST']._serialized_start=742
-  _globals['_TESTNOTIFIERREQUEST']._serialized_end=777
-  _globals['_TESTNOTIFIERRESPONSE']._serialized_start=779
-  _globals['_TESTNOTIFIERRESPONSE']._serialized_end=853
-  _globals['_NOTIFICATION']._serialized_start=856
-  _globals['_NOTIFICATION']._serialized_end=1259
-  _globals['_LISTNOTIFICATIONSREQUEST']._serialized_start=1261
-  _globals['_LISTNOTIFICATIONSREQUEST']._serialized_end=1369
-  _globals['_LISTNOTIFICATIONSRESPONSE']._serialized_start=1371
-  _globals['_LISTNOTIFICATIONSRESPONSE']._serialized_end=1448
-  _globals['_NOTIFIERSERVICE']._serialized_start=1928
-  _globals['_NOTIFIERSERVICE']._serialized_end=2391
+  _globals['_PUTNOTIFIERRESPONSE']._serialized_end=618
+  _globals['_LISTNOTIFIERSREQUEST']._serialized_start=620
+  _globals['_LISTNOTIFIERSREQUEST']._serialized_end=642
+  _globals['_LISTNOTIFIERSRESPONSE']._serialized_start=644
+  _globals['_LISTNOTIFIERSRESPONSE']._serialized_end=709
+  _globals['_DELETENOTIFIERREQUEST']._serialized_start=711
+  _globals['_DELETENOTIFIERREQUEST']._serialized_end=748
+  _globals['_DELETENOTIFIERRESPONSE']._serialized_start=750
+  _globals['_DELETENOTIFIERRESPONSE']._serialized_end=774
+  _globals['_TESTNOTIFIERREQUEST']._serialized_start=776
+  _globals['_TESTNOTIFIERREQUEST']._serialized_end=811
+  _globals['_TESTNOTIFIERRESPONSE']._serialized_start=813
+  _globals['_TESTNOTIFIERRESPONSE']._serialized_end=887
+  _globals['_NOTIFICATION']._serialized_start=890
+  _globals['_NOTIFICATION']._serialized_end=1293
+  _globals['_LISTNOTIFICATIONSREQUEST']._serialized_start=1295
+  _globals['_LISTNOTIFICATIONSREQUEST']._serialized_end=1403
+  _globals['_LISTNOTIFICATIONSRESPONSE']._serialized_start=1405
+  _globals['_LISTNOTIFICATIONSRESPONSE']._serialized_end=1482
+  _globals['_NOTIFIERSERVICE']._serialized_start=1962
+  _globals['_NOTIFIERSERVICE']._serialized_end=2425
 # @@protoc_insertion_point(module_scope)

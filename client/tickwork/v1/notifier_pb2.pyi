@@ -86,10 +86,14 @@ class PutNotifierRequest(_message.Message):
     def __init__(self, notifier: _Optional[_Union[Notifier, _Mapping]] = ...) -> None: ...
 
 class PutNotifierResponse(_message.Message):
-    __slots__ = ("notifier",)
+    __slots__ = ("notifier", "created", "changed")
     NOTIFIER_FIELD_NUMBER: _ClassVar[int]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    CHANGED_FIELD_NUMBER: _ClassVar[int]
     notifier: Notifier
-    def __init__(self, notifier: _Optional[_Union[Notifier, _Mapping]] = ...) -> None: ...
+    created: bool
+    changed: bool
+    def __init__(self, notifier: _Optional[_Union[Notifier, _Mapping]] = ..., created: _Optional[bool] = ..., changed: _Optional[bool] = ...) -> None: ...
 
 class ListNotifiersRequest(_message.Message):
     __slots__ = ()
