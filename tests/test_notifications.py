@@ -171,6 +171,22 @@ async def test_a_route_may_ask_for_every_failure_and_filter_by_task(
         assert all(r.path == "/hook" for r in receiver.received())
 
 
+async def test_slack_gets_one_readable_line(tmp_path: Path, database_url: str) -> None:
+    with http_receiver() as receiver:
+        async with inprocess(tmp_path, database_url, T0, auto_disable_task_failure_count=0) as h:
+            h.service.start_sender()
+            slack = pb.Notifier(name="chat", type=pb.NOTIFIER_TYPE_SLACK, url=receiver.url)
+            await h.client.put_notifier(slack)
+            await flaky(h)
+            await fire_and_fail(h, "exit code 3: disk full\nTraceback ...")
+            await run_and_succeed(h)
+            await eventually(lambda: _at_least(receiver.received, 2), what="2 slack posts")
+        failed, recovered = (r.json() for r in receiver.received())
+        assert failed == {"text": "tickwork: task 'flaky' failed: exit code 3: disk full"}
+        assert recovered == {"text": "tickwork: task 'flaky' recovered"}
+        assert "x-tickwork-signature" not in receiver.received()[0].headers
+
+
 async def test_notifiers_never_return_secrets_and_refuse_bad_fields(
     tmp_path: Path, database_url: str
 ) -> None:
