@@ -407,3 +407,27 @@ async def test_apply_declares_notifiers_and_the_cli_lists_and_tests_them(
             assert "final_failure" in out and "bad" in out and "ops-hook" in out
             code, out = await cli("notifications", "list", "--status", "pending")
             assert "ops-mail" in out  # retried: no SMTP server
+
+
+async def test_a_task_shows_when_it_last_succeeded_and_failed(
+    tmp_path: Path, database_url: str
+) -> None:
+    async with inprocess(tmp_path, database_url, T0, auto_disable_task_failure_count=0) as h:
+        await flaky(h)
+        task = await h.client.get_task("flaky")
+        assert not task.HasField("last_success_time") and not task.HasField("last_failure_time")
+        await fire_and_fail(h)
+        failed_at = h.clock()
+        h.clock.advance(30)
+        await run_and_succeed(h)
+        succeeded_at = h.clock()
+        task = await h.client.get_task("flaky")
+        assert task.last_failure_time.ToDatetime(tzinfo=UTC) == failed_at
+        assert task.last_success_time.ToDatetime(tzinfo=UTC) == succeeded_at
+        (listed,) = await h.client.list_tasks()
+        assert listed.last_success_time == task.last_success_time
+        assert listed.last_failure_time == task.last_failure_time
+        gauge = h.service.app.metrics.registry.get_sample_value(
+            "tickwork_task_last_success_timestamp_seconds", {"task": "flaky"}
+        )
+        assert gauge == succeeded_at.timestamp()

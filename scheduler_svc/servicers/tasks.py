@@ -127,7 +127,8 @@ class TaskServicer(task_pb2_grpc.TaskServiceServicer):
             raise InvalidArgument(
                 "give task_id or name", field="task_id", reason=Reason.FIELD_REQUIRED
             )
-        return task_pb2.GetTaskResponse(task=cv.task(found))
+        times = await self.app.store.task_outcome_times([found.id])
+        return task_pb2.GetTaskResponse(task=cv.task(found, times.get(found.id, (None, None))))
 
     @rpc_errors
     async def ListTasks(
@@ -136,7 +137,8 @@ class TaskServicer(task_pb2_grpc.TaskServiceServicer):
         size = cv.page_size(request.page_size)
         after = paging.decode(request) or ""
         rows = await self.app.store.list_tasks(size + 1, after)
-        page = cv.fit_page(rows, size, cv.task)
+        times = await self.app.store.task_outcome_times([r.id for r in rows])
+        page = cv.fit_page(rows, size, lambda r: cv.task(r, times.get(r.id, (None, None))))
         token = paging.encode(request, page.last.name) if page.last else ""
         return task_pb2.ListTasksResponse(tasks=page.items, next_page_token=token)
 

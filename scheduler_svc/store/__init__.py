@@ -131,6 +131,13 @@ class Store:
         that gave the name (``name``, or ``task_names[i]`` for RunTasks)."""
         return await self.db.read(lambda conn: tasks.get_task_by_name(conn, name, field))
 
+    async def task_outcome_times(
+        self, task_ids: Sequence[int]
+    ) -> dict[int, tuple[dt.datetime | None, dt.datetime | None]]:
+        """For each task of ``task_ids`` that exists: when its newest SUCCEEDED job and its
+        newest FAILED job finished (aware UTC; None when no such job is kept)."""
+        return await self.db.read(lambda conn: tasks.outcome_times(conn, task_ids))
+
     async def list_tasks(self, limit: int, after_name: str = "") -> list[TaskRecord]:
         """Up to ``limit`` tasks with names after ``after_name``, ascending by name."""
         return await self.db.read(lambda conn: tasks.list_tasks(conn, limit, after_name))
