@@ -70,6 +70,10 @@ tasks = sa.Table(
     # a success (or it never ran). A failure or a recovery is then known to be a change of
     # state without a read (scheduler_svc.store.outbox).
     sa.Column("failing_since", UTCDateTime, nullable=True),
+    # The dead-man window: notify when no job of the task succeeded for this long (0: off),
+    # and when that was notified (NULL: not overdue), cleared by the next success.
+    sa.Column("expect_success_within_seconds", sa.Float, nullable=False, server_default="0"),
+    sa.Column("overdue_since", UTCDateTime, nullable=True),
     **_NEVER_REUSE_IDS,
 )
 

@@ -40,6 +40,7 @@ _TITLES = {
     EventKind.FINAL_FAILURE: "failed",
     EventKind.RECOVERY: "recovered",
     EventKind.AUTO_DISABLED: "was disabled",
+    EventKind.NO_SUCCESS: "has not succeeded in time",
     EventKind.TEST: "test notification",
 }
 

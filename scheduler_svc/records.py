@@ -37,6 +37,8 @@ class TaskRecord:
     """RLIMIT_CPU of each job process, seconds; 0: none."""
     concurrency_group: str = ""
     """Jobs of tasks in one non-empty group never run at once; empty: the task alone."""
+    expect_success_within_seconds: float = 0.0
+    """Notify when no job of it succeeded for this long, seconds; 0: never."""
 
 
 @dataclass(frozen=True)

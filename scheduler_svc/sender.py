@@ -79,8 +79,10 @@ class Sender:
             await ticket.wait(self.settings.poll_interval_s)
 
     async def pass_once(self) -> int:
-        """Route new events, then start sending every due delivery; how many started."""
+        """Check the dead-man windows, route new events, then start sending every due
+        delivery; how many started."""
         now = self.clock()
+        await self.outbox.check_overdue(now)
         while await self.outbox.route(now, self._builtin) > 0:
             pass
         declared = {n.name: n for n in await self.outbox.list_notifiers()}

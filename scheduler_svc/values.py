@@ -95,6 +95,8 @@ class EventKind(StrEnum):
     """The first success of a task after final failures."""
     AUTO_DISABLED = "auto_disabled"
     """The task was disabled after SCHEDULER_AUTO_DISABLE_TASK_FAILURE_COUNT failures."""
+    NO_SUCCESS = "no_success"
+    """No job of the task succeeded within its ``expect_success_within_seconds``."""
     TEST = "test"
     """Sent by ``tickwork notifiers test NAME``."""
 

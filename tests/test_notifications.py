@@ -431,3 +431,78 @@ async def test_a_task_shows_when_it_last_succeeded_and_failed(
             "tickwork_task_last_success_timestamp_seconds", {"task": "flaky"}
         )
         assert gauge == succeeded_at.timestamp()
+
+
+async def test_a_dead_man_alert_fires_once_for_a_schedule_whose_worker_is_stopped(
+    tmp_path: Path, database_url: str
+) -> None:
+    """No worker takes the scheduled jobs (none runs in the harness): once the window has
+    passed without a success, one no_success event goes out, not one per check; a success
+    clears it, and the next silence alerts again."""
+    with http_receiver() as receiver:
+        async with inprocess(tmp_path, database_url, T0) as h:
+            sender = h.service.start_sender()
+            await h.client.put_notifier(webhook("hook", receiver.url))
+            await flaky(h)
+            task = await h.client.update_task("flaky", expect_success_within_seconds=150)
+            assert task.expect_success_within_seconds == 150
+            for _ in range(2):  # fires at 10:01 and 10:02: queued, never started
+                schedule = await h.client.get_schedule("s")
+                await h.tick(schedule.next_run_time.ToDatetime(tzinfo=UTC))
+                await sender.pass_once()
+            assert receiver.received() == []
+            h.clock.set(T0 + dt.timedelta(seconds=150))
+            await sender.pass_once()
+            await sender.pass_once()
+            (alert,) = await received(receiver, 1)
+            assert alert["type"] == "no_success" and alert["task"]["name"] == "flaky"  # type: ignore[index]
+            assert alert["expect_success_within_seconds"] == 150
+            assert alert["last_success_at"] is None
+            h.clock.advance(60)
+            await sender.pass_once()
+            assert len(receiver.received()) == 1
+
+            job = await claim(h)  # a worker comes back: the queued job succeeds
+            await finish(h, job, "SUCCEEDED")
+            succeeded_at = h.clock()
+            h.clock.advance(149)
+            await sender.pass_once()
+            assert len(receiver.received()) == 1
+            h.clock.advance(1)
+            await sender.pass_once()
+            _, again = await received(receiver, 2)
+            with pytest.raises(InvalidArgument) as err:
+                await h.client.update_task("flaky", expect_success_within_seconds=-1)
+            assert err.value.field == "task.expect_success_within_seconds"
+        assert again["type"] == "no_success" and again["id"] != alert["id"]
+        assert again["last_success_at"] == succeeded_at.isoformat()
+
+
+async def test_retention_deletes_old_notifications_but_not_pending_ones(
+    tmp_path: Path, database_url: str
+) -> None:
+    with http_receiver() as receiver:
+        async with inprocess(tmp_path, database_url, T0, auto_disable_task_failure_count=0) as h:
+            sender = h.service.start_sender()
+            await h.client.put_notifier(webhook("hook", receiver.url))
+            await h.client.put_notifier(webhook("down", "http://127.0.0.1:9/"))
+            await flaky(h)
+            await fire_and_fail(h)
+            await received(receiver, 1)
+
+            async def settled() -> bool:
+                await sender.pass_once()
+                notes = await h.client.list_notifications()
+                return len(notes) == 2 and all(n.attempts == 1 for n in notes)
+
+            await eventually(settled, what="both deliveries tried once")
+            outbox = h.service.app.store.outbox
+            later = h.clock() + dt.timedelta(days=1)
+            await h.service.app.store.purge_history(later)
+            assert len(await outbox.list_events()) == 1  # "down" is still pending
+            await sender.pass_once()
+            (down,) = await h.client.list_notifications(notifier="down")
+            await outbox.record(down.id, h.clock(), error="gave up", retry_at=None)
+            await h.service.app.store.purge_history(later)
+            assert await outbox.list_events() == []
+            assert await h.client.list_notifications() == []

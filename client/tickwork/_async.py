@@ -726,12 +726,20 @@ class AsyncClient:
         )
 
     async def list_notifiers(self) -> list[Notifier]:
-        """Every notifier by name, the SMTP_* one (``builtin``) included; no secrets."""
+        """Every notifier by name, the SMTP_* one (``builtin``) included; no secrets.
+
+        Raises:
+            Unavailable: the server cannot be reached.
+        """
         response = await self._call(self._stubs().notifiers.ListNotifiers, ListNotifiersRequest())
         return list(response.notifiers)
 
     async def delete_notifier(self, name: str) -> None:
-        """Delete a declared notifier. Raises NotFound."""
+        """Delete a declared notifier; its notifications stay listed.
+
+        Raises:
+            NotFound: no declared notifier of that name.
+        """
         await self._call(self._stubs().notifiers.DeleteNotifier, DeleteNotifierRequest(name=name))
 
     async def test_notifier(self, name: str) -> TestNotifierResponse:

@@ -718,12 +718,20 @@ class Client:
         )
 
     def list_notifiers(self) -> list[Notifier]:
-        """Every notifier by name, the SMTP_* one (``builtin``) included; no secrets."""
+        """Every notifier by name, the SMTP_* one (``builtin``) included; no secrets.
+
+        Raises:
+            Unavailable: the server cannot be reached.
+        """
         response = self._call(self._stubs().notifiers.ListNotifiers, ListNotifiersRequest())
         return list(response.notifiers)
 
     def delete_notifier(self, name: str) -> None:
-        """Delete a declared notifier. Raises NotFound."""
+        """Delete a declared notifier; its notifications stay listed.
+
+        Raises:
+            NotFound: no declared notifier of that name.
+        """
         self._call(self._stubs().notifiers.DeleteNotifier, DeleteNotifierRequest(name=name))
 
     def test_notifier(self, name: str) -> TestNotifierResponse:

@@ -36,6 +36,7 @@ EVENTS = {
     "final_failure": pb.NOTIFICATION_EVENT_FINAL_FAILURE,
     "recovery": pb.NOTIFICATION_EVENT_RECOVERY,
     "auto_disabled": pb.NOTIFICATION_EVENT_AUTO_DISABLED,
+    "no_success": pb.NOTIFICATION_EVENT_NO_SUCCESS,
 }
 _KEYS = ("name", "type", "url", "secret", "to", "timeout_seconds", "events", "every", "tasks",
          "schedules")  # fmt: skip

@@ -81,6 +81,7 @@ def task(r: TaskRecord, outcomes: OutcomeTimes = (None, None)) -> task_pb2.Task:
         memory_limit_bytes=r.memory_limit_bytes,
         cpu_limit_seconds=r.cpu_limit_seconds,
         concurrency_group=r.concurrency_group,
+        expect_success_within_seconds=r.expect_success_within_seconds,
     )
 
 

@@ -34,6 +34,7 @@ _EVENTS = {
     notifier_pb2.NOTIFICATION_EVENT_FINAL_FAILURE: EventKind.FINAL_FAILURE,
     notifier_pb2.NOTIFICATION_EVENT_RECOVERY: EventKind.RECOVERY,
     notifier_pb2.NOTIFICATION_EVENT_AUTO_DISABLED: EventKind.AUTO_DISABLED,
+    notifier_pb2.NOTIFICATION_EVENT_NO_SUCCESS: EventKind.NO_SUCCESS,
 }
 _EVENT_VALUES = {v: k for k, v in _EVENTS.items()} | {
     EventKind.TEST: notifier_pb2.NOTIFICATION_EVENT_TEST
@@ -83,7 +84,8 @@ def notifier_record(msg: notifier_pb2.Notifier) -> NotifierRecord:
     for i, value in enumerate(msg.events):
         if value not in _EVENTS:
             raise InvalidArgument(
-                "must be FINAL_FAILURE, RECOVERY or AUTO_DISABLED", field=f"notifier.events[{i}]"
+                "must be FINAL_FAILURE, RECOVERY, AUTO_DISABLED or NO_SUCCESS",
+                field=f"notifier.events[{i}]",
             )
         events.append(str(_EVENTS[value]))
     return NotifierRecord(

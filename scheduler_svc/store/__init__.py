@@ -650,6 +650,7 @@ class Store:
         """Delete ended jobs that finished before ``before`` and fires whose fire time is
         before it, ``batch`` rows per transaction (writers are never blocked for long).
 
-        Queued and running jobs are never deleted. Returns (jobs deleted, fires deleted).
+        Queued and running jobs are never deleted. Notification events of before go too,
+        with their deliveries, once none is pending. Returns (jobs deleted, fires deleted).
         """
         return await retention.purge_history(self.db, before, batch)

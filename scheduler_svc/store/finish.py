@@ -163,11 +163,11 @@ def after_finish(
     disabled: TaskRecord | None = None
     final_failure = False
     if status == JobStatus.SUCCEEDED:
-        if task.consecutive_failure_count or task.failing_since is not None:
+        if task.consecutive_failure_count or task.failing_since or task.overdue_since:
             conn.execute(
                 tasks.update()
                 .where(tasks.c.id == task.id)
-                .values(consecutive_failure_count=0, failing_since=None)
+                .values(consecutive_failure_count=0, failing_since=None, overdue_since=None)
             )
     elif status == JobStatus.FAILED and job.attempt < task.max_attempts:
         if _retries(conn, dialect, job, task):

@@ -24,18 +24,25 @@ from sqlalchemy.engine import Connection
 
 from scheduler_svc.db import (
     Database,
+    jobs,
     notification_deliveries,
     notification_events,
     notifiers,
     schedules,
+    tasks,
 )
 from scheduler_svc.errors import NotFound, Reason, Resource
 from scheduler_svc.records import JobRecord
 from scheduler_svc.store import locks
-from scheduler_svc.values import DeliveryStatus, EventKind, NotifierType
+from scheduler_svc.values import DeliveryStatus, EventKind, JobStatus, NotifierType
 
 #: The event kinds a notifier whose route names none receives.
-DEFAULT_EVENTS = (EventKind.FINAL_FAILURE, EventKind.RECOVERY, EventKind.AUTO_DISABLED)
+DEFAULT_EVENTS = (
+    EventKind.FINAL_FAILURE,
+    EventKind.RECOVERY,
+    EventKind.AUTO_DISABLED,
+    EventKind.NO_SUCCESS,
+)
 #: The longest job error an event carries, in characters.
 EVENT_ERROR_CHARS = 2000
 
@@ -300,6 +307,83 @@ class Outbox:
                 details=details,
             )
         )
+
+    async def check_overdue(self, now: dt.datetime) -> list[str]:
+        """The dead-man check: every enabled task with an ``expect_success_within_seconds``
+        whose newest success (or, when none is kept, its last change) is older than that,
+        and not yet notified, is marked overdue and gets a no_success event, in one
+        transaction; a conditional UPDATE, so two replicas never both notify it. The new
+        events' ids. The next success clears the mark (:mod:`.finish`)."""
+        last_success = (
+            sa.select(jobs.c.finished_at)
+            .where(jobs.c.task_id == tasks.c.id, jobs.c.status == JobStatus.SUCCEEDED)
+            .order_by(jobs.c.id.desc())
+            .limit(1)
+            .correlate(tasks)
+            .scalar_subquery()
+        )
+        query = sa.select(
+            tasks.c.id,
+            tasks.c.name,
+            tasks.c.updated_at,
+            tasks.c.expect_success_within_seconds,
+            last_success.label("last_success"),
+        ).where(
+            tasks.c.expect_success_within_seconds > 0,
+            tasks.c.enabled.is_(True),
+            tasks.c.overdue_since.is_(None),
+        )
+
+        candidates = await self.db.read(lambda conn: conn.execute(query).all())
+        due = [
+            row
+            for row in candidates
+            if (row.last_success or row.updated_at)
+            + dt.timedelta(seconds=row.expect_success_within_seconds)
+            <= now
+        ]
+        if not due:
+            return []  # the usual case: a read, no write transaction
+
+        def run(conn: Connection) -> list[str]:
+            out = []
+            for row in due:
+                window = dt.timedelta(seconds=row.expect_success_within_seconds)
+                succeeded_meanwhile = sa.exists(
+                    sa.select(jobs.c.id).where(
+                        jobs.c.task_id == row.id,
+                        jobs.c.status == JobStatus.SUCCEEDED,
+                        jobs.c.finished_at > now - window,
+                    )
+                )
+                marked = conn.execute(
+                    tasks.update()
+                    .where(
+                        tasks.c.id == row.id,
+                        tasks.c.overdue_since.is_(None),
+                        ~succeeded_meanwhile,
+                    )
+                    .values(overdue_since=now)
+                )
+                if not marked.rowcount:
+                    continue  # another replica notified it, or a success came meanwhile
+                out.append(
+                    insert_event(
+                        conn,
+                        EventKind.NO_SUCCESS,
+                        state_change=True,
+                        task_id=row.id,
+                        task_name=row.name,
+                        now=now,
+                        details={
+                            "expect_success_within_seconds": row.expect_success_within_seconds,
+                            "last_success_at": _iso(row.last_success),
+                        },
+                    )
+                )
+            return out
+
+        return await self.db.write(run)
 
     async def route(
         self,

@@ -98,6 +98,7 @@ class FinishingTask(NamedTuple):
     backoff_base_seconds: float
     backoff_cap_seconds: float
     failing_since: dt.datetime | None
+    overdue_since: dt.datetime | None
 
 
 def finished(row: Row) -> tuple[JobRecord, FinishingTask | None]:

@@ -24,6 +24,7 @@ class NotificationEvent(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     NOTIFICATION_EVENT_RECOVERY: _ClassVar[NotificationEvent]
     NOTIFICATION_EVENT_AUTO_DISABLED: _ClassVar[NotificationEvent]
     NOTIFICATION_EVENT_TEST: _ClassVar[NotificationEvent]
+    NOTIFICATION_EVENT_NO_SUCCESS: _ClassVar[NotificationEvent]
 
 class NotificationStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -40,6 +41,7 @@ NOTIFICATION_EVENT_FINAL_FAILURE: NotificationEvent
 NOTIFICATION_EVENT_RECOVERY: NotificationEvent
 NOTIFICATION_EVENT_AUTO_DISABLED: NotificationEvent
 NOTIFICATION_EVENT_TEST: NotificationEvent
+NOTIFICATION_EVENT_NO_SUCCESS: NotificationEvent
 NOTIFICATION_STATUS_UNSPECIFIED: NotificationStatus
 NOTIFICATION_STATUS_PENDING: NotificationStatus
 NOTIFICATION_STATUS_SENT: NotificationStatus

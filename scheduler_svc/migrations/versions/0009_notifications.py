@@ -7,7 +7,8 @@ delivers those in the background, at least once, with the event's id. ``notifier
 the notifiers declared through the API (secrets included: never returned by the API).
 ``tasks.failing_since`` is when the task's current run of final failures began (NULL: its
 last final outcome was a success), so that a failure or a recovery is known to be a change
-of state without a read.
+of state without a read. ``tasks.expect_success_within_seconds`` is the task's dead-man
+window (0: none) and ``tasks.overdue_since`` when its missing success was notified.
 
 Revision ID: 0009
 Revises: 0006
@@ -33,6 +34,11 @@ _when = scheduler_svc.db_datetime.UTCDateTime
 
 def upgrade() -> None:
     op.add_column("tasks", sa.Column("failing_since", _when(), nullable=True))
+    op.add_column(
+        "tasks",
+        sa.Column("expect_success_within_seconds", sa.Float(), nullable=False, server_default="0"),
+    )
+    op.add_column("tasks", sa.Column("overdue_since", _when(), nullable=True))
     op.create_table(
         "notifiers",
         sa.Column("name", sa.String(200), nullable=False),
@@ -97,4 +103,5 @@ def downgrade() -> None:
     op.drop_table("notification_deliveries")
     op.drop_table("notification_events")
     op.drop_table("notifiers")
-    op.execute("ALTER TABLE tasks DROP COLUMN failing_since")
+    for column in ("failing_since", "expect_success_within_seconds", "overdue_since"):
+        op.execute(f"ALTER TABLE tasks DROP COLUMN {column}")
