@@ -19,7 +19,7 @@ from tests.harness import Server, wait_for
 from tests.inprocess import Harness, inprocess
 from tests.queue_helpers import claim, eventually, finish
 from tests.receivers import HttpReceiver, http_receiver, smtp_server
-from tickwork import Client, InvalidArgument, NotFound, Trigger
+from tickwork import Client, InvalidArgument, JobStatus, NotFound, Trigger
 from tickwork.v1 import notifier_pb2 as pb
 
 UTC = dt.UTC
@@ -506,3 +506,35 @@ async def test_retention_deletes_old_notifications_but_not_pending_ones(
             await h.service.app.store.purge_history(later)
             assert await outbox.list_events() == []
             assert await h.client.list_notifications() == []
+
+
+def test_a_dead_man_alert_fires_for_a_schedule_whose_worker_is_stopped(
+    tmp_path: Path, database_url: str
+) -> None:
+    """A real service with no worker: the schedule fires every second, its jobs wait, and
+    the task's window passes without a success: one no_success arrives."""
+    with http_receiver() as receiver:
+        srv = Server(tmp_path, database_url=database_url, env={"WORKER_IS_ENABLED": "false"})
+        try:
+            srv.wait_healthy()
+            with Client(srv.address) as client:
+                client.put_notifier(webhook("hook", receiver.url))
+                client.create_task("backup", "shell", {"argv": ["true"]})
+                client.update_task("backup", expect_success_within_seconds=2)
+                client.create_schedule("each-second", ["backup"], cron="* * * * * *")
+                (body,) = wait_for(lambda: verify(receiver), what="the dead-man alert")
+                queued = client.list_jobs(task="backup")
+                notes = wait_for(
+                    lambda: [
+                        n
+                        for n in client.list_notifications()
+                        if n.status == pb.NOTIFICATION_STATUS_SENT
+                    ],
+                    what="the alert recorded as sent",
+                )
+        finally:
+            srv.stop()
+        assert body["type"] == "no_success" and body["task"]["name"] == "backup"  # type: ignore[index]
+        assert [j.status for j in queued] == [JobStatus.JOB_STATUS_QUEUED]  # no worker took it
+        assert [n.event for n in notes] == [pb.NOTIFICATION_EVENT_NO_SUCCESS]
+        assert len(receiver.received()) == 1
