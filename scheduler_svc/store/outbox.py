@@ -392,21 +392,24 @@ class Outbox:
         *,
         limit: int = 500,
     ) -> int:
-        """Route up to ``limit`` new events, oldest first: one PENDING delivery, due now,
-        per notifier of ``routes()`` (the declared ones are read in the same transaction
-        and come first; a name in both is the declared one) whose route takes it; the
-        events are then marked routed. The number of events routed."""
+        """Route up to ``limit`` new events, oldest first, each once whatever other senders
+        do at the same time: one PENDING delivery, due now, per notifier whose route takes
+        it, of the declared ones (read in the same transaction) and ``routes()`` (a name in
+        both is the declared one); the events are then marked routed. The number of events
+        routed."""
 
         def run(conn: Connection) -> int:
-            events = [
-                _event(r._mapping)
-                for r in conn.execute(
-                    notification_events.select()
-                    .where(notification_events.c.routed.is_(False))
-                    .order_by(notification_events.c.id)
-                    .limit(limit)
-                )
-            ]
+            unrouted = (
+                notification_events.select()
+                .where(notification_events.c.routed.is_(False))
+                .order_by(notification_events.c.id)
+                .limit(limit)
+            )
+            if self.db.dialect.skip_locked:
+                # Another sender routing now holds its events: they are passed over, not
+                # routed twice. (SQLite's writers are serialized already.)
+                unrouted = unrouted.with_for_update(skip_locked=True)
+            events = [_event(r._mapping) for r in conn.execute(unrouted)]
             if not events:
                 return 0
             declared = [_notifier(r._mapping) for r in conn.execute(notifiers.select())]
