@@ -74,6 +74,9 @@ tasks = sa.Table(
     # and when that was notified (NULL: not overdue), cleared by the next success.
     sa.Column("expect_success_within_seconds", sa.Float, nullable=False, server_default="0"),
     sa.Column("overdue_since", UTCDateTime, nullable=True),
+    # Notify once when a job of the task is still running this long after it started (0:
+    # off); it is not stopped (that is timeout_seconds).
+    sa.Column("warn_after_seconds", sa.Float, nullable=False, server_default="0"),
     **_NEVER_REUSE_IDS,
 )
 
@@ -145,6 +148,8 @@ jobs = sa.Table(
     # fenced its claim, and its task's concurrency group, both set by the claim.
     sa.Column("concurrency_group", sa.String(200), nullable=False, server_default=""),
     sa.Column("slot", sa.Integer, nullable=True),
+    # Whether this running job's long run (its task's warn_after_seconds) was notified.
+    sa.Column("long_run_notified", sa.Boolean, nullable=False, server_default=sa.false()),
     # At most one queued or running job per task: the database enforces the skip logic.
     sa.Index(
         "uq_jobs_one_active_per_task",

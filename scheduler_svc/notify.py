@@ -41,6 +41,7 @@ _TITLES = {
     EventKind.RECOVERY: "recovered",
     EventKind.AUTO_DISABLED: "was disabled",
     EventKind.NO_SUCCESS: "has not succeeded in time",
+    EventKind.LONG_RUN: "is still running",
     EventKind.TEST: "test notification",
 }
 

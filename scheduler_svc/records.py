@@ -39,6 +39,8 @@ class TaskRecord:
     """Jobs of tasks in one non-empty group never run at once; empty: the task alone."""
     expect_success_within_seconds: float = 0.0
     """Notify when no job of it succeeded for this long, seconds; 0: never."""
+    warn_after_seconds: float = 0.0
+    """Notify once when a job of it still runs this long after it started; 0: never."""
 
 
 @dataclass(frozen=True)

@@ -79,10 +79,11 @@ class Sender:
             await ticket.wait(self.settings.poll_interval_s)
 
     async def pass_once(self) -> int:
-        """Check the dead-man windows, route new events, then start sending every due
-        delivery; how many started."""
+        """Check the dead-man windows and the long runs, route new events, then start
+        sending every due delivery; how many started."""
         now = self.clock()
         await self.outbox.check_overdue(now)
+        await self.outbox.check_long_runs(now)
         while await self.outbox.route(now, self._builtin) > 0:
             pass
         declared = {n.name: n for n in await self.outbox.list_notifiers()}

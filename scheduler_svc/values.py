@@ -97,6 +97,8 @@ class EventKind(StrEnum):
     """The task was disabled after SCHEDULER_AUTO_DISABLE_TASK_FAILURE_COUNT failures."""
     NO_SUCCESS = "no_success"
     """No job of the task succeeded within its ``expect_success_within_seconds``."""
+    LONG_RUN = "long_run"
+    """A job of the task is still running ``warn_after_seconds`` after it started."""
     TEST = "test"
     """Sent by ``tickwork notifiers test NAME``."""
 

@@ -538,3 +538,35 @@ def test_a_dead_man_alert_fires_for_a_schedule_whose_worker_is_stopped(
         assert [j.status for j in queued] == [JobStatus.JOB_STATUS_QUEUED]  # no worker took it
         assert [n.event for n in notes] == [pb.NOTIFICATION_EVENT_NO_SUCCESS]
         assert len(receiver.received()) == 1
+
+
+async def test_a_long_run_is_notified_once_and_the_job_goes_on(
+    tmp_path: Path, database_url: str
+) -> None:
+    with http_receiver() as receiver:
+        async with inprocess(tmp_path, database_url, T0) as h:
+            sender = h.service.start_sender()
+            await h.client.put_notifier(webhook("hook", receiver.url))
+            await flaky(h)
+            task = await h.client.update_task("flaky", warn_after_seconds=60)
+            assert task.warn_after_seconds == 60
+            await h.client.run("flaky", trigger=Trigger.TRIGGER_MANUAL)
+            job = await claim(h)
+            h.clock.advance(59)
+            await sender.pass_once()
+            assert receiver.received() == []
+            h.clock.advance(1)
+            await sender.pass_once()
+            await sender.pass_once()
+            (body,) = await received(receiver, 1)
+            h.clock.advance(600)
+            await sender.pass_once()
+            assert len(receiver.received()) == 1
+            running = await h.client.get_job(job.id)
+            assert running.status == JobStatus.JOB_STATUS_RUNNING
+            await finish(h, job, "SUCCEEDED")
+            with pytest.raises(InvalidArgument) as err:
+                await h.client.update_task("flaky", warn_after_seconds=-5)
+            assert err.value.field == "task.warn_after_seconds"
+        assert body["type"] == "long_run" and body["warn_after_seconds"] == 60
+        assert body["job"]["id"] == job.id and body["job"]["status"] == "RUNNING"  # type: ignore[index]

@@ -37,6 +37,7 @@ EVENTS = {
     "recovery": pb.NOTIFICATION_EVENT_RECOVERY,
     "auto_disabled": pb.NOTIFICATION_EVENT_AUTO_DISABLED,
     "no_success": pb.NOTIFICATION_EVENT_NO_SUCCESS,
+    "long_run": pb.NOTIFICATION_EVENT_LONG_RUN,
 }
 _KEYS = ("name", "type", "url", "secret", "to", "timeout_seconds", "events", "every", "tasks",
          "schedules")  # fmt: skip

@@ -82,6 +82,7 @@ def task(r: TaskRecord, outcomes: OutcomeTimes = (None, None)) -> task_pb2.Task:
         cpu_limit_seconds=r.cpu_limit_seconds,
         concurrency_group=r.concurrency_group,
         expect_success_within_seconds=r.expect_success_within_seconds,
+        warn_after_seconds=r.warn_after_seconds,
     )
 
 

@@ -35,6 +35,7 @@ _EVENTS = {
     notifier_pb2.NOTIFICATION_EVENT_RECOVERY: EventKind.RECOVERY,
     notifier_pb2.NOTIFICATION_EVENT_AUTO_DISABLED: EventKind.AUTO_DISABLED,
     notifier_pb2.NOTIFICATION_EVENT_NO_SUCCESS: EventKind.NO_SUCCESS,
+    notifier_pb2.NOTIFICATION_EVENT_LONG_RUN: EventKind.LONG_RUN,
 }
 _EVENT_VALUES = {v: k for k, v in _EVENTS.items()} | {
     EventKind.TEST: notifier_pb2.NOTIFICATION_EVENT_TEST
@@ -84,7 +85,7 @@ def notifier_record(msg: notifier_pb2.Notifier) -> NotifierRecord:
     for i, value in enumerate(msg.events):
         if value not in _EVENTS:
             raise InvalidArgument(
-                "must be FINAL_FAILURE, RECOVERY, AUTO_DISABLED or NO_SUCCESS",
+                "must be FINAL_FAILURE, RECOVERY, AUTO_DISABLED, NO_SUCCESS or LONG_RUN",
                 field=f"notifier.events[{i}]",
             )
         events.append(str(_EVENTS[value]))

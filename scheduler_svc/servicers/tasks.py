@@ -34,6 +34,7 @@ WRITABLE = (
     "cpu_limit_seconds",
     "concurrency_group",
     "expect_success_within_seconds",
+    "warn_after_seconds",
 )
 #: RetryPolicy fields an update mask may name one by one (``retry_policy.max_attempts``).
 RETRY_FIELDS = ("max_attempts", "backoff_base_seconds", "backoff_cap_seconds")
@@ -72,8 +73,8 @@ def task_values(task: task_pb2.Task, paths: tuple[str, ...]) -> dict[str, Any]:
             out[path] = validation.process_limit(getattr(task, path), f"task.{path}")
         elif path == "concurrency_group":
             out[path] = validation.concurrency_group(task.concurrency_group)
-        elif path == "expect_success_within_seconds":
-            out[path] = validation.seconds(task.expect_success_within_seconds, f"task.{path}")
+        elif path in ("expect_success_within_seconds", "warn_after_seconds"):
+            out[path] = validation.seconds(getattr(task, path), f"task.{path}")
         elif path == "retry_policy":
             rp = task.retry_policy
             attempts, base, cap = validation.retry_policy(

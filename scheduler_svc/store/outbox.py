@@ -33,7 +33,7 @@ from scheduler_svc.db import (
 )
 from scheduler_svc.errors import NotFound, Reason, Resource
 from scheduler_svc.records import JobRecord
-from scheduler_svc.store import locks
+from scheduler_svc.store import locks, rows
 from scheduler_svc.values import DeliveryStatus, EventKind, JobStatus, NotifierType
 
 #: The event kinds a notifier whose route names none receives.
@@ -42,6 +42,7 @@ DEFAULT_EVENTS = (
     EventKind.RECOVERY,
     EventKind.AUTO_DISABLED,
     EventKind.NO_SUCCESS,
+    EventKind.LONG_RUN,
 )
 #: The longest job error an event carries, in characters.
 EVENT_ERROR_CHARS = 2000
@@ -385,6 +386,60 @@ class Outbox:
 
         return await self.db.write(run)
 
+    async def check_long_runs(self, now: dt.datetime) -> list[str]:
+        """Every RUNNING job started at least its task's ``warn_after_seconds`` ago (> 0)
+        and not yet notified gets a long_run event, once: a read, then (only when one is
+        due) one transaction that marks each job under a conditional UPDATE and writes its
+        event. The new events' ids. The job goes on running."""
+        query = (
+            sa.select(jobs, tasks.c.warn_after_seconds.label("warn_after"))
+            .join(tasks, tasks.c.id == jobs.c.task_id)
+            .where(
+                jobs.c.status == JobStatus.RUNNING,
+                jobs.c.long_run_notified.is_(False),
+                tasks.c.warn_after_seconds > 0,
+            )
+        )
+        candidates = await self.db.read(lambda conn: conn.execute(query).all())
+        due = [
+            (rows.job(row), row.warn_after)
+            for row in candidates
+            if row.started_at is not None
+            and row.started_at + dt.timedelta(seconds=row.warn_after) <= now
+        ]
+        if not due:
+            return []
+
+        def run(conn: Connection) -> list[str]:
+            out = []
+            for job, warn_after in due:
+                marked = conn.execute(
+                    jobs.update()
+                    .where(
+                        jobs.c.id == job.id,
+                        jobs.c.status == JobStatus.RUNNING,
+                        jobs.c.long_run_notified.is_(False),
+                    )
+                    .values(long_run_notified=True)
+                )
+                if not marked.rowcount:
+                    continue  # it ended meanwhile, or another replica notified it
+                out.append(
+                    insert_event(
+                        conn,
+                        EventKind.LONG_RUN,
+                        state_change=True,
+                        task_id=job.task_id,
+                        task_name=job.task_name,
+                        now=now,
+                        job=job,
+                        details={"warn_after_seconds": warn_after},
+                    )
+                )
+            return out
+
+        return await self.db.write(run)
+
     async def route(
         self,
         now: dt.datetime,
@@ -425,7 +480,7 @@ class Outbox:
                         )
                     ).all()
                 )
-            rows = [
+            deliveries = [
                 {
                     "event": event.id,
                     "notifier": notifier.name,
@@ -440,8 +495,8 @@ class Outbox:
                 for notifier in every
                 if notifier.wants(event, schedule_names.get(event.schedule_id or 0))
             ]
-            if rows:
-                conn.execute(notification_deliveries.insert(), rows)
+            if deliveries:
+                conn.execute(notification_deliveries.insert(), deliveries)
             conn.execute(
                 notification_events.update()
                 .where(notification_events.c.id.in_([e.id for e in events]))

@@ -52,7 +52,7 @@ def add_parsers(sub: argparse._SubParsersAction[Any], net: argparse.ArgumentPars
 
 def _route(n: Notifier) -> str:
     events = ", ".join(rq.enum_label(NotificationEvent, e).lower() for e in n.events)
-    text = events or "final_failure, recovery, auto_disabled, no_success"
+    text = events or "every kind"
     text += "; every event" if n.every else "; changes of state"
     if n.tasks:
         text += f"; tasks {', '.join(n.tasks)}"

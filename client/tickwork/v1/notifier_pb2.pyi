@@ -25,6 +25,7 @@ class NotificationEvent(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     NOTIFICATION_EVENT_AUTO_DISABLED: _ClassVar[NotificationEvent]
     NOTIFICATION_EVENT_TEST: _ClassVar[NotificationEvent]
     NOTIFICATION_EVENT_NO_SUCCESS: _ClassVar[NotificationEvent]
+    NOTIFICATION_EVENT_LONG_RUN: _ClassVar[NotificationEvent]
 
 class NotificationStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -42,6 +43,7 @@ NOTIFICATION_EVENT_RECOVERY: NotificationEvent
 NOTIFICATION_EVENT_AUTO_DISABLED: NotificationEvent
 NOTIFICATION_EVENT_TEST: NotificationEvent
 NOTIFICATION_EVENT_NO_SUCCESS: NotificationEvent
+NOTIFICATION_EVENT_LONG_RUN: NotificationEvent
 NOTIFICATION_STATUS_UNSPECIFIED: NotificationStatus
 NOTIFICATION_STATUS_PENDING: NotificationStatus
 NOTIFICATION_STATUS_SENT: NotificationStatus

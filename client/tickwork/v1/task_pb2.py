@@ -28,7 +28,7 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from tickwork.v1 import common_pb2 as tickwork_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16tickwork/v1/task.proto\x12\x0btickwork.v1\x1a google/protobuf/field_mask.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x18tickwork/v1/common.proto\"^\n\x0bRetryPolicy\x12\x14\n\x0cmax_attempts\x18\x01 \x01(\x05\x12\x1c\n\x14\x62\x61\x63koff_base_seconds\x18\x02 \x01(\x01\x12\x1b\n\x13\x62\x61\x63koff_cap_seconds\x18\x03 \x01(\x01\"\x8d\x05\n\x04Task\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x03 \x01(\t\x12\x0f\n\x07handler\x18\x04 \x01(\t\x12\'\n\x06params\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x1a\n\rtask_priority\x18\x06 \x01(\x05H\x00\x88\x01\x01\x12\x14\n\x07\x65nabled\x18\x07 \x01(\x08H\x01\x88\x01\x01\x12\x17\n\x0ftimeout_seconds\x18\x08 \x01(\x01\x12!\n\x19\x63onsecutive_failure_count\x18\t \x01(\x05\x12.\n\x0cretry_policy\x18\n \x01(\x0b\x32\x18.tickwork.v1.RetryPolicy\x12\x17\n\x0f\x64isabled_reason\x18\x0b \x01(\t\x12/\n\x0b\x63reate_time\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0bupdate_time\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x1a\n\x12memory_limit_bytes\x18\x0e \x01(\x03\x12\x19\n\x11\x63pu_limit_seconds\x18\x0f \x01(\x03\x12\x19\n\x11\x63oncurrency_group\x18\x10 \x01(\t\x12\x35\n\x11last_success_time\x18\x11 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x35\n\x11last_failure_time\x18\x12 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12%\n\x1d\x65xpect_success_within_seconds\x18\x13 \x01(\x01\x42\x10\n\x0e_task_priorityB\n\n\x08_enabled\"H\n\x11\x43reateTaskRequest\x12\x1f\n\x04task\x18\x01 \x01(\x0b\x32\x11.tickwork.v1.Task\x12\x12\n\nrequest_id\x18\x14 \x01(\t\"O\n\x12\x43reateTaskResponse\x12\x1f\n\x04task\x18\x01 \x01(\x0b\x32\x11.tickwork.v1.Task\x12\x18\n\x10repeated_request\x18\x14 \x01(\x08\"/\n\x0eGetTaskRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\x03\x12\x0c\n\x04name\x18\x02 \x01(\t\"2\n\x0fGetTaskResponse\x12\x1f\n\x04task\x18\x01 \x01(\x0b\x32\x11.tickwork.v1.Task\"9\n\x10ListTasksRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\"N\n\x11ListTasksResponse\x12 \n\x05tasks\x18\x01 \x03(\x0b\x32\x11.tickwork.v1.Task\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"e\n\x11UpdateTaskRequest\x12\x1f\n\x04task\x18\x01 \x01(\x0b\x32\x11.tickwork.v1.Task\x12/\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\"5\n\x12UpdateTaskResponse\x12\x1f\n\x04task\x18\x01 \x01(\x0b\x32\x11.tickwork.v1.Task\"$\n\x11\x44\x65leteTaskRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\x03\"\x14\n\x12\x44\x65leteTaskResponse\"r\n\x0fRunTasksRequest\x12\x10\n\x08task_ids\x18\x01 \x03(\x03\x12\x12\n\ntask_names\x18\x02 \x03(\t\x12%\n\x07trigger\x18\x03 \x01(\x0e\x32\x14.tickwork.v1.Trigger\x12\x12\n\nrequest_id\x18\x14 \x01(\t\"P\n\x10RunTasksResponse\x12\"\n\x04runs\x18\x01 \x03(\x0b\x32\x14.tickwork.v1.TaskRun\x12\x18\n\x10repeated_request\x18\x14 \x01(\x08\"9\n\x11\x41\x62ortTasksRequest\x12\x10\n\x08task_ids\x18\x01 \x03(\x03\x12\x12\n\nrequest_id\x18\x14 \x01(\t\"\xc0\x01\n\tTaskAbort\x12\x0f\n\x07task_id\x18\x01 \x01(\x03\x12\x0e\n\x06job_id\x18\x02 \x01(\x03\x12-\n\x06\x61\x63tion\x18\x03 \x01(\x0e\x32\x1d.tickwork.v1.TaskAbort.Action\"c\n\x06\x41\x63tion\x12\x16\n\x12\x41\x43TION_UNSPECIFIED\x10\x00\x12\x14\n\x10\x41\x43TION_CANCELLED\x10\x01\x12\x1a\n\x16\x41\x43TION_ABORT_REQUESTED\x10\x02\x12\x0f\n\x0b\x41\x43TION_NONE\x10\x03\"V\n\x12\x41\x62ortTasksResponse\x12&\n\x06\x61\x62orts\x18\x01 \x03(\x0b\x32\x16.tickwork.v1.TaskAbort\x12\x18\n\x10repeated_request\x18\x14 \x01(\x08\x32\xa4\x04\n\x0bTaskService\x12M\n\nCreateTask\x12\x1e.tickwork.v1.CreateTaskRequest\x1a\x1f.tickwork.v1.CreateTaskResponse\x12\x44\n\x07GetTask\x12\x1b.tickwork.v1.GetTaskRequest\x1a\x1c.tickwork.v1.GetTaskResponse\x12J\n\tListTasks\x12\x1d.tickwork.v1.ListTasksRequest\x1a\x1e.tickwork.v1.ListTasksResponse\x12M\n\nUpdateTask\x12\x1e.tickwork.v1.UpdateTaskRequest\x1a\x1f.tickwork.v1.UpdateTaskResponse\x12M\n\nDeleteTask\x12\x1e.tickwork.v1.DeleteTaskRequest\x1a\x1f.tickwork.v1.DeleteTaskResponse\x12G\n\x08RunTasks\x12\x1c.tickwork.v1.RunTasksRequest\x1a\x1d.tickwork.v1.RunTasksResponse\x12M\n\nAbortTasks\x12\x1e.tickwork.v1.AbortTasksRequest\x1a\x1f.tickwork.v1.AbortTasksResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16tickwork/v1/task.proto\x12\x0btickwork.v1\x1a google/protobuf/field_mask.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x18tickwork/v1/common.proto\"^\n\x0bRetryPolicy\x12\x14\n\x0cmax_attempts\x18\x01 \x01(\x05\x12\x1c\n\x14\x62\x61\x63koff_base_seconds\x18\x02 \x01(\x01\x12\x1b\n\x13\x62\x61\x63koff_cap_seconds\x18\x03 \x01(\x01\"\xa9\x05\n\x04Task\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x03 \x01(\t\x12\x0f\n\x07handler\x18\x04 \x01(\t\x12\'\n\x06params\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x1a\n\rtask_priority\x18\x06 \x01(\x05H\x00\x88\x01\x01\x12\x14\n\x07\x65nabled\x18\x07 \x01(\x08H\x01\x88\x01\x01\x12\x17\n\x0ftimeout_seconds\x18\x08 \x01(\x01\x12!\n\x19\x63onsecutive_failure_count\x18\t \x01(\x05\x12.\n\x0cretry_policy\x18\n \x01(\x0b\x32\x18.tickwork.v1.RetryPolicy\x12\x17\n\x0f\x64isabled_reason\x18\x0b \x01(\t\x12/\n\x0b\x63reate_time\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0bupdate_time\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x1a\n\x12memory_limit_bytes\x18\x0e \x01(\x03\x12\x19\n\x11\x63pu_limit_seconds\x18\x0f \x01(\x03\x12\x19\n\x11\x63oncurrency_group\x18\x10 \x01(\t\x12\x35\n\x11last_success_time\x18\x11 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x35\n\x11last_failure_time\x18\x12 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12%\n\x1d\x65xpect_success_within_seconds\x18\x13 \x01(\x01\x12\x1a\n\x12warn_after_seconds\x18\x14 \x01(\x01\x42\x10\n\x0e_task_priorityB\n\n\x08_enabled\"H\n\x11\x43reateTaskRequest\x12\x1f\n\x04task\x18\x01 \x01(\x0b\x32\x11.tickwork.v1.Task\x12\x12\n\nrequest_id\x18\x14 \x01(\t\"O\n\x12\x43reateTaskResponse\x12\x1f\n\x04task\x18\x01 \x01(\x0b\x32\x11.tickwork.v1.Task\x12\x18\n\x10repeated_request\x18\x14 \x01(\x08\"/\n\x0eGetTaskRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\x03\x12\x0c\n\x04name\x18\x02 \x01(\t\"2\n\x0fGetTaskResponse\x12\x1f\n\x04task\x18\x01 \x01(\x0b\x32\x11.tickwork.v1.Task\"9\n\x10ListTasksRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\"N\n\x11ListTasksResponse\x12 \n\x05tasks\x18\x01 \x03(\x0b\x32\x11.tickwork.v1.Task\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"e\n\x11UpdateTaskRequest\x12\x1f\n\x04task\x18\x01 \x01(\x0b\x32\x11.tickwork.v1.Task\x12/\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\"5\n\x12UpdateTaskResponse\x12\x1f\n\x04task\x18\x01 \x01(\x0b\x32\x11.tickwork.v1.Task\"$\n\x11\x44\x65leteTaskRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\x03\"\x14\n\x12\x44\x65leteTaskResponse\"r\n\x0fRunTasksRequest\x12\x10\n\x08task_ids\x18\x01 \x03(\x03\x12\x12\n\ntask_names\x18\x02 \x03(\t\x12%\n\x07trigger\x18\x03 \x01(\x0e\x32\x14.tickwork.v1.Trigger\x12\x12\n\nrequest_id\x18\x14 \x01(\t\"P\n\x10RunTasksResponse\x12\"\n\x04runs\x18\x01 \x03(\x0b\x32\x14.tickwork.v1.TaskRun\x12\x18\n\x10repeated_request\x18\x14 \x01(\x08\"9\n\x11\x41\x62ortTasksRequest\x12\x10\n\x08task_ids\x18\x01 \x03(\x03\x12\x12\n\nrequest_id\x18\x14 \x01(\t\"\xc0\x01\n\tTaskAbort\x12\x0f\n\x07task_id\x18\x01 \x01(\x03\x12\x0e\n\x06job_id\x18\x02 \x01(\x03\x12-\n\x06\x61\x63tion\x18\x03 \x01(\x0e\x32\x1d.tickwork.v1.TaskAbort.Action\"c\n\x06\x41\x63tion\x12\x16\n\x12\x41\x43TION_UNSPECIFIED\x10\x00\x12\x14\n\x10\x41\x43TION_CANCELLED\x10\x01\x12\x1a\n\x16\x41\x43TION_ABORT_REQUESTED\x10\x02\x12\x0f\n\x0b\x41\x43TION_NONE\x10\x03\"V\n\x12\x41\x62ortTasksResponse\x12&\n\x06\x61\x62orts\x18\x01 \x03(\x0b\x32\x16.tickwork.v1.TaskAbort\x12\x18\n\x10repeated_request\x18\x14 \x01(\x08\x32\xa4\x04\n\x0bTaskService\x12M\n\nCreateTask\x12\x1e.tickwork.v1.CreateTaskRequest\x1a\x1f.tickwork.v1.CreateTaskResponse\x12\x44\n\x07GetTask\x12\x1b.tickwork.v1.GetTaskRequest\x1a\x1c.tickwork.v1.GetTaskResponse\x12J\n\tListTasks\x12\x1d.tickwork.v1.ListTasksRequest\x1a\x1e.tickwork.v1.ListTasksResponse\x12M\n\nUpdateTask\x12\x1e.tickwork.v1.UpdateTaskRequest\x1a\x1f.tickwork.v1.UpdateTaskResponse\x12M\n\nDeleteTask\x12\x1e.tickwork.v1.DeleteTaskRequest\x1a\x1f.tickwork.v1.DeleteTaskResponse\x12G\n\x08RunTasks\x12\x1c.tickwork.v1.RunTasksRequest\x1a\x1d.tickwork.v1.RunTasksResponse\x12M\n\nAbortTasks\x12\x1e.tickwork.v1.AbortTasksRequest\x1a\x1f.tickwork.v1.AbortTasksResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,39 +38,39 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_RETRYPOLICY']._serialized_start=162
   _globals['_RETRYPOLICY']._serialized_end=256
   _globals['_TASK']._serialized_start=259
-  _globals['_TASK']._serialized_end=912
-  _globals['_CREATETASKREQUEST']._serialized_start=914
-  _globals['_CREATETASKREQUEST']._serialized_end=986
-  _globals['_CREATETASKRESPONSE']._serialized_start=988
-  _globals['_CREATETASKRESPONSE']._serialized_end=1067
-  _globals['_GETTASKREQUEST']._serialized_start=1069
-  _globals['_GETTASKREQUEST']._serialized_end=1116
-  _globals['_GETTASKRESPONSE']._serialized_start=1118
-  _globals['_GETTASKRESPONSE']._serialized_end=1168
-  _globals['_LISTTASKSREQUEST']._serialized_start=1170
-  _globals['_LISTTASKSREQUEST']._serialized_end=1227
-  _globals['_LISTTASKSRESPONSE']._serialized_start=1229
-  _globals['_LISTTASKSRESPONSE']._serialized_end=1307
-  _globals['_UPDATETASKREQUEST']._serialized_start=1309
-  _globals['_UPDATETASKREQUEST']._serialized_end=1410
-  _globals['_UPDATETASKRESPONSE']._serialized_start=1412
-  _globals['_UPDATETASKRESPONSE']._serialized_end=1465
-  _globals['_DELETETASKREQUEST']._serialized_start=1467
-  _globals['_DELETETASKREQUEST']._serialized_end=1503
-  _globals['_DELETETASKRESPONSE']._serialized_start=1505
-  _globals['_DELETETASKRESPONSE']._serialized_end=1525
-  _globals['_RUNTASKSREQUEST']._serialized_start=1527
-  _globals['_RUNTASKSREQUEST']._serialized_end=1641
-  _globals['_RUNTASKSRESPONSE']._serialized_start=1643
-  _globals['_RUNTASKSRESPONSE']._serialized_end=1723
-  _globals['_ABORTTASKSREQUEST']._serialized_start=1725
-  _globals['_ABORTTASKSREQUEST']._serialized_end=1782
-  _globals['_TASKABORT']._serialized_start=1785
-  _globals['_TASKABORT']._serialized_end=1977
-  _globals['_TASKABORT_ACTION']._serialized_start=1878
-  _globals['_TASKABORT_ACTION']._serialized_end=1977
-  _globals['_ABORTTASKSRESPONSE']._serialized_start=1979
-  _globals['_ABORTTASKSRESPONSE']._serialized_end=2065
-  _globals['_TASKSERVICE']._serialized_start=2068
-  _globals['_TASKSERVICE']._serialized_end=2616
+  _globals['_TASK']._serialized_end=940
+  _globals['_CREATETASKREQUEST']._serialized_start=942
+  _globals['_CREATETASKREQUEST']._serialized_end=1014
+  _globals['_CREATETASKRESPONSE']._serialized_start=1016
+  _globals['_CREATETASKRESPONSE']._serialized_end=1095
+  _globals['_GETTASKREQUEST']._serialized_start=1097
+  _globals['_GETTASKREQUEST']._serialized_end=1144
+  _globals['_GETTASKRESPONSE']._serialized_start=1146
+  _globals['_GETTASKRESPONSE']._serialized_end=1196
+  _globals['_LISTTASKSREQUEST']._serialized_start=1198
+  _globals['_LISTTASKSREQUEST']._serialized_end=1255
+  _globals['_LISTTASKSRESPONSE']._serialized_start=1257
+  _globals['_LISTTASKSRESPONSE']._serialized_end=1335
+  _globals['_UPDATETASKREQUEST']._serialized_start=1337
+  _globals['_UPDATETASKREQUEST']._serialized_end=1438
+  _globals['_UPDATETASKRESPONSE']._serialized_start=1440
+  _globals['_UPDATETASKRESPONSE']._serialized_end=1493
+  _globals['_DELETETASKREQUEST']._serialized_start=1495
+  _globals['_DELETETASKREQUEST']._serialized_end=1531
+  _globals['_DELETETASKRESPONSE']._serialized_start=1533
+  _globals['_DELETETASKRESPONSE']._serialized_end=1553
+  _globals['_RUNTASKSREQUEST']._serialized_start=1555
+  _globals['_RUNTASKSREQUEST']._serialized_end=1669
+  _globals['_RUNTASKSRESPONSE']._serialized_start=1671
+  _globals['_RUNTASKSRESPONSE']._serialized_end=1751
+  _globals['_ABORTTASKSREQUEST']._serialized_start=1753
+  _globals['_ABORTTASKSREQUEST']._serialized_end=1810
+  _globals['_TASKABORT']._serialized_start=1813
+  _globals['_TASKABORT']._serialized_end=2005
+  _globals['_TASKABORT_ACTION']._serialized_start=1906
+  _globals['_TASKABORT_ACTION']._serialized_end=2005
+  _globals['_ABORTTASKSRESPONSE']._serialized_start=2007
+  _globals['_ABORTTASKSRESPONSE']._serialized_end=2093
+  _globals['_TASKSERVICE']._serialized_start=2096
+  _globals['_TASKSERVICE']._serialized_end=2644
 # @@protoc_insertion_point(module_scope)

@@ -8,7 +8,9 @@ the notifiers declared through the API (secrets included: never returned by the 
 ``tasks.failing_since`` is when the task's current run of final failures began (NULL: its
 last final outcome was a success), so that a failure or a recovery is known to be a change
 of state without a read. ``tasks.expect_success_within_seconds`` is the task's dead-man
-window (0: none) and ``tasks.overdue_since`` when its missing success was notified.
+window (0: none) and ``tasks.overdue_since`` when its missing success was notified;
+``tasks.warn_after_seconds`` its long-run threshold (0: none) and
+``jobs.long_run_notified`` whether a running job's long run was notified.
 
 Revision ID: 0009
 Revises: 0006
@@ -39,6 +41,13 @@ def upgrade() -> None:
         sa.Column("expect_success_within_seconds", sa.Float(), nullable=False, server_default="0"),
     )
     op.add_column("tasks", sa.Column("overdue_since", _when(), nullable=True))
+    op.add_column(
+        "tasks", sa.Column("warn_after_seconds", sa.Float(), nullable=False, server_default="0")
+    )
+    op.add_column(
+        "jobs",
+        sa.Column("long_run_notified", sa.Boolean(), nullable=False, server_default=sa.false()),
+    )
     op.create_table(
         "notifiers",
         sa.Column("name", sa.String(200), nullable=False),
@@ -103,5 +112,11 @@ def downgrade() -> None:
     op.drop_table("notification_deliveries")
     op.drop_table("notification_events")
     op.drop_table("notifiers")
-    for column in ("failing_since", "expect_success_within_seconds", "overdue_since"):
+    op.execute("ALTER TABLE jobs DROP COLUMN long_run_notified")
+    for column in (
+        "failing_since",
+        "expect_success_within_seconds",
+        "overdue_since",
+        "warn_after_seconds",
+    ):
         op.execute(f"ALTER TABLE tasks DROP COLUMN {column}")
