@@ -13,7 +13,7 @@ import datetime as dt
 import logging
 from collections.abc import Callable, Sequence
 
-from scheduler_svc import notify
+from scheduler_svc.failpoints import failpoint
 from scheduler_svc.firing import first_fire_after
 from scheduler_svc.hub import Hub
 from scheduler_svc.metrics import Metrics
@@ -149,7 +149,7 @@ class App:
         claim_lease_token: int | None = None,
     ) -> FinishResult:
         """Record a job's outcome (see :meth:`Store.finish_job`), then wake watchers, wake
-        the worker for a retry, and email when the task was auto-disabled. With
+        the worker for a retry, and wake the notification sender when events were written. With
         ``claim_next_for`` (an active worker session's id), the next job is leased to that
         worker in slot ``claim_slot``, fenced by that slot's lease under
         ``claim_lease_token``, in the same transaction (the result's ``next_job``)."""
@@ -219,6 +219,8 @@ class App:
                 self.metrics.job_finished(
                     job.task_name, job.status, job.started_at, job.finished_at
                 )
+                if job.status == JobStatus.SUCCEEDED and job.finished_at is not None:
+                    self.metrics.last_success.labels(job.task_name).set(job.finished_at.timestamp())
             # Quiet on success (the worker logs each job's start and end, and the jobs
             # table keeps them): a busy queue's successes are not two server lines a job.
             succeeded = result.accepted and result.job.status == JobStatus.SUCCEEDED
@@ -257,11 +259,11 @@ class App:
                 last_error.strip().splitlines()[0][:200] if last_error.strip() else "-",
                 extra={"task_id": task.id, "count": task.consecutive_failure_count},
             )
-            if self.settings.smtp.enabled:
-                self.spawn(
-                    notify.send_auto_disable_email(self.settings.smtp, task, last_error),
-                    name=f"email-task-{task.id}",
-                )
+        if result.events:
+            # The events are committed with the outcome: a crash from here on loses none
+            # (the sender finds them after a restart).
+            failpoint("after-outbox-commit")
+            self.hub.outbox.fire()
 
     def stop_dispatch(self) -> None:
         """The service is stopping: hand no more jobs to workers. Idle worker streams end

@@ -68,6 +68,17 @@ tasks = sa.Table(
     sa.Column("cpu_limit_seconds", sa.BigInteger, nullable=False, server_default="0"),
     # Jobs of tasks in one non-empty group never run at once (uq_jobs_running_group).
     sa.Column("concurrency_group", sa.String(200), nullable=False, server_default=""),
+    # When the task's current run of final failures began; NULL: its last final outcome was
+    # a success (or it never ran). A failure or a recovery is then known to be a change of
+    # state without a read (scheduler_svc.store.outbox).
+    sa.Column("failing_since", UTCDateTime, nullable=True),
+    # The dead-man window: notify when no job of the task succeeded for this long (0: off),
+    # and when that was notified (NULL: not overdue), cleared by the next success.
+    sa.Column("expect_success_within_seconds", sa.Float, nullable=False, server_default="0"),
+    sa.Column("overdue_since", UTCDateTime, nullable=True),
+    # Notify once when a job of the task is still running this long after it started (0:
+    # off); it is not stopped (that is timeout_seconds).
+    sa.Column("warn_after_seconds", sa.Float, nullable=False, server_default="0"),
     **_NEVER_REUSE_IDS,
 )
 
@@ -145,6 +156,8 @@ jobs = sa.Table(
     sa.Column("labels", sa.JSON(none_as_null=True), nullable=True),
     sa.Column("requested_by", sa.String(200), nullable=False, server_default=""),
     sa.Column("stopped_by", sa.String(200), nullable=False, server_default=""),
+    # Whether this running job's long run (its task's warn_after_seconds) was notified.
+    sa.Column("long_run_notified", sa.Boolean, nullable=False, server_default=sa.false()),
     # At most one queued or running job per task: the database enforces the skip logic.
     sa.Index(
         "uq_jobs_one_active_per_task",
@@ -227,6 +240,66 @@ requests = sa.Table(
     sa.Column("fingerprint", sa.String(64), nullable=False),
     sa.Column("response", sa.LargeBinary, nullable=False),
     sa.Column("created_at", UTCDateTime, nullable=False, index=True),
+)
+
+
+#: Notifiers declared through the API (NotifierService): ``config`` holds the type's
+#: settings, secrets included (never returned by the API); ``events``, ``every``, ``tasks``
+#: and ``schedules`` are its route (see docs/operations/notifications.md).
+notifiers = sa.Table(
+    "notifiers",
+    metadata,
+    sa.Column("name", sa.String(200), primary_key=True),
+    sa.Column("type", sa.String(16), nullable=False),
+    sa.Column("config", sa.JSON, nullable=False),
+    sa.Column("events", sa.JSON, nullable=False),
+    sa.Column("every", sa.Boolean, nullable=False),
+    sa.Column("tasks", sa.JSON, nullable=False),
+    sa.Column("schedules", sa.JSON, nullable=False),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("updated_at", UTCDateTime, nullable=False),
+)
+
+#: The outbox: one row per event, written in the transaction of the state change that
+#: caused it; ``routed`` once the sender has made its deliveries.
+notification_events = sa.Table(
+    "notification_events",
+    metadata,
+    sa.Column("id", _id, primary_key=True, autoincrement=True),
+    sa.Column("event_id", sa.String(64), nullable=False),
+    sa.Column("kind", sa.String(32), nullable=False),
+    sa.Column("state_change", sa.Boolean, nullable=False),
+    sa.Column("task_id", _id, nullable=True),
+    sa.Column("task_name", sa.String(200), nullable=False),
+    sa.Column("schedule_id", _id, nullable=True),
+    sa.Column("job_id", _id, nullable=True),
+    sa.Column("details", sa.JSON, nullable=False),
+    sa.Column("occurred_at", UTCDateTime, nullable=False),
+    sa.Column("routed", sa.Boolean, nullable=False),
+    sa.UniqueConstraint("event_id", name="uq_notification_events_event_id"),
+    sa.Index("ix_notification_events_unrouted", "routed", "id"),
+)
+
+#: One event's delivery through one notifier: PENDING until SENT or GIVEN_UP.
+notification_deliveries = sa.Table(
+    "notification_deliveries",
+    metadata,
+    sa.Column("id", _id, primary_key=True, autoincrement=True),
+    sa.Column(
+        "event",
+        _id,
+        sa.ForeignKey("notification_events.id", ondelete="CASCADE"),
+        nullable=False,
+        index=True,
+    ),
+    sa.Column("notifier", sa.String(200), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("attempts", sa.Integer, nullable=False),
+    sa.Column("next_attempt_at", UTCDateTime, nullable=True),
+    sa.Column("last_error", sa.Text, nullable=False),
+    sa.Column("sent_at", UTCDateTime, nullable=True),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Index("ix_notification_deliveries_due", "status", "next_attempt_at"),
 )
 
 

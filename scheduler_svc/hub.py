@@ -74,6 +74,8 @@ class Hub:
     def __init__(self) -> None:
         self._queue = Signal()
         self._schedules = Signal()
+        #: Fired when a notification event was written in this process: wakes the sender.
+        self.outbox = Signal()
         #: When the scheduler loop of this process, waiting, will tick next (aware UTC);
         #: None while it ticks or when there is no loop here.
         self.scheduler_wakes_at: dt.datetime | None = None

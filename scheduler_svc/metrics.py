@@ -106,6 +106,18 @@ class Metrics:
             ["task"],
             registry=r,
         )
+        self.notifications = Counter(
+            "tickwork_notifications",
+            "Notification delivery attempts, by notifier and outcome (sent, retried, given_up).",
+            ["notifier", "outcome"],
+            registry=r,
+        )
+        self.last_success = Gauge(
+            "tickwork_task_last_success_timestamp_seconds",
+            "When a job of the task last succeeded (Unix time), as recorded by this replica.",
+            ["task"],
+            registry=r,
+        )
         self.workers = Gauge(
             "tickwork_workers",
             "Worker streams open on this replica, by state (active, standby).",

@@ -37,6 +37,10 @@ class TaskRecord:
     """RLIMIT_CPU of each job process, seconds; 0: none."""
     concurrency_group: str = ""
     """Jobs of tasks in one non-empty group never run at once; empty: the task alone."""
+    expect_success_within_seconds: float = 0.0
+    """Notify when no job of it succeeded for this long, seconds; 0: never."""
+    warn_after_seconds: float = 0.0
+    """Notify once when a job of it still runs this long after it started; 0: never."""
 
 
 @dataclass(frozen=True)
@@ -244,6 +248,9 @@ class FinishResult:
     anchored_next_run: dt.datetime | None = None
     next_job: tuple[JobRecord, TaskRecord] | None = None
     repeat: bool = False
+    events: tuple[str, ...] = ()
+    """The ids of the notification events written with the outcome (final failure,
+    recovery, auto-disabled)."""
 
 
 @dataclass(frozen=True)

@@ -39,8 +39,10 @@ from scheduler_svc.hub import Hub
 from scheduler_svc.metrics import REFRESH_S, Metrics, MetricsServer
 from scheduler_svc.replicas import ReplicaWakeups
 from scheduler_svc.scheduler import Scheduler, grpc_queue_client
+from scheduler_svc.sender import Sender
 from scheduler_svc.servicers._decoding import add_servicer
 from scheduler_svc.servicers.jobs import JobServicer
+from scheduler_svc.servicers.notifiers import NotifierServicer
 from scheduler_svc.servicers.queue import QueueServicer
 from scheduler_svc.servicers.schedules import ScheduleServicer
 from scheduler_svc.servicers.system import SystemServicer
@@ -53,6 +55,8 @@ from tickwork.tokens import new_token
 from tickwork.v1 import (
     job_pb2,
     job_pb2_grpc,
+    notifier_pb2,
+    notifier_pb2_grpc,
     queue_pb2,
     queue_pb2_grpc,
     schedule_pb2,
@@ -77,6 +81,7 @@ SERVICE_NAMES = (
     schedule_pb2.DESCRIPTOR.services_by_name["ScheduleService"].full_name,
     job_pb2.DESCRIPTOR.services_by_name["JobService"].full_name,
     system_pb2.DESCRIPTOR.services_by_name["SystemService"].full_name,
+    notifier_pb2.DESCRIPTOR.services_by_name["NotifierService"].full_name,
     queue_pb2.DESCRIPTOR.services_by_name["QueueService"].full_name,
     worker_pb2.DESCRIPTOR.services_by_name["WorkerService"].full_name,
 )
@@ -127,6 +132,7 @@ class Service:
         self.worker: Any = None
         self._channel: grpc.aio.Channel | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        self.sender: Sender | None = None
 
     def _supervise(self, task: asyncio.Task[None]) -> None:
         def done(t: asyncio.Task[None]) -> None:
@@ -150,6 +156,7 @@ class Service:
         except Exception:
             log.exception("taking over a dead predecessor's leases failed; they expire")
         self._supervise(asyncio.create_task(self._reap(), name="lease-reaper"))
+        self.start_sender()
         if self.metrics_server is not None:
             self._supervise(asyncio.create_task(self._refresh_metrics(), name="metrics"))
         if self.db.dialect.notifications:
@@ -182,6 +189,24 @@ class Service:
                 )
             )
             self._supervise(asyncio.create_task(self.worker.run(), name="embedded-worker"))
+
+    def start_sender(self) -> Sender:
+        """Start the notification sender (:mod:`scheduler_svc.sender`) on the app's clock;
+        :meth:`start_loops` does, and a test that runs no loops may."""
+        if self.sender is None:
+            app = self.app
+            self.sender = Sender(
+                app.store.outbox,
+                self.settings.notify,
+                self.settings.smtp,
+                app.metrics,
+                app.clock,
+                app.hub.outbox,
+            )
+            if not hasattr(self, "stopped"):
+                self.stopped = asyncio.Event()
+            self._supervise(asyncio.create_task(self.sender.run(), name="notification-sender"))
+        return self.sender
 
     async def _refresh_metrics(self) -> None:
         store = self.app.store
@@ -272,6 +297,8 @@ class Service:
         if self.app.replicas is not None:
             # The other replicas hear of what this one let go (the worker lease) at once.
             await self.app.replicas.flush(timeout_s=min(1.0, _left(deadline, keep_s=0.5)))
+        if self.sender is not None:
+            await self.sender.drain(timeout_s=min(5.0, _left(deadline, keep_s=0.5)))
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -493,6 +520,9 @@ async def create_server(settings: Settings, *, clock: Clock = utc_now) -> Servic
         system_pb2_grpc.add_SystemServiceServicer_to_server,
         SystemServicer(app, workers.registry),
         server,
+    )
+    add_servicer(
+        notifier_pb2_grpc.add_NotifierServiceServicer_to_server, NotifierServicer(app), server
     )
     health_servicer = HealthService(SERVICE_NAMES)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)

@@ -8,8 +8,9 @@ plus TICKWORK_LISTEN, TICKWORK_LEASE_TTL_SECONDS, TICKWORK_HEARTBEAT_INTERVAL_SE
 SMTP_* variables of :mod:`scheduler_svc.notify`, the access-control and TLS variables
 (TICKWORK_TOKENS, TICKWORK_TOKENS_FILE, TICKWORK_TLS_CERT_FILE, TICKWORK_TLS_KEY_FILE,
 TICKWORK_TLS_CLIENT_CA_FILE, TICKWORK_INSECURE), TICKWORK_METRICS_LISTEN,
-TICKWORK_CONSOLE_LISTEN, TICKWORK_RETENTION_DAYS, TICKWORK_MAX_RUNNING_JOBS and
-TICKWORK_SHUTDOWN_GRACE_SECONDS.
+TICKWORK_CONSOLE_LISTEN, TICKWORK_RETENTION_DAYS, TICKWORK_MAX_RUNNING_JOBS,
+TICKWORK_SHUTDOWN_GRACE_SECONDS and the TICKWORK_NOTIFY_* variables of
+:mod:`scheduler_svc.sender`.
 """
 
 from __future__ import annotations
@@ -103,6 +104,21 @@ class SmtpSettings:
         return bool(self.host and self.recipients)
 
 
+@dataclass(frozen=True)
+class NotifySettings:
+    """How the notification sender retries (TICKWORK_NOTIFY_*). Seconds.
+
+    A delivery that fails is tried again after ``backoff_base_s * 2^(attempts-1)`` (at most
+    ``backoff_cap_s``, with jitter), up to ``max_attempts`` attempts in all, then given up.
+    """
+
+    max_attempts: int = 8
+    backoff_base_s: float = 5.0
+    backoff_cap_s: float = 900.0
+    #: How often the sender looks for due deliveries when nothing wakes it.
+    poll_interval_s: float = 1.0
+
+
 #: The largest TICKWORK_MAX_RUNNING_JOBS: each slot is a lease row every waiting worker
 #: stream tries in turn.
 MAX_RUNNING_JOBS_LIMIT = 1024
@@ -139,6 +155,7 @@ class Settings:
     #: Below a container manager's kill grace (Kubernetes: 30 s by default).
     shutdown_grace_s: float = 25.0
     smtp: SmtpSettings = SmtpSettings()
+    notify: NotifySettings = NotifySettings()
     #: {sha256 hex of a token: who it is}; access control is on when not empty.
     tokens: Mapping[str, Principal] = field(default_factory=dict, repr=False)
     tls_cert_file: str = ""
@@ -206,6 +223,7 @@ class Settings:
             # The leader renews every TTL/3: 0 would renew in a busy loop.
             raise SettingsError("TICKWORK_SCHEDULER_LEASE_TTL_SECONDS: must be > 0")
         _check_smtp(self.smtp)
+        _check_notify(self.notify)
         _check_address(self.listen, "TICKWORK_LISTEN (--listen)")
         check_database_url(self.database_url)
         if bool(self.tls_cert_file) != bool(self.tls_key_file):
@@ -263,6 +281,11 @@ class Settings:
             "worker_abort_grace_s": _worker_seconds(e, "WORKER_ABORT_GRACE_SECONDS"),
             "shutdown_grace_s": _float(e, "TICKWORK_SHUTDOWN_GRACE_SECONDS", 25.0),
             "smtp": smtp,
+            "notify": NotifySettings(
+                max_attempts=_int(e, "TICKWORK_NOTIFY_MAX_ATTEMPTS", 8),
+                backoff_base_s=_float(e, "TICKWORK_NOTIFY_BACKOFF_SECONDS", 5.0),
+                backoff_cap_s=_float(e, "TICKWORK_NOTIFY_BACKOFF_CAP_SECONDS", 900.0),
+            ),
             "tokens": _tokens(e),
             "tls_cert_file": e.get("TICKWORK_TLS_CERT_FILE", "").strip(),
             "tls_key_file": e.get("TICKWORK_TLS_KEY_FILE", "").strip(),
@@ -297,6 +320,18 @@ def _check_smtp(smtp: SmtpSettings) -> None:
         raise SettingsError(
             "SMTP_TO, SMTP_HOST: SMTP_TO is set but SMTP_HOST is empty, so no email would "
             "be sent; set SMTP_HOST (the SMTP server) or unset SMTP_TO"
+        )
+
+
+def _check_notify(notify: NotifySettings) -> None:
+    """Refuse retry settings that would never send or never stop."""
+    if notify.max_attempts < 1:
+        raise SettingsError("TICKWORK_NOTIFY_MAX_ATTEMPTS: must be >= 1")
+    if notify.backoff_base_s <= 0:
+        raise SettingsError("TICKWORK_NOTIFY_BACKOFF_SECONDS: must be > 0")
+    if notify.backoff_cap_s < notify.backoff_base_s:
+        raise SettingsError(
+            "TICKWORK_NOTIFY_BACKOFF_CAP_SECONDS: must be >= TICKWORK_NOTIFY_BACKOFF_SECONDS"
         )
 
 

@@ -10,9 +10,12 @@ __all__ = [
     "ACTIVE_STATES",
     "FINAL_STATES",
     "AbortAction",
+    "DeliveryStatus",
+    "EventKind",
     "FireOutcome",
     "JobStatus",
     "Lane",
+    "NotifierType",
     "SkipReason",
     "Trigger",
 ]
@@ -81,3 +84,36 @@ class AbortAction(StrEnum):
     CANCELLED = "CANCELLED"
     ABORT_REQUESTED = "ABORT_REQUESTED"
     NONE = "NONE"
+
+
+class EventKind(StrEnum):
+    """What a notification tells (``notification_events.kind``; the webhook's ``type``)."""
+
+    FINAL_FAILURE = "final_failure"
+    """A job failed and will not be retried."""
+    RECOVERY = "recovery"
+    """The first success of a task after final failures."""
+    AUTO_DISABLED = "auto_disabled"
+    """The task was disabled after SCHEDULER_AUTO_DISABLE_TASK_FAILURE_COUNT failures."""
+    NO_SUCCESS = "no_success"
+    """No job of the task succeeded within its ``expect_success_within_seconds``."""
+    LONG_RUN = "long_run"
+    """A job of the task is still running ``warn_after_seconds`` after it started."""
+    TEST = "test"
+    """Sent by ``tickwork notifiers test NAME``."""
+
+
+class NotifierType(StrEnum):
+    """How a notifier delivers (``notifiers.type``)."""
+
+    EMAIL = "email"
+    WEBHOOK = "webhook"
+    SLACK = "slack"
+
+
+class DeliveryStatus(StrEnum):
+    """Where one event's delivery through one notifier stands."""
+
+    PENDING = "PENDING"
+    SENT = "SENT"
+    GIVEN_UP = "GIVEN_UP"

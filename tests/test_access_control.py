@@ -21,7 +21,15 @@ from google.protobuf.descriptor import MethodDescriptor
 from tests.harness import REPO, Server, WorkerProc, base_env, free_port, healthy, wait_for
 from tests.security import role_tokens, tokens_file
 from tickwork import Client, JobStatus, PermissionDenied, Reason, Unauthenticated
-from tickwork.v1 import job_pb2, queue_pb2, schedule_pb2, system_pb2, task_pb2, worker_pb2
+from tickwork.v1 import (
+    job_pb2,
+    notifier_pb2,
+    queue_pb2,
+    schedule_pb2,
+    system_pb2,
+    task_pb2,
+    worker_pb2,
+)
 
 ADMIN_ONLY = {
     "TaskService/CreateTask",
@@ -31,8 +39,15 @@ ADMIN_ONLY = {
     "ScheduleService/BatchCreateSchedules",
     "ScheduleService/UpdateSchedule",
     "ScheduleService/DeleteSchedule",
+    "NotifierService/PutNotifier",
+    "NotifierService/DeleteNotifier",
 }
-OPERATE = {"TaskService/RunTasks", "TaskService/AbortTasks", "JobService/CancelJob"}
+OPERATE = {
+    "TaskService/RunTasks",
+    "TaskService/AbortTasks",
+    "JobService/CancelJob",
+    "NotifierService/TestNotifier",
+}
 VIEW = {
     "TaskService/GetTask",
     "TaskService/ListTasks",
@@ -44,6 +59,8 @@ VIEW = {
     "JobService/ListJobs",
     "JobService/WatchJob",
     "SystemService/GetStatus",
+    "NotifierService/ListNotifiers",
+    "NotifierService/ListNotifications",
 }
 WORK = {"WorkerService/Connect", "WorkerService/PurgeHistory"}
 SELF_ONLY = {"QueueService/Enqueue", "QueueService/EnqueueFires"}
@@ -61,7 +78,8 @@ DENIALS = {grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED}
 def all_methods() -> list[MethodDescriptor]:
     """Every RPC of every tickwork.v1 service."""
     out = []
-    for module in (task_pb2, schedule_pb2, job_pb2, queue_pb2, worker_pb2, system_pb2):
+    modules = (task_pb2, schedule_pb2, job_pb2, queue_pb2, worker_pb2, system_pb2, notifier_pb2)
+    for module in modules:
         for service in module.DESCRIPTOR.services_by_name.values():
             out.extend(service.methods)
     return out

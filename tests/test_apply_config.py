@@ -194,7 +194,7 @@ name = "c"
             '[[tasks]]\nname = "a"\nhandler = "shell"\n[[tasks]]\nname = "a"\nhandler = "x"',
             "tasks[1].name: duplicate name 'a' (also tasks[0])",
         ),
-        ('[[task]]\nname = "a"', "task: unknown key (expected tasks, schedules)"),
+        ('[[task]]\nname = "a"', "task: unknown key (expected tasks, schedules, notifiers)"),
         ('tasks = "a"', "tasks: expected an array of tables ([[tasks]])"),
         ('[[schedules]]\nname = "s"\ntasks = ["a"]', "schedules[0]: give cron or interval_seconds"),
         (

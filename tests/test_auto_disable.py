@@ -257,6 +257,7 @@ async def test_unreachable_smtp_does_not_stop_the_scheduler(
     async with inprocess(
         tmp_path, database_url, T0, auto_disable_task_failure_count=1, smtp=smtp
     ) as h:
+        h.service.start_sender()  # the email goes through the notification outbox
         await flaky_schedule(h)
         with caplog.at_level(logging.INFO, logger="scheduler_svc"):
             assert await fire_and_fail(h, "disk full") == 1

@@ -69,6 +69,8 @@ def test_the_update_masks_write_exactly_the_fields_not_marked_output_only() -> N
         "memory_limit_bytes",
         "cpu_limit_seconds",
         "concurrency_group",
+        "expect_success_within_seconds",
+        "warn_after_seconds",
     )
     assert schedules.WRITABLE == (
         "name",

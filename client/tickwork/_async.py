@@ -27,6 +27,18 @@ from tickwork._channel import TlsConfig
 from tickwork.errors import JobTimeout, TickworkError, from_rpc_error
 from tickwork.v1.common_pb2 import TaskRun, Trigger
 from tickwork.v1.job_pb2 import CancelJobRequest, GetJobRequest, Job, JobStatus, WatchJobRequest
+from tickwork.v1.notifier_pb2 import (
+    DeleteNotifierRequest,
+    ListNotificationsRequest,
+    ListNotifiersRequest,
+    Notification,
+    NotificationStatus,
+    Notifier,
+    PutNotifierRequest,
+    PutNotifierResponse,
+    TestNotifierRequest,
+    TestNotifierResponse,
+)
 from tickwork.v1.schedule_pb2 import (
     CatchUpPolicy,
     CreateScheduleRequest,
@@ -717,3 +729,67 @@ class AsyncClient:
         """
         request = rq.describe_cron_request(expression, timezone, after, count)
         return await self._call(self._stubs().schedules.DescribeCron, request)
+
+    # -- notifiers --------------------------------------------------------------------------
+
+    async def put_notifier(self, notifier: Notifier) -> PutNotifierResponse:
+        """Create the notifier of ``notifier.name``, or replace it whole (PutNotifier).
+
+        Returns:
+            PutNotifierResponse: ``notifier`` as stored, without its secrets (``has_url``,
+            ``has_secret`` say whether they were written); ``created``; ``changed`` (False:
+            every field, secrets included, was already so).
+
+        Raises:
+            InvalidArgument: a field that cannot be used, named.
+        """
+        return await self._call(
+            self._stubs().notifiers.PutNotifier, PutNotifierRequest(notifier=notifier)
+        )
+
+    async def list_notifiers(self) -> list[Notifier]:
+        """Every notifier by name, the SMTP_* one (``builtin``) included; no secrets.
+
+        Raises:
+            Unavailable: the server cannot be reached.
+        """
+        response = await self._call(self._stubs().notifiers.ListNotifiers, ListNotifiersRequest())
+        return list(response.notifiers)
+
+    async def delete_notifier(self, name: str) -> None:
+        """Delete a declared notifier; its notifications stay listed.
+
+        Raises:
+            NotFound: no declared notifier of that name.
+        """
+        await self._call(self._stubs().notifiers.DeleteNotifier, DeleteNotifierRequest(name=name))
+
+    async def test_notifier(self, name: str) -> TestNotifierResponse:
+        """Send a test event through notifier ``name`` now.
+
+        Returns:
+            TestNotifierResponse: ``delivered``, the ``error`` when not, the ``event_id``.
+
+        Raises:
+            NotFound: no such notifier.
+        """
+        return await self._call(
+            self._stubs().notifiers.TestNotifier, TestNotifierRequest(name=name)
+        )
+
+    async def list_notifications(
+        self, *, limit: int = 50, notifier: str = "", status: NotificationStatus | None = None
+    ) -> list[Notification]:
+        """Notifications (one event through one notifier), newest first.
+
+        Args:
+            limit (int): 1 to 1000.
+            notifier (str): only this notifier's; empty: all.
+            status (NotificationStatus | None): only in this status; None: any.
+
+        Raises:
+            InvalidArgument: a bad limit or status.
+        """
+        request = ListNotificationsRequest(limit=limit, notifier=notifier, status=status)
+        response = await self._call(self._stubs().notifiers.ListNotifications, request)
+        return list(response.notifications)

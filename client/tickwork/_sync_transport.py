@@ -14,6 +14,7 @@ import grpc
 
 from tickwork._channel import TlsConfig, sync_channel
 from tickwork.v1.job_pb2_grpc import JobServiceStub
+from tickwork.v1.notifier_pb2_grpc import NotifierServiceStub
 from tickwork.v1.schedule_pb2_grpc import ScheduleServiceStub
 from tickwork.v1.task_pb2_grpc import TaskServiceStub
 
@@ -29,6 +30,7 @@ class Stubs:
     tasks: TaskServiceStub
     jobs: JobServiceStub
     schedules: ScheduleServiceStub
+    notifiers: NotifierServiceStub
 
 
 class Connection:
@@ -50,6 +52,7 @@ class Connection:
             tasks=TaskServiceStub(channel),
             jobs=JobServiceStub(channel),
             schedules=ScheduleServiceStub(channel),
+            notifiers=NotifierServiceStub(channel),
         )
 
     def stubs(self) -> Stubs:

@@ -24,6 +24,12 @@ File format (every key but ``name``, ``handler`` and the schedule's timing is op
     description = "..."
     enabled = true
 
+    [[notifiers]]                  # see tickwork.apply_notifiers
+    name = "ops-hook"
+    type = "webhook"               # email | webhook | slack
+    url = "https://hooks.example.com/tickwork"
+    secret = "..."
+
 :func:`load_config` parses and validates the file (no I/O besides reading it);
 :func:`apply_config` upserts it by name through a :class:`~tickwork.Client`. Tasks and
 schedules on the server that the file does not name are left alone.
@@ -43,6 +49,7 @@ from typing import Any, Literal
 
 from tickwork import _requests as rq
 from tickwork._sync import Client
+from tickwork.apply_notifiers import NotifierSpec, apply_notifiers, parse_notifiers
 from tickwork.errors import InvalidArgument, NotFound
 from tickwork.v1.schedule_pb2 import CatchUpPolicy, Schedule
 from tickwork.v1.task_pb2 import Task
@@ -130,6 +137,8 @@ class Config:
     tasks: tuple[TaskSpec, ...] = ()
     schedules: tuple[ScheduleSpec, ...] = ()
     source: str = "<config>"
+    #: The ``[[notifiers]]`` tables (:mod:`tickwork.apply_notifiers`).
+    notifiers: tuple[NotifierSpec, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -137,13 +146,13 @@ class ApplyChange:
     """What :func:`apply_config` did to one task or schedule.
 
     Attributes:
-        kind: ``"task"`` or ``"schedule"``.
+        kind: ``"task"``, ``"schedule"`` or ``"notifier"``.
         name: its name.
         action: ``"created"``, ``"updated"`` or ``"unchanged"``.
         fields: for ``"updated"``, the fields that differed (SDK names), sorted.
     """
 
-    kind: Literal["task", "schedule"]
+    kind: Literal["task", "schedule", "notifier"]
     name: str
     action: Literal["created", "updated", "unchanged"]
     fields: tuple[str, ...] = ()
@@ -219,8 +228,8 @@ def parse_config(data: Mapping[str, Any], source: str = "<config>") -> Config:
     """
     problems = _Problems()
     for key in data:
-        if key not in ("tasks", "schedules"):
-            problems.add(key, "unknown key (expected tasks, schedules)")
+        if key not in ("tasks", "schedules", "notifiers"):
+            problems.add(key, "unknown key (expected tasks, schedules, notifiers)")
     tasks = tuple(
         t
         for i, item in enumerate(_tables(data, "tasks", problems))
@@ -233,9 +242,10 @@ def parse_config(data: Mapping[str, Any], source: str = "<config>") -> Config:
     )
     _check_unique("tasks", [t.name for t in tasks], problems)
     _check_unique("schedules", [s.name for s in schedules], problems)
+    notifiers = parse_notifiers(data.get("notifiers"), problems.add)
     if problems:
         raise ConfigError(problems, source)
-    return Config(tasks=tasks, schedules=schedules, source=source)
+    return Config(tasks=tasks, schedules=schedules, source=source, notifiers=notifiers)
 
 
 class _Problems(list[tuple[str, str]]):
@@ -496,6 +506,8 @@ def apply_config(client: Client, config: Config) -> ApplyReport:
             report.changes.append(_apply_schedule(client, sched, ids))
         except InvalidArgument as err:
             raise InvalidArgument(f"schedules[{i}] ({sched.name}): {err.details}") from None
+    for name, action, fields in apply_notifiers(client, config.notifiers):
+        report.changes.append(ApplyChange("notifier", name, action, fields))  # type: ignore[arg-type]
     return report
 
 

@@ -51,9 +51,16 @@ def from_struct(value: struct_pb2.Struct, field: str = "params") -> dict[str, An
         raise InvalidArgument(f"not a JSON object: {err}", field=field) from None
 
 
-def task(r: TaskRecord) -> task_pb2.Task:
-    """A TaskRecord as a Task message."""
+#: When a task's newest SUCCEEDED and newest FAILED jobs finished (None: none kept).
+OutcomeTimes = tuple[dt.datetime | None, dt.datetime | None]
+
+
+def task(r: TaskRecord, outcomes: OutcomeTimes = (None, None)) -> task_pb2.Task:
+    """A TaskRecord as a Task message, with its ``outcomes`` times when given."""
+    last_success, last_failure = outcomes
     return task_pb2.Task(
+        last_success_time=ts(last_success) if last_success is not None else None,
+        last_failure_time=ts(last_failure) if last_failure is not None else None,
         id=r.id,
         name=r.name,
         description=r.description,
@@ -74,6 +81,8 @@ def task(r: TaskRecord) -> task_pb2.Task:
         memory_limit_bytes=r.memory_limit_bytes,
         cpu_limit_seconds=r.cpu_limit_seconds,
         concurrency_group=r.concurrency_group,
+        expect_success_within_seconds=r.expect_success_within_seconds,
+        warn_after_seconds=r.warn_after_seconds,
     )
 
 

@@ -63,6 +63,8 @@ def task_values(task: task_pb2.Task, paths: tuple[str, ...]) -> dict[str, Any]:
             out[path] = validation.process_limit(getattr(task, path), f"task.{path}")
         elif path == "concurrency_group":
             out[path] = validation.concurrency_group(task.concurrency_group)
+        elif path in ("expect_success_within_seconds", "warn_after_seconds"):
+            out[path] = validation.seconds(getattr(task, path), f"task.{path}")
         elif path == "retry_policy":
             rp = task.retry_policy
             attempts, base, cap = validation.retry_policy(
@@ -119,7 +121,8 @@ class TaskServicer(task_pb2_grpc.TaskServiceServicer):
             raise InvalidArgument(
                 "give task_id or name", field="task_id", reason=Reason.FIELD_REQUIRED
             )
-        return task_pb2.GetTaskResponse(task=cv.task(found))
+        times = await self.app.store.task_outcome_times([found.id])
+        return task_pb2.GetTaskResponse(task=cv.task(found, times.get(found.id, (None, None))))
 
     @rpc_errors
     async def ListTasks(
@@ -128,7 +131,8 @@ class TaskServicer(task_pb2_grpc.TaskServiceServicer):
         size = cv.page_size(request.page_size)
         after = paging.decode(request) or ""
         rows = await self.app.store.list_tasks(size + 1, after)
-        page = cv.fit_page(rows, size, cv.task)
+        times = await self.app.store.task_outcome_times([r.id for r in rows])
+        page = cv.fit_page(rows, size, lambda r: cv.task(r, times.get(r.id, (None, None))))
         token = paging.encode(request, page.last.name) if page.last else ""
         return task_pb2.ListTasksResponse(tasks=page.items, next_page_token=token)
 

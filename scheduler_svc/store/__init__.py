@@ -43,6 +43,7 @@ from scheduler_svc.store import (
     finish,
     fires,
     leases,
+    outbox,
     queue,
     requests,
     retention,
@@ -114,6 +115,8 @@ class Store:
         self.db = database
         self.rng = rng or random.Random()
         self.process = process
+        #: The notification outbox, notifiers and deliveries.
+        self.outbox = outbox.Outbox(database)
 
     # ------------------------------------------------------------------------ tasks
 
@@ -139,6 +142,13 @@ class Store:
         """The task named ``name``. Raises NotFound(field=``field``), the request field
         that gave the name (``name``, or ``task_names[i]`` for RunTasks)."""
         return await self.db.read(lambda conn: tasks.get_task_by_name(conn, name, field))
+
+    async def task_outcome_times(
+        self, task_ids: Sequence[int]
+    ) -> dict[int, tuple[dt.datetime | None, dt.datetime | None]]:
+        """For each task of ``task_ids`` that exists: when its newest SUCCEEDED job and its
+        newest FAILED job finished (aware UTC; None when no such job is kept)."""
+        return await self.db.read(lambda conn: tasks.outcome_times(conn, task_ids))
 
     async def list_tasks(self, limit: int, after_name: str = "") -> list[TaskRecord]:
         """Up to ``limit`` tasks with names after ``after_name``, ascending by name."""
@@ -705,6 +715,7 @@ class Store:
         """Delete ended jobs that finished before ``before`` and fires whose fire time is
         before it, ``batch`` rows per transaction (writers are never blocked for long).
 
-        Queued and running jobs are never deleted. Returns (jobs deleted, fires deleted).
+        Queued and running jobs are never deleted. Notification events of before go too,
+        with their deliveries, once none is pending. Returns (jobs deleted, fires deleted).
         """
         return await retention.purge_history(self.db, before, batch)

@@ -17,9 +17,9 @@ from sqlalchemy.exc import IntegrityError
 
 from scheduler_svc.db import Dialect, jobs, schedules, slot_lease_name, tasks
 from scheduler_svc.records import FinishResult, JobRecord, TaskRecord
-from scheduler_svc.store import hot, locks, queue, rows
+from scheduler_svc.store import hot, locks, outbox, queue, rows
 from scheduler_svc.store.rows import FinishingTask
-from scheduler_svc.values import JobStatus, Lane, Trigger
+from scheduler_svc.values import EventKind, JobStatus, Lane, Trigger
 
 log = logging.getLogger(__name__)
 
@@ -157,23 +157,33 @@ def after_finish(
 ) -> FinishResult:
     """What follows a job's outcome, once ``job`` (as updated) is stored, by what its
     ``task`` was then: the task's failure count and auto-disable, a retry (not ready before
-    ``retry_not_before`` either, when given), an interval schedule's anchor.
+    ``retry_not_before`` either, when given), an interval schedule's anchor, and the
+    notification events (:func:`_notify`).
     :func:`hot._has_no_follow_ups` must match these rules."""
     if task is None:
         return FinishResult(accepted=True, job=job)
     retry: JobRecord | None = None
     disabled: TaskRecord | None = None
+    final_failure = False
     if status == JobStatus.SUCCEEDED:
-        if task.consecutive_failure_count:
+        if task.consecutive_failure_count or task.failing_since or task.overdue_since:
             conn.execute(
-                tasks.update().where(tasks.c.id == task.id).values(consecutive_failure_count=0)
+                tasks.update()
+                .where(tasks.c.id == task.id)
+                .values(consecutive_failure_count=0, failing_since=None, overdue_since=None)
             )
     elif status == JobStatus.FAILED and job.attempt < task.max_attempts:
         if _retries(conn, dialect, job, task):
             retry = _queue_retry(conn, rng, job, task, now, retry_not_before)
+        else:
+            final_failure = True  # a scheduled run of a task disabled meanwhile
+            _start_failing(conn, task, now)
     elif status == JobStatus.FAILED and job.trigger == Trigger.SCHEDULER:
+        final_failure = True
         count = task.consecutive_failure_count + 1
         values: dict[str, Any] = {"consecutive_failure_count": count}
+        if task.failing_since is None:
+            values["failing_since"] = now
         if auto_disable_count > 0 and count >= auto_disable_count and task.enabled:
             values["enabled"] = False
             values["updated_at"] = now  # a change of the task's definition, by the service
@@ -185,12 +195,74 @@ def after_finish(
         ).one()
         if "enabled" in values:
             disabled = rows.task(updated)
+    elif status == JobStatus.FAILED:
+        final_failure = True
+        _start_failing(conn, task, now)
+    events = _notify(conn, job, task, status, now, final_failure=final_failure, disabled=disabled)
     anchored = None
     if retry is None and job.schedule_id is not None:
         anchored = _anchor_interval(conn, job.schedule_id, now)
     return FinishResult(
-        accepted=True, job=job, retry=retry, disabled_task=disabled, anchored_next_run=anchored
+        accepted=True,
+        job=job,
+        retry=retry,
+        disabled_task=disabled,
+        anchored_next_run=anchored,
+        events=events,
     )
+
+
+def _start_failing(conn: Connection, task: FinishingTask, now: dt.datetime) -> None:
+    """A final failure of a task not counted toward auto-disable: mark it failing since
+    ``now`` unless it already is."""
+    if task.failing_since is None:
+        conn.execute(tasks.update().where(tasks.c.id == task.id).values(failing_since=now))
+
+
+def _notify(
+    conn: Connection,
+    job: JobRecord,
+    task: FinishingTask,
+    status: str,
+    now: dt.datetime,
+    *,
+    final_failure: bool,
+    disabled: TaskRecord | None,
+) -> tuple[str, ...]:
+    """Write the outcome's notification events to the outbox, in its transaction: a
+    recovery (a success of a failing task), a final failure (a change of state when the
+    task was not failing), an auto-disable. Their event ids; nothing is written otherwise,
+    so a success of a healthy task costs nothing here."""
+    events: list[str] = []
+
+    def emit(kind: EventKind, state_change: bool, details: dict[str, Any]) -> None:
+        events.append(
+            outbox.insert_event(
+                conn,
+                kind,
+                state_change=state_change,
+                task_id=task.id,
+                task_name=task.name,
+                now=now,
+                job=job,
+                details=details,
+            )
+        )
+
+    since = task.failing_since.isoformat() if task.failing_since is not None else None
+    if status == JobStatus.SUCCEEDED and task.failing_since is not None:
+        emit(EventKind.RECOVERY, True, {"failing_since": since})
+    if final_failure:
+        count = task.consecutive_failure_count + (job.trigger == Trigger.SCHEDULER)
+        details = {"consecutive_failures": count, "failing_since": since or now.isoformat()}
+        emit(EventKind.FINAL_FAILURE, task.failing_since is None, details)
+    if disabled is not None:
+        details = {
+            "consecutive_failures": disabled.consecutive_failure_count,
+            "reason": disabled.disabled_reason,
+        }
+        emit(EventKind.AUTO_DISABLED, True, details)
+    return tuple(events)
 
 
 def _retries(conn: Connection, dialect: Dialect, job: JobRecord, task: FinishingTask) -> bool:

@@ -238,12 +238,22 @@ FINISH_JOB = Prepared(
 def _has_no_follow_ups() -> sa.ColumnElement[bool]:
     """True for a running job whose success has nothing to follow it (the rules of
     :func:`scheduler_svc.store.finish.after_finish`, which this must match): its task's
-    consecutive_failure_count is already 0 and it was not started by an enabled interval
-    schedule (whose next run is anchored to the finish). Scalar subqueries on the primary
+    consecutive_failure_count is already 0, it is neither failing nor overdue
+    (``failing_since`` and ``overdue_since`` NULL: no recovery to notify, nothing to
+    clear) and it was not started by an enabled interval schedule (whose next run is
+    anchored to the finish). Scalar subqueries on the primary
     keys, not EXISTS: PostgreSQL may turn an EXISTS into a join that reads every enabled
     schedule for the one job."""
     failures = (
-        sa.select(tasks.c.consecutive_failure_count)
+        sa.select(
+            sa.case(
+                (
+                    sa.and_(tasks.c.failing_since.is_(None), tasks.c.overdue_since.is_(None)),
+                    tasks.c.consecutive_failure_count,
+                ),
+                else_=1,
+            )
+        )
         .where(tasks.c.id == jobs.c.task_id)
         .scalar_subquery()
     )

@@ -1,4 +1,4 @@
-"""Retention: deleting ended jobs and old fires in small batches."""
+"""Retention: deleting ended jobs, old fires and old notifications in small batches."""
 
 from __future__ import annotations
 
@@ -8,8 +8,14 @@ import functools
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from scheduler_svc.db import Database, fires, jobs
-from scheduler_svc.values import FINAL_STATES
+from scheduler_svc.db import (
+    Database,
+    fires,
+    jobs,
+    notification_deliveries,
+    notification_events,
+)
+from scheduler_svc.values import FINAL_STATES, DeliveryStatus
 
 
 def _purge_batch(
@@ -35,4 +41,19 @@ async def purge_history(database: Database, before: dt.datetime, batch: int) -> 
             deleted[i] += len(ids)
             if len(ids) < batch:
                 break
+    # Notification events of before, routed and with no delivery still pending; their
+    # deliveries go with them (ON DELETE CASCADE). Not counted in the answer.
+    pending = sa.select(notification_deliveries.c.id).where(
+        notification_deliveries.c.event == notification_events.c.id,
+        notification_deliveries.c.status == DeliveryStatus.PENDING,
+    )
+    old_events = sa.and_(
+        notification_events.c.routed.is_(True),
+        notification_events.c.occurred_at < before,
+        ~sa.exists(pending),
+    )
+    while True:
+        purge = functools.partial(_purge_batch, notification_events, old_events, batch)
+        if len(await database.write(purge)) < batch:
+            break
     return deleted[0], deleted[1]

@@ -97,6 +97,8 @@ class FinishingTask(NamedTuple):
     max_attempts: int
     backoff_base_seconds: float
     backoff_cap_seconds: float
+    failing_since: dt.datetime | None
+    overdue_since: dt.datetime | None
 
 
 def finished(row: Row) -> tuple[JobRecord, FinishingTask | None]:

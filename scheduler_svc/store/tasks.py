@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -62,6 +63,33 @@ def get_task_by_name(conn: Connection, name: str, field: str = "name") -> TaskRe
             resource=Resource.task(name),
         )
     return rows.task(row)
+
+
+def _newest_finish(status: JobStatus) -> sa.ScalarSelect[Any]:
+    """When the task's newest job in ``status`` finished: the ix_jobs_task index read
+    backwards from the newest job until one is in ``status`` (not every job of the task)."""
+    return (
+        sa.select(jobs.c.finished_at)
+        .where(jobs.c.task_id == tasks.c.id, jobs.c.status == status)
+        .order_by(jobs.c.id.desc())
+        .limit(1)
+        .correlate(tasks)
+        .scalar_subquery()
+    )
+
+
+def outcome_times(
+    conn: Connection, task_ids: Sequence[int]
+) -> dict[int, tuple[dt.datetime | None, dt.datetime | None]]:
+    """See :meth:`scheduler_svc.store.Store.task_outcome_times`."""
+    if not task_ids:
+        return {}
+    query = sa.select(
+        tasks.c.id,
+        _newest_finish(JobStatus.SUCCEEDED).label("last_success"),
+        _newest_finish(JobStatus.FAILED).label("last_failure"),
+    ).where(tasks.c.id.in_(list(task_ids)))
+    return {row.id: (row.last_success, row.last_failure) for row in conn.execute(query)}
 
 
 def list_tasks(conn: Connection, limit: int, after_name: str) -> list[TaskRecord]:

@@ -42,6 +42,8 @@ class TaskFields(TypedDict, total=False):
     memory_limit_bytes: int
     cpu_limit_seconds: int
     concurrency_group: str
+    expect_success_within_seconds: float
+    warn_after_seconds: float
 
 
 _RETRY_FIELDS = ("max_attempts", "backoff_base_seconds", "backoff_cap_seconds")

@@ -10,14 +10,24 @@ import sys
 
 from tickwork import _requests as rq
 from tickwork.apply import ConfigError
-from tickwork.cli import _apply, _console, _cron, _health, _jobs, _schedules, _tasks, _token
+from tickwork.cli import (
+    _apply,
+    _console,
+    _cron,
+    _health,
+    _jobs,
+    _notifiers,
+    _schedules,
+    _tasks,
+    _token,
+)
 from tickwork.cli._common import EXIT_FAILED, EXIT_USAGE, Command, connection_options
 from tickwork.cli._output import for_terminal
 from tickwork.cli._plugins import add_plugin_commands
 from tickwork.errors import InvalidArgument, TickworkError, Unavailable
 
 #: The command groups of this package, in the order ``--help`` lists them after the plugins'.
-_GROUPS = (_health, _console, _token, _apply, _tasks, _jobs, _schedules, _cron)
+_GROUPS = (_health, _console, _token, _apply, _tasks, _jobs, _schedules, _notifiers, _cron)
 
 
 def _installed_version() -> str:

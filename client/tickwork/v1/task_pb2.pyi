@@ -25,7 +25,7 @@ class RetryPolicy(_message.Message):
     def __init__(self, max_attempts: _Optional[int] = ..., backoff_base_seconds: _Optional[float] = ..., backoff_cap_seconds: _Optional[float] = ...) -> None: ...
 
 class Task(_message.Message):
-    __slots__ = ("id", "name", "description", "handler", "params", "task_priority", "enabled", "timeout_seconds", "consecutive_failure_count", "retry_policy", "disabled_reason", "create_time", "update_time", "memory_limit_bytes", "cpu_limit_seconds", "concurrency_group")
+    __slots__ = ("id", "name", "description", "handler", "params", "task_priority", "enabled", "timeout_seconds", "consecutive_failure_count", "retry_policy", "disabled_reason", "create_time", "update_time", "memory_limit_bytes", "cpu_limit_seconds", "concurrency_group", "last_success_time", "last_failure_time", "expect_success_within_seconds", "warn_after_seconds")
     ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
@@ -42,6 +42,10 @@ class Task(_message.Message):
     MEMORY_LIMIT_BYTES_FIELD_NUMBER: _ClassVar[int]
     CPU_LIMIT_SECONDS_FIELD_NUMBER: _ClassVar[int]
     CONCURRENCY_GROUP_FIELD_NUMBER: _ClassVar[int]
+    LAST_SUCCESS_TIME_FIELD_NUMBER: _ClassVar[int]
+    LAST_FAILURE_TIME_FIELD_NUMBER: _ClassVar[int]
+    EXPECT_SUCCESS_WITHIN_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    WARN_AFTER_SECONDS_FIELD_NUMBER: _ClassVar[int]
     id: int
     name: str
     description: str
@@ -58,7 +62,11 @@ class Task(_message.Message):
     memory_limit_bytes: int
     cpu_limit_seconds: int
     concurrency_group: str
-    def __init__(self, id: _Optional[int] = ..., name: _Optional[str] = ..., description: _Optional[str] = ..., handler: _Optional[str] = ..., params: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., task_priority: _Optional[int] = ..., enabled: _Optional[bool] = ..., timeout_seconds: _Optional[float] = ..., consecutive_failure_count: _Optional[int] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., disabled_reason: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., memory_limit_bytes: _Optional[int] = ..., cpu_limit_seconds: _Optional[int] = ..., concurrency_group: _Optional[str] = ...) -> None: ...
+    last_success_time: _timestamp_pb2.Timestamp
+    last_failure_time: _timestamp_pb2.Timestamp
+    expect_success_within_seconds: float
+    warn_after_seconds: float
+    def __init__(self, id: _Optional[int] = ..., name: _Optional[str] = ..., description: _Optional[str] = ..., handler: _Optional[str] = ..., params: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., task_priority: _Optional[int] = ..., enabled: _Optional[bool] = ..., timeout_seconds: _Optional[float] = ..., consecutive_failure_count: _Optional[int] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., disabled_reason: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., memory_limit_bytes: _Optional[int] = ..., cpu_limit_seconds: _Optional[int] = ..., concurrency_group: _Optional[str] = ..., last_success_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_failure_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expect_success_within_seconds: _Optional[float] = ..., warn_after_seconds: _Optional[float] = ...) -> None: ...
 
 class CreateTaskRequest(_message.Message):
     __slots__ = ("task", "request_id")

@@ -1,0 +1,160 @@
+"""The ``[[notifiers]]`` tables of a configuration file, and applying them by name.
+
+Example::
+
+    [[notifiers]]
+    name = "ops-hook"
+    type = "webhook"                  # email | webhook | slack
+    url = "https://hooks.example.com/tickwork"
+    secret = "..."                    # HMAC-SHA256 key of the X-Tickwork-Signature header
+    events = ["final_failure", "recovery", "auto_disabled"]   # the default
+    every = false                     # true: every event, not only changes of state
+    tasks = ["nightly-backup"]        # only these tasks' events (default: every task)
+
+An email notifier takes ``to = ["ops@example.com"]`` (default: SMTP_TO) and sends through
+the SMTP_* server. The server never returns a url or secret, so whether one changed is the
+server's answer (PutNotifier's ``changed``), not a comparison made here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tickwork.v1 import notifier_pb2 as pb
+
+if TYPE_CHECKING:
+    from tickwork._sync import Client
+
+TYPES = {
+    "email": pb.NOTIFIER_TYPE_EMAIL,
+    "webhook": pb.NOTIFIER_TYPE_WEBHOOK,
+    "slack": pb.NOTIFIER_TYPE_SLACK,
+}
+EVENTS = {
+    "final_failure": pb.NOTIFICATION_EVENT_FINAL_FAILURE,
+    "recovery": pb.NOTIFICATION_EVENT_RECOVERY,
+    "auto_disabled": pb.NOTIFICATION_EVENT_AUTO_DISABLED,
+    "no_success": pb.NOTIFICATION_EVENT_NO_SUCCESS,
+    "long_run": pb.NOTIFICATION_EVENT_LONG_RUN,
+}
+_KEYS = ("name", "type", "url", "secret", "to", "timeout_seconds", "events", "every", "tasks",
+         "schedules")  # fmt: skip
+_LISTS = ("to", "events", "tasks", "schedules")
+#: The fields compared to tell what changed (the url and secret cannot be read back).
+_VISIBLE = ("type", "to", "timeout_seconds", "events", "every", "tasks", "schedules")
+
+
+@dataclass(frozen=True)
+class NotifierSpec:
+    """One ``[[notifiers]]`` table, as the Notifier message to put."""
+
+    name: str
+    message: pb.Notifier
+
+
+def parse_notifiers(value: object, add_problem: Any) -> tuple[NotifierSpec, ...]:
+    """The ``notifiers`` array of tables; each problem goes to ``add_problem(key, text)``
+    naming its key (``notifiers[1].type``)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, Mapping) for v in value):
+        add_problem("notifiers", "expected an array of tables ([[notifiers]])")
+        return ()
+    out = []
+    for i, item in enumerate(value):
+        spec = _notifier(f"notifiers[{i}]", item, add_problem)
+        if spec is not None:
+            out.append(spec)
+    names = [s.name for s in out]
+    for name in sorted({n for n in names if names.count(n) > 1}):
+        add_problem("notifiers", f"the name {name!r} is declared twice")
+    return tuple(out)
+
+
+def _notifier(prefix: str, item: Mapping[str, Any], add_problem: Any) -> NotifierSpec | None:
+    ok = True
+    for key in item:
+        if key not in _KEYS:
+            add_problem(f"{prefix}.{key}", f"unknown key (expected one of {', '.join(_KEYS)})")
+            ok = False
+    name = item.get("name")
+    if not isinstance(name, str) or not name.strip():
+        add_problem(f"{prefix}.name", "required: a non-empty string")
+        ok = False
+    kind = item.get("type")
+    if kind not in TYPES:
+        add_problem(f"{prefix}.type", f"expected one of {', '.join(TYPES)}, got {kind!r}")
+        ok = False
+    for key in ("url", "secret"):
+        if key in item and not isinstance(item[key], str):
+            add_problem(f"{prefix}.{key}", "expected a string")
+            ok = False
+    for key in _LISTS:
+        if key in item and not (
+            isinstance(item[key], list) and all(isinstance(v, str) for v in item[key])
+        ):
+            add_problem(f"{prefix}.{key}", "expected an array of strings")
+            ok = False
+    for i, event in enumerate(item.get("events") or ()):
+        if event not in EVENTS:
+            add_problem(f"{prefix}.events[{i}]", f"expected one of {', '.join(EVENTS)}")
+            ok = False
+    timeout = item.get("timeout_seconds", 0)
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+        add_problem(f"{prefix}.timeout_seconds", "expected a number of seconds")
+        ok = False
+    if "every" in item and not isinstance(item["every"], bool):
+        add_problem(f"{prefix}.every", "expected true or false")
+        ok = False
+    if not ok:
+        return None
+    message = pb.Notifier(
+        name=str(name),
+        type=TYPES[str(kind)],
+        url=item.get("url", ""),
+        secret=item.get("secret", ""),
+        to=item.get("to", []),
+        timeout_seconds=float(timeout),
+        events=[EVENTS[e] for e in item.get("events", [])],
+        every=item.get("every", False),
+        tasks=item.get("tasks", []),
+        schedules=item.get("schedules", []),
+    )
+    return NotifierSpec(str(name), message)
+
+
+def apply_notifiers(
+    client: Client, specs: Sequence[NotifierSpec]
+) -> list[tuple[str, str, tuple[str, ...]]]:
+    """Put each notifier; for each, (name, action, fields): ``created``, ``updated`` with
+    the visible fields that differed (``url/secret`` when only those did), or
+    ``unchanged``.
+
+    Raises:
+        InvalidArgument: the server refused a value; the message starts ``notifiers[i]
+            (NAME):``.
+    """
+    from tickwork.errors import InvalidArgument
+
+    before = {n.name: n for n in client.list_notifiers()} if specs else {}
+    out: list[tuple[str, str, tuple[str, ...]]] = []
+    for i, spec in enumerate(specs):
+        try:
+            put = client.put_notifier(spec.message)
+        except InvalidArgument as err:
+            raise InvalidArgument(f"notifiers[{i}] ({spec.name}): {err.details}") from None
+        if put.created:
+            out.append((spec.name, "created", ()))
+        elif not put.changed:
+            out.append((spec.name, "unchanged", ()))
+        else:
+            old = before.get(spec.name)
+            fields = tuple(
+                f
+                for f in _VISIBLE
+                if old is not None and getattr(old, f) != getattr(put.notifier, f)
+            )
+            out.append((spec.name, "updated", fields or ("url/secret",)))
+    return out
