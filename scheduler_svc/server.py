@@ -38,6 +38,7 @@ from scheduler_svc.metrics import REFRESH_S, Metrics, MetricsServer
 from scheduler_svc.replicas import ReplicaWakeups
 from scheduler_svc.scheduler import Scheduler, grpc_queue_client
 from scheduler_svc.servicers._decoding import add_servicer
+from scheduler_svc.servicers.config import ConfigServicer
 from scheduler_svc.servicers.jobs import JobServicer
 from scheduler_svc.servicers.queue import QueueServicer
 from scheduler_svc.servicers.schedules import ScheduleServicer
@@ -49,6 +50,8 @@ from scheduler_svc.store import Store
 from tickwork._channel import auth_metadata
 from tickwork.tokens import new_token
 from tickwork.v1 import (
+    config_pb2,
+    config_pb2_grpc,
     job_pb2,
     job_pb2_grpc,
     queue_pb2,
@@ -73,6 +76,7 @@ SERVICE_NAMES = (
     task_pb2.DESCRIPTOR.services_by_name["TaskService"].full_name,
     schedule_pb2.DESCRIPTOR.services_by_name["ScheduleService"].full_name,
     job_pb2.DESCRIPTOR.services_by_name["JobService"].full_name,
+    config_pb2.DESCRIPTOR.services_by_name["ConfigService"].full_name,
     system_pb2.DESCRIPTOR.services_by_name["SystemService"].full_name,
     queue_pb2.DESCRIPTOR.services_by_name["QueueService"].full_name,
     worker_pb2.DESCRIPTOR.services_by_name["WorkerService"].full_name,
@@ -455,6 +459,7 @@ async def create_server(settings: Settings, *, clock: Clock = utc_now) -> Servic
         schedule_pb2_grpc.add_ScheduleServiceServicer_to_server, ScheduleServicer(app), server
     )
     add_servicer(job_pb2_grpc.add_JobServiceServicer_to_server, JobServicer(app), server)
+    add_servicer(config_pb2_grpc.add_ConfigServiceServicer_to_server, ConfigServicer(app), server)
     add_servicer(queue_pb2_grpc.add_QueueServiceServicer_to_server, QueueServicer(app), server)
     workers = WorkerServicer(app)
     add_servicer(worker_pb2_grpc.add_WorkerServiceServicer_to_server, workers, server)

@@ -15,11 +15,13 @@ from typing import TYPE_CHECKING, Any
 from grpc import aio
 
 from tickwork._channel import TlsConfig, aio_channel
+from tickwork.v1.config_pb2_grpc import ConfigServiceStub
 from tickwork.v1.job_pb2_grpc import JobServiceStub
 from tickwork.v1.schedule_pb2_grpc import ScheduleServiceStub
 from tickwork.v1.task_pb2_grpc import TaskServiceStub
 
 if TYPE_CHECKING:
+    from tickwork.v1.config_pb2_grpc import ConfigServiceAsyncStub
     from tickwork.v1.job_pb2_grpc import JobServiceAsyncStub
     from tickwork.v1.schedule_pb2_grpc import ScheduleServiceAsyncStub
     from tickwork.v1.task_pb2_grpc import TaskServiceAsyncStub
@@ -36,6 +38,7 @@ class Stubs:
     tasks: TaskServiceAsyncStub
     jobs: JobServiceAsyncStub
     schedules: ScheduleServiceAsyncStub
+    config: ConfigServiceAsyncStub
 
 
 class Connection:
@@ -66,6 +69,7 @@ class Connection:
                 tasks=TaskServiceStub(channel),
                 jobs=JobServiceStub(channel),
                 schedules=ScheduleServiceStub(channel),
+                config=ConfigServiceStub(channel),
             )
         return self._open
 

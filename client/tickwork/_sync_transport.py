@@ -13,6 +13,7 @@ from typing import Any
 import grpc
 
 from tickwork._channel import TlsConfig, sync_channel
+from tickwork.v1.config_pb2_grpc import ConfigServiceStub
 from tickwork.v1.job_pb2_grpc import JobServiceStub
 from tickwork.v1.schedule_pb2_grpc import ScheduleServiceStub
 from tickwork.v1.task_pb2_grpc import TaskServiceStub
@@ -29,6 +30,7 @@ class Stubs:
     tasks: TaskServiceStub
     jobs: JobServiceStub
     schedules: ScheduleServiceStub
+    config: ConfigServiceStub
 
 
 class Connection:
@@ -50,6 +52,7 @@ class Connection:
             tasks=TaskServiceStub(channel),
             jobs=JobServiceStub(channel),
             schedules=ScheduleServiceStub(channel),
+            config=ConfigServiceStub(channel),
         )
 
     def stubs(self) -> Stubs:
