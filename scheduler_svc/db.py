@@ -12,7 +12,7 @@ import datetime as dt
 import functools
 import logging
 import sqlite3
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
@@ -27,6 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from scheduler_svc.db_datetime import UTCDateTime as UTCDateTime
 from scheduler_svc.db_datetime import stored_datetime as stored_datetime
 from scheduler_svc.errors import StorageError
+from scheduler_svc.storage_health import StorageHealth
 
 log = logging.getLogger(__name__)
 
@@ -490,6 +491,8 @@ class Database:
         """
         self.url = url
         self.statement_timeout_s = statement_timeout_s
+        #: Whether writes succeed, from every transaction's outcome.
+        self.health = StorageHealth()
         self.dialect = dialect_of(url)
         self._sqlite: sa.Engine | None = None
         self._async: AsyncEngine | None = None
@@ -522,10 +525,27 @@ class Database:
                     functools.partial(_ping_on_checkout, ping_timeout_s),
                 )
 
+    async def _observed(self, run: Awaitable[R], write: bool) -> R:
+        """Await a transaction ``run``, reporting its outcome to :attr:`health`."""
+        ticket = self.health.begin(write)
+        try:
+            result = await run
+        except Exception as err:
+            self.health.end(ticket, write, err)
+            raise
+        except BaseException:  # cancelled: no outcome to report
+            self.health.end(ticket, False, None)
+            raise
+        self.health.end(ticket, write, None)
+        return result
+
     async def write(self, fn: Callable[[Connection], R], *, queue: bool = False) -> R:
         """Run ``fn(conn)`` in a read-write transaction; committed when it returns, rolled
         back when it raises. ``queue``: on PostgreSQL, on a connection of the queue's pool
         (see :data:`QUEUE_SESSION_SETTINGS`), for what takes jobs off the queue."""
+        return await self._observed(self._write(fn, queue), True)
+
+    async def _write(self, fn: Callable[[Connection], R], queue: bool) -> R:
         if self._sqlite is not None:
             engine = self._sqlite
 
@@ -544,10 +564,15 @@ class Database:
         :meth:`write`: here each would commit on its own. ``queue``: as for :meth:`write`."""
         if self._sqlite is not None:
             return await self.write(fn)
-        return await self._postgresql(fn, write=True, autocommit=True, queue=queue)
+        return await self._observed(
+            self._postgresql(fn, write=True, autocommit=True, queue=queue), True
+        )
 
     async def read(self, fn: Callable[[Connection], R]) -> R:
         """Run ``fn(conn)`` in a transaction that is rolled back (it must only read)."""
+        return await self._observed(self._read(fn), False)
+
+    async def _read(self, fn: Callable[[Connection], R]) -> R:
         if self._sqlite is not None:
             engine = self._sqlite
 

@@ -27,6 +27,7 @@ from scheduler_svc.firing import first_fire_after, plan_fire
 from scheduler_svc.hub import Hub
 from scheduler_svc.records import ScheduleRecord
 from scheduler_svc.settings import Settings
+from scheduler_svc.storage_health import log_failure
 from scheduler_svc.store import Store
 from tickwork.cron import CronError
 from tickwork.timestamps import to_timestamp as ts
@@ -231,7 +232,7 @@ class Scheduler:
         try:
             response = await self.queue.EnqueueFires(request)
         except grpc.RpcError as err:
-            log.error("enqueue failed; the fires are retried at the next tick: %s", err)
+            log_failure(log, "enqueue failed; the fires are retried at the next tick", err)
             raise
         failpoint("after-enqueue")
         # One INFO line per batch (10,000 schedules on one cron make 10,000 fires a minute);
@@ -271,8 +272,8 @@ class Scheduler:
             signal = self.hub.schedules
             try:
                 wake = await self.tick(self.clock())
-            except Exception:
-                log.exception("scheduler tick failed")
+            except Exception as err:
+                log_failure(log, "scheduler tick failed", err)
                 wake = self.clock() + dt.timedelta(seconds=1)
             if not self._stop.is_set():  # stop() during the tick fired before this wait
                 self.hub.scheduler_wakes_at = wake

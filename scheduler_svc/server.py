@@ -46,6 +46,7 @@ from scheduler_svc.servicers.system import SystemServicer
 from scheduler_svc.servicers.tasks import TaskServicer
 from scheduler_svc.servicers.worker import WorkerServicer
 from scheduler_svc.settings import Settings
+from scheduler_svc.storage_health import log_failure
 from scheduler_svc.store import Store
 from tickwork._channel import auth_metadata
 from tickwork.tokens import new_token
@@ -82,6 +83,8 @@ SERVICE_NAMES = (
     worker_pb2.DESCRIPTOR.services_by_name["WorkerService"].full_name,
 )
 
+#: How often the health checks follow the database's state, seconds.
+STORAGE_CHECK_S = 0.25
 #: How often the reaper looks for expired job leases, at most, seconds.
 REAP_INTERVAL_S = 1.0
 #: On stop, how long a job told to abort after the shutdown grace may take to report
@@ -109,8 +112,10 @@ class Service:
         internal_token: str = "",
         socket_dir: str = "",
         metrics_server: MetricsServer | None = None,
+        health_servicer: Any = None,
     ) -> None:
         self.settings = settings
+        self.health_servicer = health_servicer
         self.server = server
         self.port = port
         self.app = app
@@ -148,6 +153,8 @@ class Service:
         """
         self.stopped = asyncio.Event()
         self._supervise(asyncio.create_task(self._reap(), name="lease-reaper"))
+        self._supervise(asyncio.create_task(self._watch_storage(), name="storage-health"))
+        self._supervise(asyncio.create_task(self._watch_queue(), name="queue-stall"))
         if self.metrics_server is not None:
             self._supervise(asyncio.create_task(self._refresh_metrics(), name="metrics"))
         if self.db.dialect.notifications:
@@ -185,17 +192,67 @@ class Service:
                 self.app.metrics.snapshot.update(
                     await store.queue_depth_by_lane(), await store.consecutive_failures()
                 )
-            except Exception:
-                log.exception("metrics refresh failed")
+            except Exception as err:
+                log_failure(log, "metrics refresh failed", err)
             await asyncio.sleep(REFRESH_S)
+
+    async def _watch_storage(self) -> None:
+        """Keep the health checks on the database's state (see :mod:`storage_health`):
+        NOT_SERVING while writes fail or stall, SERVING once one commits."""
+        health = self.db.health
+        shown = False
+        while True:
+            failing = health.check()
+            if failing != shown and self.health_servicer is not None:
+                status = (
+                    health_pb2.HealthCheckResponse.NOT_SERVING
+                    if failing
+                    else health_pb2.HealthCheckResponse.SERVING
+                )
+                for name in ("", *SERVICE_NAMES):
+                    await self.health_servicer.set(name, status)
+            shown = failing
+            self.app.metrics.storage(health)
+            await asyncio.sleep(STORAGE_CHECK_S)
+
+    async def _watch_queue(self) -> None:
+        """Follow whether ready jobs wait with no active worker (GetStatus's queue_stall,
+        the queue-stalled metric); warn once when that lasts past a lease TTL."""
+        app = self.app
+        ttl_s = self.settings.lease_ttl_s
+        warned = False
+        while True:
+            try:
+                now = app.clock()
+                ready = await app.store.next_ready_time(now)
+                waiting = ready is not None and ready <= now
+                if waiting:
+                    leases = await app.store.worker_lease_holders()
+                    waiting = not any(lease.expires_at >= now for lease in leases)
+                if not waiting:
+                    app.queue_stalled_since = None
+                elif app.queue_stalled_since is None:
+                    app.queue_stalled_since = now
+                since = app.queue_stalled_since
+                stalled_s = (now - since).total_seconds() if since is not None else 0.0
+                app.metrics.queue_stalled.set(stalled_s)
+                if stalled_s > ttl_s and not warned:
+                    log.warning(
+                        "queue wedged: ready jobs have waited %.0f s with no active worker",
+                        stalled_s,
+                    )
+                warned = stalled_s > ttl_s
+            except Exception as err:
+                log_failure(log, "queue stall check failed", err)
+            await asyncio.sleep(min(REAP_INTERVAL_S, ttl_s / 3))
 
     async def _reap(self) -> None:
         interval = min(REAP_INTERVAL_S, self.settings.lease_ttl_s / 3)
         while True:
             try:
                 await self.app.reap_expired_leases()
-            except Exception:
-                log.exception("lease reaper pass failed")
+            except Exception as err:
+                log_failure(log, "lease reaper pass failed", err)
             await asyncio.sleep(interval)
 
     async def stop(self, grace_s: float = 5.0) -> None:
@@ -525,6 +582,7 @@ async def create_server(settings: Settings, *, clock: Clock = utc_now) -> Servic
         internal_token=internal_token,
         socket_dir=socket_dir,
         metrics_server=metrics_server,
+        health_servicer=health_servicer,
     )
 
 
