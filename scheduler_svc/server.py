@@ -171,6 +171,7 @@ class Service:
                 grpc_queue_client(self._channel, auth_metadata(self.internal_token)),
                 clock=self.app.clock,
                 hub=self.app.hub,
+                metrics=self.app.metrics,
             )
             self._supervise(asyncio.create_task(self.scheduler.run(), name="scheduler-loop"))
         if self.settings.worker_is_enabled:

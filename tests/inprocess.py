@@ -78,7 +78,12 @@ async def inprocess(
     service = await create_server(cfg, clock=clock)
     channel = grpc.aio.insecure_channel(service.address)
     scheduler = Scheduler(
-        cfg, service.app.store, grpc_queue_client(channel), clock=clock, hub=service.app.hub
+        cfg,
+        service.app.store,
+        grpc_queue_client(channel),
+        clock=clock,
+        hub=service.app.hub,
+        metrics=service.app.metrics,
     )
     client = AsyncClient(service.address)
     try:
