@@ -85,6 +85,8 @@ SERVICE_NAMES = (
 
 #: How often the health checks follow the database's state, seconds.
 STORAGE_CHECK_S = 0.25
+#: How often a SQLite database's write-ahead log is checkpointed and truncated, seconds.
+CHECKPOINT_S = 60.0
 #: How often the reaper looks for expired job leases, at most, seconds.
 REAP_INTERVAL_S = 1.0
 #: On stop, how long a job told to abort after the shutdown grace may take to report
@@ -155,6 +157,8 @@ class Service:
         self._supervise(asyncio.create_task(self._reap(), name="lease-reaper"))
         self._supervise(asyncio.create_task(self._watch_storage(), name="storage-health"))
         self._supervise(asyncio.create_task(self._watch_queue(), name="queue-stall"))
+        if self.db.sqlite_file is not None:
+            self._supervise(asyncio.create_task(self._checkpoint(), name="wal-checkpoint"))
         if self.metrics_server is not None:
             self._supervise(asyncio.create_task(self._refresh_metrics(), name="metrics"))
         if self.db.dialect.notifications:
@@ -201,6 +205,7 @@ class Service:
         """Keep the health checks on the database's state (see :mod:`storage_health`):
         NOT_SERVING while writes fail or stall, SERVING once one commits."""
         health = self.db.health
+        health.announce = True
         shown = False
         while True:
             failing = health.check()
@@ -246,6 +251,18 @@ class Service:
             except Exception as err:
                 log_failure(log, "queue stall check failed", err)
             await asyncio.sleep(min(REAP_INTERVAL_S, ttl_s / 3))
+
+    async def _checkpoint(self) -> None:
+        """SQLite: empty the write-ahead log into the database every :data:`CHECKPOINT_S`
+        (a reader holding an old snapshot can keep SQLite's own checkpoints from resetting
+        it; this one waits for the writer thread and truncates the log)."""
+        while True:
+            await asyncio.sleep(CHECKPOINT_S)
+            try:
+                busy, pages, done = await self.db.checkpoint() or (0, 0, 0)
+                log.debug("WAL checkpoint", extra={"busy": busy, "pages": pages, "done": done})
+            except Exception as err:
+                log_failure(log, "WAL checkpoint failed", err)
 
     async def _reap(self) -> None:
         interval = min(REAP_INTERVAL_S, self.settings.lease_ttl_s / 3)

@@ -105,6 +105,9 @@ class StorageHealth:
         self._pending: dict[int, float] = {}
         self._ids = itertools.count()
         self.listeners: list[Callable[[bool, str], None]] = []
+        #: Log the changes of state (the service turns it on; a command such as
+        #: ``tickwork db upgrade`` reports its one error itself).
+        self.announce = False
 
     def begin(self, write: bool) -> int:
         """A transaction starts; return its ticket (writes are watched for stalls)."""
@@ -158,7 +161,9 @@ class StorageHealth:
 
     def _change(self, failing: bool, reason: str) -> None:
         now = self.clock()
-        if failing:
+        if not self.announce:
+            log.debug("database %s: %s", "failing" if failing else "recovered", reason)
+        elif failing:
             log.error("database failing: %s; health NOT_SERVING until writes succeed again", reason)
         else:
             log.warning(
