@@ -29,7 +29,7 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from scheduler_svc import maintenance, migrate, reflection
 from scheduler_svc.app import App, Clock, utc_now
-from scheduler_svc.auth import AuthInterceptor
+from scheduler_svc.auth import AuthInterceptor, InternalOnlyInterceptor
 from scheduler_svc.db import Database
 from scheduler_svc.embedded_console import start_console
 from scheduler_svc.errors import SettingsError, StorageError
@@ -515,7 +515,11 @@ async def create_server(settings: Settings, *, clock: Clock = utc_now) -> Servic
     if settings.metrics_listen:
         check_can_listen(settings.metrics_listen, METRICS_VARIABLE)
     internal_token = new_token()
-    interceptors = [AuthInterceptor(settings.tokens, internal_token)] if settings.tokens else []
+    interceptors: list[grpc.aio.ServerInterceptor] = [  # type: ignore[type-arg]
+        AuthInterceptor(settings.tokens, internal_token)
+        if settings.tokens
+        else InternalOnlyInterceptor(internal_token)
+    ]
     db = Database(settings.database_url)
     try:
         await migrate.upgrade(db)

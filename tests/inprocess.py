@@ -18,6 +18,7 @@ from scheduler_svc.scheduler import Scheduler, grpc_queue_client
 from scheduler_svc.server import Service, create_server
 from scheduler_svc.settings import Settings
 from tickwork import AsyncClient
+from tickwork._channel import auth_metadata
 
 UTC = dt.UTC
 
@@ -80,7 +81,7 @@ async def inprocess(
     scheduler = Scheduler(
         cfg,
         service.app.store,
-        grpc_queue_client(channel),
+        grpc_queue_client(channel, auth_metadata(service.internal_token)),
         clock=clock,
         hub=service.app.hub,
         metrics=service.app.metrics,
