@@ -175,7 +175,12 @@ def test_ready_jobs_with_no_worker_show_as_a_queue_stall(tmp_path: Path) -> None
                 what="a queue stall",
             )
             assert stall.since.seconds > 0
-            assert scrape(metrics_port)["tickwork_queue_stalled_seconds"] > 2
+            # The gauge follows at the watcher's next pass (a third of the TTL).
+            wait_for(
+                lambda: scrape(metrics_port)["tickwork_queue_stalled_seconds"] > 2,
+                timeout_s=10,
+                what="the stalled-seconds gauge",
+            )
             assert "queue wedged" in server.output()
     finally:
         server.stop()
