@@ -184,3 +184,38 @@ def test_ready_jobs_with_no_worker_show_as_a_queue_stall(tmp_path: Path) -> None
             assert "queue wedged" in server.output()
     finally:
         server.stop()
+
+
+async def test_a_postgresql_outage_is_logged_once_without_tracebacks(tmp_path: Path) -> None:
+    """PostgreSQL dropping every connection for a few seconds (tests/pgproxy.py: each new
+    connection is closed at its first query, the open ones cut): the embedded worker's
+    stream, the scheduler loop and the reaper all fail meanwhile, and the log says so in a
+    few lines, none a DBAPIError traceback; once PostgreSQL answers, health is SERVING."""
+    import asyncio
+
+    from tests.databases import create_database, drop_database
+    from tests.pgproxy import PgProxy
+
+    url = await asyncio.to_thread(create_database, "postgresql", tmp_path)
+    try:
+        async with PgProxy.to(url).running() as proxy:
+            server = Server(tmp_path, env={"WORKER_POLL_INTERVAL_SECONDS": "1"},
+                            database_url=proxy.url(url))  # fmt: skip
+            try:
+                await asyncio.to_thread(server.wait_healthy)
+                proxy.drop = True
+                for _ in range(20):  # about 4 s of outage
+                    proxy.cut()
+                    await asyncio.sleep(0.2)
+                await asyncio.to_thread(wait_for, lambda: not healthy(server.address), timeout_s=10)
+                proxy.drop = False
+                await asyncio.to_thread(
+                    wait_for, lambda: healthy(server.address), timeout_s=30, what="SERVING"
+                )
+                log = server.output()
+                assert "database failing" in log and "database recovered" in log, log
+                assert "Traceback" not in log, log
+            finally:
+                await asyncio.to_thread(server.stop)
+    finally:
+        await asyncio.to_thread(drop_database, url)
