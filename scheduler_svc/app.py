@@ -63,6 +63,8 @@ class App:
         #: The wake-up channel to the other replicas (PostgreSQL; set by the server), or
         #: None: changes are seen by other replicas at their next poll.
         self.replicas: ReplicaWakeups | None = None
+        #: Since when ready jobs have waited with no active worker (None: not waiting).
+        self.queue_stalled_since: dt.datetime | None = None
         self._background: set[asyncio.Task[None]] = set()
         self._stream_ends: set[asyncio.Future[None]] = set()
 

@@ -63,6 +63,7 @@ RPC_ROLES: Mapping[str, frozenset[str]] = {
     "/tickwork.v1.ScheduleService/DeleteSchedule": _ADMINISTER,
     "/tickwork.v1.ScheduleService/DescribeCron": _VIEW,
     "/tickwork.v1.ScheduleService/ListFires": _VIEW,
+    "/tickwork.v1.ConfigService/ApplyConfig": _ADMINISTER,
     "/tickwork.v1.JobService/GetJob": _VIEW,
     "/tickwork.v1.JobService/ListJobs": _VIEW,
     "/tickwork.v1.JobService/WatchJob": _VIEW,
@@ -249,3 +250,38 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
                 response_serializer=handler.response_serializer,
             )
         return handler
+
+
+class InternalOnlyInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
+    """Without access control: the internal services (:data:`RPC_ROLES` ``_SELF``:
+    QueueService) still answer only the service's own calls, which carry the internal
+    token; every other RPC is open. A fire sent from outside (off its schedule's grid, for
+    tasks not in it, in the future) is UNAUTHENTICATED, never recorded."""
+
+    def __init__(self, internal_token: str) -> None:
+        self._digest = hash_token(internal_token)
+
+    async def intercept_service(
+        self,
+        continuation: Callable[
+            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any]]
+        ],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler[Any, Any]:
+        handler = await continuation(handler_call_details)
+        method = handler_call_details.method
+        if handler is None or RPC_ROLES.get(method) != _SELF:
+            return handler
+        token = _bearer(handler_call_details.invocation_metadata)
+        if token and hash_token(token) == self._digest:
+            return handler
+        log.warning(
+            "call refused: an internal method without the internal token",
+            extra={"method": method},
+        )
+        return _deny(  # type: ignore[no-any-return]
+            handler,
+            grpc.StatusCode.UNAUTHENTICATED,
+            f"{method} is internal: only the service itself may call it",
+            Reason.TOKEN_REQUIRED,
+        )

@@ -17,7 +17,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
@@ -25,10 +24,12 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
+from scheduler_svc import sqlite_files
 from scheduler_svc.db_datetime import UTCDateTime as UTCDateTime
 from scheduler_svc.db_datetime import stored_datetime as stored_datetime
 from scheduler_svc.errors import StorageError
 from scheduler_svc.outages import StorageOutages, is_storage_failure
+from scheduler_svc.storage_health import StorageHealth
 
 log = logging.getLogger(__name__)
 
@@ -400,19 +401,26 @@ def _sqlite_path(url: str) -> str:
 
 #: How long a SQLite transaction waits for another process's write lock, seconds.
 SQLITE_BUSY_TIMEOUT_S = 30.0
+#: A commit that leaves the write-ahead log longer than this many pages checkpoints it.
+SQLITE_WAL_AUTOCHECKPOINT_PAGES = 256
+#: The write-ahead log is truncated to this size, bytes, when a checkpoint resets it.
+SQLITE_JOURNAL_SIZE_LIMIT_BYTES = 1024 * 1024
 
 
 def make_sqlite_engine(url: str) -> sa.Engine:
     """A synchronous engine (the standard library's sqlite3) for the SQLite file of ``url``
-    (``sqlite:///x.db`` or ``sqlite+aiosqlite:///x.db``; the file's directory is created).
+    (``sqlite:///x.db`` or ``sqlite+aiosqlite:///x.db``; its folder must exist:
+    SettingsError naming DATABASE_URL otherwise).
 
-    Every connection gets WAL journaling, foreign keys, synchronous=NORMAL and a 30 s busy
-    timeout; transactions begin with BEGIN IMMEDIATE (the write lock, taken up front so a
-    writer waits instead of failing to upgrade) or, for reads, plain BEGIN.
+    Every connection gets WAL journaling, foreign keys, synchronous=NORMAL, a 30 s busy
+    timeout, and a bounded write-ahead log (:data:`SQLITE_WAL_AUTOCHECKPOINT_PAGES`,
+    :data:`SQLITE_JOURNAL_SIZE_LIMIT_BYTES`); transactions begin with BEGIN IMMEDIATE (the
+    write lock, taken up front so a writer waits instead of failing to upgrade) or, for
+    reads, plain BEGIN.
     """
     path = _sqlite_path(url)
     if path and path != ":memory:":
-        Path(path).expanduser().resolve().parent.mkdir(parents=True, exist_ok=True)
+        sqlite_files.check_folder(path)
     sync_url = sa.engine.make_url(url).set(drivername="sqlite")
     engine = sa.create_engine(
         sync_url,
@@ -430,6 +438,8 @@ def make_sqlite_engine(url: str) -> sa.Engine:
         cur.execute("PRAGMA foreign_keys=ON")
         cur.execute("PRAGMA synchronous=NORMAL")
         cur.execute(f"PRAGMA busy_timeout={int(SQLITE_BUSY_TIMEOUT_S * 1000)}")
+        cur.execute(f"PRAGMA wal_autocheckpoint={SQLITE_WAL_AUTOCHECKPOINT_PAGES}")
+        cur.execute(f"PRAGMA journal_size_limit={SQLITE_JOURNAL_SIZE_LIMIT_BYTES}")
         cur.close()
 
     @event.listens_for(engine, "begin")
@@ -577,13 +587,19 @@ class Database:
         """
         self.url = url
         self.statement_timeout_s = statement_timeout_s
+        #: Whether writes succeed, from every transaction's outcome.
+        self.health = StorageHealth()
         self.dialect = dialect_of(url)
         self.outages = StorageOutages()
         """How long this process's calls found the storage down (see :mod:`.outages`)."""
         self._sqlite: sa.Engine | None = None
         self._async: AsyncEngine | None = None
         self._queue: AsyncEngine | None = None
+        #: The SQLite database's file (None on PostgreSQL and for ``:memory:``).
+        self.sqlite_file: str | None = None
         if self.dialect.name == "sqlite":
+            path = _sqlite_path(url)
+            self.sqlite_file = path if path and path != ":memory:" else None
             self._sqlite = make_sqlite_engine(url)
             self._writer = ThreadPoolExecutor(1, thread_name_prefix="tickwork-db-write")
             self._readers = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="tickwork-db-read")
@@ -611,23 +627,30 @@ class Database:
                     functools.partial(_ping_on_checkout, ping_timeout_s),
                 )
 
-    async def _watched(self, call: Awaitable[R]) -> R:
-        """``call``'s result; its storage failure, if it fails with one, is an outage."""
+    async def _observed(self, run: Awaitable[R], write: bool) -> R:
+        """Await a transaction ``run``, reporting its outcome to :attr:`health`, and a
+        storage failure's time to :attr:`outages`."""
+        ticket = self.health.begin(write)
         began = time.monotonic()
         try:
-            result = await call
-        except Exception as exc:
-            if is_storage_failure(exc):
+            result = await run
+        except Exception as err:
+            if is_storage_failure(err):
                 self.outages.failed(began)
+            self.health.end(ticket, write, err)
+            raise
+        except BaseException:  # cancelled: no outcome to report
+            self.health.end(ticket, False, None)
             raise
         self.outages.succeeded()
+        self.health.end(ticket, write, None)
         return result
 
     async def write(self, fn: Callable[[Connection], R], *, queue: bool = False) -> R:
         """Run ``fn(conn)`` in a read-write transaction; committed when it returns, rolled
         back when it raises. ``queue``: on PostgreSQL, on a connection of the queue's pool
         (see :data:`QUEUE_SESSION_SETTINGS`), for what takes jobs off the queue."""
-        return await self._watched(self._write(fn, queue))
+        return await self._observed(self._write(fn, queue), True)
 
     async def _write(self, fn: Callable[[Connection], R], queue: bool) -> R:
         if self._sqlite is not None:
@@ -640,6 +663,25 @@ class Database:
             return await asyncio.get_running_loop().run_in_executor(self._writer, run)
         return await self._postgresql(fn, write=True, queue=queue)
 
+    async def checkpoint(self) -> tuple[int, int, int] | None:
+        """SQLite: copy the write-ahead log into the database file and truncate it
+        (``PRAGMA wal_checkpoint(TRUNCATE)``, on the writer thread, so between writes);
+        return SQLite's (busy, log pages, pages checkpointed). None on PostgreSQL."""
+        if self._sqlite is None:
+            return None
+        engine = self._sqlite
+
+        def run() -> tuple[int, int, int]:
+            with engine.connect() as conn:
+                driver = conn.connection.driver_connection
+                assert driver is not None
+                row = driver.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            return int(row[0]), int(row[1]), int(row[2])
+
+        return await self._observed(
+            asyncio.get_running_loop().run_in_executor(self._writer, run), True
+        )
+
     async def write_one(self, fn: Callable[[Connection], R], *, queue: bool = False) -> R:
         """Run ``fn(conn)``, which executes exactly one statement, as that statement's own
         transaction: on PostgreSQL without BEGIN and COMMIT (autocommit; a statement is
@@ -648,11 +690,13 @@ class Database:
         :meth:`write`: here each would commit on its own. ``queue``: as for :meth:`write`."""
         if self._sqlite is not None:
             return await self.write(fn)
-        return await self._watched(self._postgresql(fn, write=True, autocommit=True, queue=queue))
+        return await self._observed(
+            self._postgresql(fn, write=True, autocommit=True, queue=queue), True
+        )
 
     async def read(self, fn: Callable[[Connection], R]) -> R:
         """Run ``fn(conn)`` in a transaction that is rolled back (it must only read)."""
-        return await self._watched(self._read(fn))
+        return await self._observed(self._read(fn), False)
 
     async def _read(self, fn: Callable[[Connection], R]) -> R:
         if self._sqlite is not None:

@@ -37,6 +37,12 @@ class HealthService(health_pb2_grpc.HealthServicer):  # type: ignore[misc]
         if not self._stopping:
             await self._set_all(SERVING)
 
+    async def storage_failing(self, failing: bool) -> None:
+        """While the database fails (``failing``), every service NOT_SERVING; SERVING again
+        once it recovers. No-op once stopping."""
+        if not self._stopping:
+            await self._set_all(NOT_SERVING if failing else SERVING)
+
     async def stopping(self) -> None:
         """Set every service NOT_SERVING for good and end the open Watch streams."""
         self._stopping = True

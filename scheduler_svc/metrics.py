@@ -18,6 +18,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from scheduler_svc.storage_health import StorageHealth
+
 #: How often the database-backed gauges are refreshed, seconds.
 REFRESH_S = 2.0
 
@@ -124,6 +126,32 @@ class Metrics:
             ["state"],
             registry=r,
         )
+        self.database_up = Gauge(
+            "tickwork_database_up",
+            "1 while the database takes writes, 0 while they fail or stall.",
+            registry=r,
+        )
+        self.database_up.set(1)
+        self.database_errors = Counter(
+            "tickwork_database_errors",
+            "Database operations that failed on the database itself.",
+            registry=r,
+        )
+        self.queue_stalled = Gauge(
+            "tickwork_queue_stalled_seconds",
+            "How long ready jobs have been queued with no active worker connected to this "
+            "replica (0: none waiting, or a worker is active).",
+            registry=r,
+        )
+        self.clock_steps = Counter(
+            "tickwork_clock_steps",
+            "Wall-clock steps the scheduler loop detected, by direction (back, forward).",
+            ["direction"],
+            registry=r,
+        )
+        for direction in ("back", "forward"):
+            self.clock_steps.labels(direction)
+        self._errors_seen = 0
         for state in ("active", "standby"):
             self.workers.labels(state)
         for outcome in ("enqueued", "skipped", "missed"):
@@ -144,6 +172,14 @@ class Metrics:
         if started is not None and finished is not None:
             seconds = max(0.0, (finished - started).total_seconds())
             self.job_duration.labels(outcome).observe(seconds)
+
+    def storage(self, health: StorageHealth) -> None:
+        """Follow the database's state: the up gauge and the error counter."""
+        self.database_up.set(0 if health.failing else 1)
+        new = health.failures_total - self._errors_seen
+        if new > 0:
+            self.database_errors.inc(new)
+            self._errors_seen = health.failures_total
 
     def worker_state(self, old: str | None, new: str | None) -> None:
         """Move one worker stream from state ``old`` to ``new`` (None: not counted)."""

@@ -10,6 +10,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection
 
+from scheduler_svc import sqlite_files
 from scheduler_svc.db import Database, lock_for_migration
 from scheduler_svc.errors import FailedPrecondition
 
@@ -46,10 +47,12 @@ async def upgrade(db: Database) -> str | None:
     """Migrate ``db`` to the newest revision and return it.
 
     Raises FailedPrecondition when the database is at a revision this code does not know
-    (written by a newer tickwork): refusing is safer than guessing. The check and the
-    upgrade run in one transaction under the migration lock, so replicas starting together
-    on an empty database migrate it once and the others find it current. On PostgreSQL they
-    run on connections of their own without the statement timeout
+    (written by a newer tickwork), or is a SQLite database without tickwork's tables whose
+    marker says it had them (:mod:`scheduler_svc.sqlite_files`): refusing is safer than
+    guessing. On SQLite the marker is written and the write-ahead log checkpointed after.
+    The check and the upgrade run in one transaction under the migration lock, so replicas
+    starting together on an empty database migrate it once and the others find it current.
+    On PostgreSQL they run on connections of their own without the statement timeout
     (:data:`scheduler_svc.db.STATEMENT_TIMEOUT_S`): an index built on a long history, or
     the wait for another replica's migration, may take longer.
     """
@@ -65,6 +68,8 @@ async def upgrade(db: Database) -> str | None:
     def run(conn: Connection) -> None:
         lock_for_migration(conn, db.dialect)
         current = _current(conn)
+        if db.sqlite_file is not None:
+            sqlite_files.check_marker(db.sqlite_file, has_schema=current is not None)
         if current is not None and current not in known:
             raise FailedPrecondition(
                 f"database schema is at revision {current}, which this tickwork does not know "
@@ -75,4 +80,7 @@ async def upgrade(db: Database) -> str | None:
         command.upgrade(cfg, "head")
 
     await db.write(run)
+    if db.sqlite_file is not None:
+        sqlite_files.write_marker(db.sqlite_file)
+        await db.checkpoint()  # the schema in the database file, the log emptied
     return head_revision()

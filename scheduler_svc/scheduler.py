@@ -15,8 +15,9 @@ import datetime as dt
 import logging
 import os
 import socket
+import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol
 
 import grpc
@@ -25,8 +26,10 @@ from scheduler_svc.app import Clock
 from scheduler_svc.failpoints import failpoint
 from scheduler_svc.firing import first_fire_after, plan_fire
 from scheduler_svc.hub import Hub
+from scheduler_svc.metrics import Metrics
 from scheduler_svc.records import ScheduleRecord
 from scheduler_svc.settings import Settings
+from scheduler_svc.storage_health import log_failure
 from scheduler_svc.store import Store
 from tickwork.cron import CronError
 from tickwork.timestamps import to_timestamp as ts
@@ -44,6 +47,9 @@ FIRES_PER_CALL = 500
 #: 4.8 MB that the scheduler could not read, after the fires were recorded; every tick
 #: then asked again and those schedules never moved on.)
 RUNS_PER_CALL = 4000
+#: A wall clock that moved this much more or less than the monotonic clock between two
+#: ticks was stepped (NTP, a VM restore), seconds.
+CLOCK_STEP_S = 1.0
 
 
 def fire_batches(
@@ -108,8 +114,16 @@ class Scheduler:
         clock: Clock,
         hub: Hub,
         holder_id: str | None = None,
+        metrics: Metrics | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.settings = settings
+        self.metrics = metrics
+        self.monotonic = monotonic
+        #: The wall and monotonic readings of the last tick, to detect a clock step.
+        self._last_reading: tuple[dt.datetime, float] | None = None
+        #: Wall-clock steps detected: back, forward.
+        self.clock_steps = {"back": 0, "forward": 0}
         self.store = store
         self.queue = queue
         self.clock = clock
@@ -136,9 +150,12 @@ class Scheduler:
         """
         renew_every = dt.timedelta(seconds=self.settings.scheduler_lease_ttl_s / 3)
         retry_lease_at = now + renew_every
+        step_s = self._clock_step(now)
         if not await self._hold_lease(now):
             return retry_lease_at
         renew_at = self.clock() + renew_every
+        if step_s < 0:
+            await self._after_step_back(now, -step_s)
         await self._heal(now)
         try:
             for _ in range(1000):
@@ -161,6 +178,67 @@ class Scheduler:
         if earliest is not None:
             wake = min(wake, earliest)
         return min(wake, retry_lease_at)
+
+    def _clock_step(self, now: dt.datetime) -> float:
+        """Seconds the wall clock was stepped since the last tick (negative: back; 0: none),
+        measured against the monotonic clock; a step is logged and counted."""
+        mono = self.monotonic()
+        last, self._last_reading = self._last_reading, (now, mono)
+        if last is None:
+            return 0.0
+        drift = (now - last[0]).total_seconds() - (mono - last[1])
+        if abs(drift) < CLOCK_STEP_S:
+            return 0.0
+        direction = "back" if drift < 0 else "forward"
+        self.clock_steps[direction] += 1
+        if self.metrics is not None:
+            self.metrics.clock_steps.labels(direction).inc()
+        if drift < 0:
+            log.warning(
+                "wall clock stepped back %.0f s: next runs are recomputed from the new now",
+                -drift,
+            )
+        else:
+            log.info(
+                "wall clock stepped forward %.0f s: the windows passed over follow each "
+                "schedule's catch-up policy",
+                drift,
+            )
+        return drift
+
+    async def _after_step_back(self, now: dt.datetime, step_s: float) -> None:
+        """After the wall clock went back ``step_s`` seconds: each enabled schedule whose
+        next run is later than it would be computed from ``now`` gets that earlier next run
+        (compare-and-set), so schedules fire through the repeated stretch of time instead
+        of waiting for the old next run. A window already recorded is not fired again (the
+        (schedule, fire time) row); the tick records it as a duplicate and moves on."""
+        moved = 0
+        after = ""
+        while True:
+            page = await self.store.list_schedules(BATCH, after)
+            if not page:
+                break
+            after = page[-1].name
+            moves: list[tuple[int, dt.datetime | None, dt.datetime | None, dt.datetime | None]] = []
+            for schedule in page:
+                if not schedule.enabled or schedule.next_run_at is None:
+                    continue
+                if schedule.next_run_at <= now:
+                    continue
+                try:
+                    nxt = first_fire_after(schedule, now)
+                except CronError:
+                    continue
+                if nxt is not None and nxt < schedule.next_run_at:
+                    moves.append((schedule.id, schedule.next_run_at, nxt, None))
+            if moves:
+                await self.store.set_next_runs(moves)
+                moved += len(moves)
+        log.warning(
+            "after a clock step back of %.0f s, %d schedules run from the new now",
+            step_s,
+            moved,
+        )
 
     async def _hold_lease(self, now: dt.datetime) -> bool:
         """Take or renew the scheduler lease; True while this replica holds it."""
@@ -231,7 +309,7 @@ class Scheduler:
         try:
             response = await self.queue.EnqueueFires(request)
         except grpc.RpcError as err:
-            log.error("enqueue failed; the fires are retried at the next tick: %s", err)
+            log_failure(log, "enqueue failed; the fires are retried at the next tick", err)
             raise
         failpoint("after-enqueue")
         # One INFO line per batch (10,000 schedules on one cron make 10,000 fires a minute);
@@ -271,8 +349,8 @@ class Scheduler:
             signal = self.hub.schedules
             try:
                 wake = await self.tick(self.clock())
-            except Exception:
-                log.exception("scheduler tick failed")
+            except Exception as err:
+                log_failure(log, "scheduler tick failed", err)
                 wake = self.clock() + dt.timedelta(seconds=1)
             if not self._stop.is_set():  # stop() during the tick fired before this wait
                 self.hub.scheduler_wakes_at = wake

@@ -29,7 +29,7 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from scheduler_svc import maintenance, migrate, reflection
 from scheduler_svc.app import App, Clock, utc_now
-from scheduler_svc.auth import AuthInterceptor
+from scheduler_svc.auth import AuthInterceptor, InternalOnlyInterceptor
 from scheduler_svc.db import Database
 from scheduler_svc.embedded_console import start_console
 from scheduler_svc.errors import SettingsError, StorageError
@@ -41,6 +41,7 @@ from scheduler_svc.replicas import ReplicaWakeups
 from scheduler_svc.scheduler import Scheduler, grpc_queue_client
 from scheduler_svc.sender import Sender
 from scheduler_svc.servicers._decoding import add_servicer
+from scheduler_svc.servicers.config import ConfigServicer
 from scheduler_svc.servicers.jobs import JobServicer
 from scheduler_svc.servicers.notifiers import NotifierServicer
 from scheduler_svc.servicers.queue import QueueServicer
@@ -49,10 +50,13 @@ from scheduler_svc.servicers.system import SystemServicer
 from scheduler_svc.servicers.tasks import TaskServicer
 from scheduler_svc.servicers.worker import WorkerServicer
 from scheduler_svc.settings import Settings
+from scheduler_svc.storage_health import log_failure
 from scheduler_svc.store import Store
 from tickwork._channel import auth_metadata
 from tickwork.tokens import new_token
 from tickwork.v1 import (
+    config_pb2,
+    config_pb2_grpc,
     job_pb2,
     job_pb2_grpc,
     notifier_pb2,
@@ -80,12 +84,17 @@ SERVICE_NAMES = (
     task_pb2.DESCRIPTOR.services_by_name["TaskService"].full_name,
     schedule_pb2.DESCRIPTOR.services_by_name["ScheduleService"].full_name,
     job_pb2.DESCRIPTOR.services_by_name["JobService"].full_name,
+    config_pb2.DESCRIPTOR.services_by_name["ConfigService"].full_name,
     system_pb2.DESCRIPTOR.services_by_name["SystemService"].full_name,
     notifier_pb2.DESCRIPTOR.services_by_name["NotifierService"].full_name,
     queue_pb2.DESCRIPTOR.services_by_name["QueueService"].full_name,
     worker_pb2.DESCRIPTOR.services_by_name["WorkerService"].full_name,
 )
 
+#: How often the health checks follow the database's state, seconds.
+STORAGE_CHECK_S = 0.25
+#: How often a SQLite database's write-ahead log is checkpointed and truncated, seconds.
+CHECKPOINT_S = 60.0
 #: How often the reaper looks for expired job leases, at most, seconds.
 REAP_INTERVAL_S = 1.0
 
@@ -157,6 +166,10 @@ class Service:
             log.exception("taking over a dead predecessor's leases failed; they expire")
         self._supervise(asyncio.create_task(self._reap(), name="lease-reaper"))
         self.start_sender()
+        self._supervise(asyncio.create_task(self._watch_storage(), name="storage-health"))
+        self._supervise(asyncio.create_task(self._watch_queue(), name="queue-stall"))
+        if self.db.sqlite_file is not None:
+            self._supervise(asyncio.create_task(self._checkpoint(), name="wal-checkpoint"))
         if self.metrics_server is not None:
             self._supervise(asyncio.create_task(self._refresh_metrics(), name="metrics"))
         if self.db.dialect.notifications:
@@ -173,6 +186,7 @@ class Service:
                 grpc_queue_client(self._channel, auth_metadata(self.internal_token)),
                 clock=self.app.clock,
                 hub=self.app.hub,
+                metrics=self.app.metrics,
             )
             self._supervise(asyncio.create_task(self.scheduler.run(), name="scheduler-loop"))
         if self.settings.worker_is_enabled:
@@ -215,17 +229,74 @@ class Service:
                 self.app.metrics.snapshot.update(
                     await store.queue_depth_by_lane(), await store.consecutive_failures()
                 )
-            except Exception:
-                log.exception("metrics refresh failed")
+            except Exception as err:
+                log_failure(log, "metrics refresh failed", err)
             await asyncio.sleep(REFRESH_S)
+
+    async def _watch_storage(self) -> None:
+        """Keep the health checks on the database's state (see :mod:`storage_health`):
+        NOT_SERVING while writes fail or stall, SERVING once one commits."""
+        health = self.db.health
+        health.announce = True
+        shown = False
+        while True:
+            failing = health.check()
+            if failing != shown and self.health is not None:
+                await self.health.storage_failing(failing)
+            shown = failing
+            self.app.metrics.storage(health)
+            await asyncio.sleep(STORAGE_CHECK_S)
+
+    async def _watch_queue(self) -> None:
+        """Follow whether ready jobs wait with no active worker (GetStatus's queue_stall,
+        the queue-stalled metric); warn once when that lasts past a lease TTL."""
+        app = self.app
+        ttl_s = self.settings.lease_ttl_s
+        warned = False
+        while True:
+            try:
+                now = app.clock()
+                ready = await app.store.next_ready_time(now)
+                waiting = ready is not None and ready <= now
+                if waiting:
+                    leases = await app.store.worker_lease_holders()
+                    waiting = not any(lease.expires_at >= now for lease in leases)
+                if not waiting:
+                    app.queue_stalled_since = None
+                elif app.queue_stalled_since is None:
+                    app.queue_stalled_since = now
+                since = app.queue_stalled_since
+                stalled_s = (now - since).total_seconds() if since is not None else 0.0
+                app.metrics.queue_stalled.set(stalled_s)
+                if stalled_s > ttl_s and not warned:
+                    log.warning(
+                        "queue wedged: ready jobs have waited %.0f s with no active worker",
+                        stalled_s,
+                    )
+                warned = stalled_s > ttl_s
+            except Exception as err:
+                log_failure(log, "queue stall check failed", err)
+            await asyncio.sleep(min(REAP_INTERVAL_S, ttl_s / 3))
+
+    async def _checkpoint(self) -> None:
+        """SQLite: empty the write-ahead log into the database every :data:`CHECKPOINT_S`
+        (a reader holding an old snapshot can keep SQLite's own checkpoints from resetting
+        it; this one waits for the writer thread and truncates the log)."""
+        while True:
+            await asyncio.sleep(CHECKPOINT_S)
+            try:
+                busy, pages, done = await self.db.checkpoint() or (0, 0, 0)
+                log.debug("WAL checkpoint", extra={"busy": busy, "pages": pages, "done": done})
+            except Exception as err:
+                log_failure(log, "WAL checkpoint failed", err)
 
     async def _reap(self) -> None:
         interval = min(REAP_INTERVAL_S, self.settings.lease_ttl_s / 3)
         while True:
             try:
                 await self.app.reap_expired_leases()
-            except Exception:
-                log.exception("lease reaper pass failed")
+            except Exception as err:
+                log_failure(log, "lease reaper pass failed", err)
             await asyncio.sleep(interval)
 
     async def stop(self, bound_s: float | None = None) -> None:
@@ -492,7 +563,11 @@ async def create_server(settings: Settings, *, clock: Clock = utc_now) -> Servic
     if settings.metrics_listen:
         check_can_listen(settings.metrics_listen, METRICS_VARIABLE)
     internal_token = new_token()
-    interceptors = [AuthInterceptor(settings.tokens, internal_token)] if settings.tokens else []
+    interceptors: list[grpc.aio.ServerInterceptor] = [  # type: ignore[type-arg]
+        AuthInterceptor(settings.tokens, internal_token)
+        if settings.tokens
+        else InternalOnlyInterceptor(internal_token)
+    ]
     db = Database(settings.database_url)
     try:
         await migrate.upgrade(db)
@@ -513,6 +588,7 @@ async def create_server(settings: Settings, *, clock: Clock = utc_now) -> Servic
         schedule_pb2_grpc.add_ScheduleServiceServicer_to_server, ScheduleServicer(app), server
     )
     add_servicer(job_pb2_grpc.add_JobServiceServicer_to_server, JobServicer(app), server)
+    add_servicer(config_pb2_grpc.add_ConfigServiceServicer_to_server, ConfigServicer(app), server)
     add_servicer(queue_pb2_grpc.add_QueueServiceServicer_to_server, QueueServicer(app), server)
     workers = WorkerServicer(app)
     add_servicer(worker_pb2_grpc.add_WorkerServiceServicer_to_server, workers, server)

@@ -18,6 +18,7 @@ from scheduler_svc.scheduler import Scheduler, grpc_queue_client
 from scheduler_svc.server import Service, create_server
 from scheduler_svc.settings import Settings
 from tickwork import AsyncClient
+from tickwork._channel import auth_metadata
 
 UTC = dt.UTC
 
@@ -78,7 +79,12 @@ async def inprocess(
     service = await create_server(cfg, clock=clock)
     channel = grpc.aio.insecure_channel(service.address)
     scheduler = Scheduler(
-        cfg, service.app.store, grpc_queue_client(channel), clock=clock, hub=service.app.hub
+        cfg,
+        service.app.store,
+        grpc_queue_client(channel, auth_metadata(service.internal_token)),
+        clock=clock,
+        hub=service.app.hub,
+        metrics=service.app.metrics,
     )
     client = AsyncClient(service.address)
     try:

@@ -1,27 +1,26 @@
-"""tickwork.apply: TOML parsing and validation (pure), and the upsert logic of apply_config
-against an in-memory stand-in for the server."""
+"""tickwork.apply: TOML parsing and validation (pure), and apply_config's upsert by name
+against a real service (ConfigService.ApplyConfig), on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
 import textwrap
 from pathlib import Path
-from typing import Any, cast
 
 import pytest
 
-from tickwork import _requests as rq
+from tickwork import Client
 from tickwork.apply import (
     ConfigError,
     ScheduleSpec,
     TaskSpec,
     apply_config,
+    config_request,
     load_config,
     parse_config,
 )
 from tickwork.errors import InvalidArgument, NotFound
 from tickwork.structs import struct_to_dict
-from tickwork.v1.schedule_pb2 import CatchUpPolicy, Schedule
-from tickwork.v1.task_pb2 import Task
+from tickwork.v1.schedule_pb2 import CatchUpPolicy
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -131,6 +130,18 @@ def test_full_task_and_schedule(tmp_path: Path) -> None:
     assert schedule.enabled is True
 
 
+def test_cron_wins_over_an_interval(tmp_path: Path) -> None:
+    """Both given: accepted, as by the API; the cron expression is what is sent."""
+    config = load_config(
+        write(
+            tmp_path,
+            '[[schedules]]\nname = "s"\ncron = "* * * * *"\ninterval_seconds = 5\ntasks = ["a"]',
+        )
+    )
+    sent = config_request(config).schedules[0].schedule
+    assert (sent.cron_expression, sent.interval_seconds) == ("* * * * *", 0)
+
+
 def test_empty_file_is_an_empty_config(tmp_path: Path) -> None:
     config = load_config(write(tmp_path, ""))
     assert (config.tasks, config.schedules) == ((), ())
@@ -197,10 +208,6 @@ name = "c"
         ('[[task]]\nname = "a"', "task: unknown key (expected tasks, schedules, notifiers)"),
         ('tasks = "a"', "tasks: expected an array of tables ([[tasks]])"),
         ('[[schedules]]\nname = "s"\ntasks = ["a"]', "schedules[0]: give cron or interval_seconds"),
-        (
-            '[[schedules]]\nname = "s"\ncron = "* * * * *"\ninterval_seconds = 5\ntasks = ["a"]',
-            "schedules[0]: give cron or interval_seconds, not both",
-        ),
         (
             '[[schedules]]\nname = "s"\ninterval_seconds = 0\ntasks = ["a"]',
             "schedules[0].interval_seconds: must be at least 1, got 0",
@@ -297,79 +304,7 @@ def test_parse_config_takes_a_decoded_dict() -> None:
     assert config.source == "<config>"
 
 
-# -- apply_config against an in-memory server ---------------------------------------------
-
-
-class FakeServer:
-    """Enough of tickwork.Client for apply_config: stores what it is given, applies update
-    masks like the real servicers, counts writes."""
-
-    def __init__(self) -> None:
-        self.tasks: dict[int, Task] = {}
-        self.schedules: dict[int, Schedule] = {}
-        self.writes: list[str] = []
-        self._next_id = 1
-
-    def _id(self) -> int:
-        self._next_id += 1
-        return self._next_id
-
-    def describe_cron(self, expression: str, timezone: str, count: int) -> None:
-        """Validation is the real server's job (tests/test_sdk.py); accept everything."""
-
-    def get_task(self, ref: int | str) -> Task:
-        for task in self.tasks.values():
-            if ref in (task.id, task.name):
-                return task
-        raise NotFound(f"no task {ref!r}")
-
-    def create_task(self, name: str, handler: str, params: Any, **kw: Any) -> Task:
-        task = rq.build_task(name, handler, params, **kw)
-        task.id = self._id()
-        self.tasks[task.id] = task
-        self.writes.append(f"create task {name}")
-        return task
-
-    def update_task(self, ref: int | str, **fields: Any) -> Task:
-        current = self.get_task(ref)
-        request = rq.update_task_request(current, cast(rq.TaskFields, fields))
-        assert set(request.update_mask.paths) >= set(rq.TASK_MASK) - {"enabled"}
-        for path in request.update_mask.paths:
-            value = getattr(request.task, path)
-            if path in ("params", "retry_policy"):
-                getattr(current, path).CopyFrom(value)
-            else:
-                setattr(current, path, value)
-        self.writes.append(f"update task {current.name}")
-        return current
-
-    def get_schedule(self, ref: int | str) -> Schedule:
-        for schedule in self.schedules.values():
-            if ref in (schedule.id, schedule.name):
-                return schedule
-        raise NotFound(f"no schedule {ref!r}")
-
-    def create_schedule(self, name: str, tasks: list[int], **kw: Any) -> Schedule:
-        schedule = rq.build_schedule(name, tasks, **kw)
-        schedule.id = self._id()
-        self.schedules[schedule.id] = schedule
-        self.writes.append(f"create schedule {name}")
-        return schedule
-
-    def update_schedule(self, ref: int | str, **fields: Any) -> Schedule:
-        current = self.get_schedule(ref)
-        ids = list(fields["tasks"]) if "tasks" in fields else None
-        request = rq.update_schedule_request(current.id, cast(rq.ScheduleFields, fields), ids)
-        assert set(request.update_mask.paths) >= set(rq.SCHEDULE_MASK) - {"enabled"}
-        for path in request.update_mask.paths:
-            value = getattr(request.schedule, path)
-            if path == "task_ids":
-                del current.task_ids[:]
-                current.task_ids.extend(value)
-            else:
-                setattr(current, path, value)
-        self.writes.append(f"update schedule {current.name}")
-        return current
+# -- apply_config against a real service ---------------------------------------------------
 
 
 CONFIG = """
@@ -392,90 +327,73 @@ catch_up_policy = "RUN_ONCE"
 """
 
 
-def apply(server: FakeServer, tmp_path: Path, text: str) -> list[str]:
-    report = apply_config(cast(Any, server), load_config(write(tmp_path, text)))
-    return [str(c) for c in report.changes]
+def apply(client: Client, tmp_path: Path, text: str, *, dry_run: bool = False) -> list[str]:
+    report = apply_config(client, load_config(write(tmp_path, text)), dry_run=dry_run)
+    return [str(c).splitlines()[0] for c in report.changes]
 
 
-def test_apply_creates_then_reports_unchanged(tmp_path: Path) -> None:
-    server = FakeServer()
-    assert apply(server, tmp_path, CONFIG) == [
+def test_apply_creates_then_reports_unchanged(api_client: Client, tmp_path: Path) -> None:
+    assert apply(api_client, tmp_path, CONFIG) == [
         "task health-check: created",
         "task report: created",
         "schedule every-10s: created",
     ]
-    schedule = server.get_schedule("every-10s")
+    schedule = api_client.get_schedule("every-10s")
     assert list(schedule.task_ids) == [
-        server.get_task("report").id,
-        server.get_task("health-check").id,
+        api_client.get_task("report").id,
+        api_client.get_task("health-check").id,
     ]
     assert schedule.catch_up_policy == CatchUpPolicy.CATCH_UP_POLICY_RUN_ONCE
-    writes = len(server.writes)
+    updated = schedule.update_time.ToDatetime()
 
-    report = apply_config(cast(Any, server), load_config(write(tmp_path, CONFIG)))
+    report = apply_config(api_client, load_config(write(tmp_path, CONFIG)))
     assert [c.action for c in report.changes] == ["unchanged"] * 3
     assert not report.changed
     assert report.summary() == "0 created, 0 updated, 3 unchanged"
-    assert len(server.writes) == writes  # nothing written the second time
+    assert api_client.get_schedule("every-10s").update_time.ToDatetime() == updated
 
 
-def test_apply_updates_only_what_differs(tmp_path: Path) -> None:
-    server = FakeServer()
-    apply(server, tmp_path, CONFIG)
+def test_apply_updates_only_what_differs(api_client: Client, tmp_path: Path) -> None:
+    apply(api_client, tmp_path, CONFIG)
     changed = CONFIG.replace('"echo ok"', '"echo fine"').replace(
         "max_attempts = 3", "max_attempts = 4"
     )
     changed = changed.replace('cron = "*/10 * * * * *"', "interval_seconds = 60")
-    assert apply(server, tmp_path, changed) == [
-        "task health-check: updated (max_attempts, params)",
+    assert apply(api_client, tmp_path, changed) == [
+        "task health-check: updated (params, retry_policy.max_attempts)",
         "task report: unchanged",
-        "schedule every-10s: updated (cron, interval_seconds)",
+        "schedule every-10s: updated (cron_expression, interval_seconds)",
     ]
-    task = server.get_task("health-check")
+    task = api_client.get_task("health-check")
     assert struct_to_dict(task.params)["argv"] == ["sh", "-c", "echo fine"]
     assert task.retry_policy.max_attempts == 4
-    schedule = server.get_schedule("every-10s")
+    schedule = api_client.get_schedule("every-10s")
     assert (schedule.cron_expression, schedule.interval_seconds) == ("", 60)
-    assert apply(server, tmp_path, changed)[-1] == "schedule every-10s: unchanged"
+    assert apply(api_client, tmp_path, changed)[-1] == "schedule every-10s: unchanged"
 
 
-def test_apply_leaves_enabled_alone_unless_given(tmp_path: Path) -> None:
-    server = FakeServer()
-    apply(server, tmp_path, CONFIG)
-    server.get_task("report").enabled = False  # e.g. auto-disabled after failures
-    assert apply(server, tmp_path, CONFIG)[1] == "task report: unchanged"
-    assert server.get_task("report").enabled is False
+def test_apply_leaves_enabled_alone_unless_given(api_client: Client, tmp_path: Path) -> None:
+    apply(api_client, tmp_path, CONFIG)
+    api_client.update_task("report", enabled=False)  # e.g. auto-disabled after failures
+    assert apply(api_client, tmp_path, CONFIG)[1] == "task report: unchanged"
+    assert api_client.get_task("report").enabled is False
     managed = CONFIG.replace(
         'params = { argv = ["true"] }', 'params = { argv = ["true"] }\nenabled = true'
     )
-    assert apply(server, tmp_path, managed)[1] == "task report: updated (enabled)"
-    assert server.get_task("report").enabled is True
+    assert apply(api_client, tmp_path, managed)[1] == "task report: updated (enabled)"
+    assert api_client.get_task("report").enabled is True
 
 
-def test_apply_task_order_in_schedule_does_not_matter(tmp_path: Path) -> None:
-    server = FakeServer()
-    apply(server, tmp_path, CONFIG)
+def test_apply_task_order_in_schedule_does_not_matter(api_client: Client, tmp_path: Path) -> None:
+    apply(api_client, tmp_path, CONFIG)
     swapped = CONFIG.replace('["report", "health-check"]', '["health-check", "report"]')
-    assert apply(server, tmp_path, swapped)[-1] == "schedule every-10s: unchanged"
+    assert apply(api_client, tmp_path, swapped)[-1] == "schedule every-10s: unchanged"
 
 
-def test_schedule_may_name_a_task_already_on_the_server(tmp_path: Path) -> None:
-    server = FakeServer()
-    server.create_task("existing", "shell", {"argv": ["true"]}, **_task_defaults())
+def test_schedule_may_name_a_task_already_on_the_server(api_client: Client, tmp_path: Path) -> None:
+    api_client.create_task("existing", "shell", {"argv": ["true"]})
     text = '[[schedules]]\nname = "s"\ninterval_seconds = 5\ntasks = ["existing"]'
-    assert apply(server, tmp_path, text) == ["schedule s: created"]
+    assert apply(api_client, tmp_path, text) == ["schedule s: created"]
     missing = text.replace('"existing"', '"missing"')
-    with pytest.raises(NotFound, match=r"schedules\[0\]\.tasks: no task named 'missing'"):
-        apply(server, tmp_path, missing.replace('"s"', '"t"'))
-
-
-def _task_defaults() -> dict[str, Any]:
-    return {
-        "description": "",
-        "task_priority": 100,
-        "enabled": True,
-        "timeout_seconds": 0,
-        "max_attempts": 1,
-        "backoff_base_seconds": 10,
-        "backoff_cap_seconds": 600,
-    }
+    with pytest.raises(NotFound, match=r"schedules\[0\] \(t\)\.task_names\[0\]: no task named"):
+        apply(api_client, tmp_path, missing.replace('"s"', '"t"'))

@@ -270,11 +270,12 @@ def test_a_watch_or_an_enum_error_carries_details_too(
             queue_pb2.EnqueueRequest(task_ids=[existing])
         ),
     )
+    # The internal QueueService answers only the service itself, with a reason too.
     check_status(
         rpc_status.from_call(err),
-        grpc.StatusCode.INVALID_ARGUMENT,
-        Reason.FIELD_REQUIRED,
-        "trigger",
+        grpc.StatusCode.UNAUTHENTICATED,
+        Reason.TOKEN_REQUIRED,
+        "",
     )
 
 

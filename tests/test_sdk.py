@@ -459,7 +459,7 @@ def test_cli_apply_names_where_in_the_file_the_server_refused(
     )
     assert main(["--server", server.address, "apply", "-f", str(config)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: INVALID_ARGUMENT: tasks[1] (typo): task.handler: "), err
+    assert err.startswith("error: INVALID_ARGUMENT: tasks[1] (typo).handler: "), err
     assert "unknown handler 'shel'" in err
 
 
@@ -483,7 +483,9 @@ def test_apply_checks_schedules_before_writing_anything(tw: Client) -> None:
     unknown_task = parse_config(
         tomllib.loads(CONFIG.replace('tasks = ["health-check"]', 'tasks = ["nope"]'))
     )
-    with pytest.raises(NotFound, match=r"schedules\[0\]\.tasks: no task named 'nope'"):
+    with pytest.raises(
+        NotFound, match=r"schedules\[0\] \(every-10s\)\.task_names\[0\]: no task named 'nope'"
+    ):
         apply_config(tw, unknown_task)
     bad_cron = parse_config(tomllib.loads(CONFIG.replace("*/10 * * * * *", "61 * * * *")))
     with pytest.raises(InvalidArgument, match=r"schedules\[0\]"):

@@ -28,10 +28,9 @@ from tests.harness import Server, WorkerProc, wait_for
 from tests.inprocess import inprocess
 from tests.queue_helpers import processes_with, unique_sleep, wait_logged, wait_status
 from tickwork import Client, JobStatus
-from tickwork.apply import parse_config, task_diff
+from tickwork.apply import config_request, parse_config
 from tickwork.errors import InvalidArgument, InvalidSetting
 from tickwork.v1 import system_pb2, system_pb2_grpc
-from tickwork.v1.task_pb2 import Task
 from worker_svc.settings import WorkerSettings
 
 UTC = dt.UTC
@@ -431,10 +430,8 @@ def test_an_apply_file_sets_and_compares_the_concurrency_group() -> None:
     )
     a, b = config.tasks
     assert (a.concurrency_group, b.concurrency_group) == ("staging", "")
-    stored = Task(name="a", handler="shell", concurrency_group="other")
-    assert task_diff(a, stored) == ("concurrency_group",)
-    stored.concurrency_group = "staging"
-    assert task_diff(a, stored) == ()
+    sent = config_request(config)
+    assert [t.concurrency_group for t in sent.tasks] == ["staging", ""]
     with pytest.raises(InvalidArgument, match=r"tasks\[0\]\.concurrency_group"):
         parse_config({"tasks": [{"name": "a", "handler": "shell", "concurrency_group": 3}]})
 

@@ -15,6 +15,7 @@ from tickwork._requests import NewSchedule
 from tickwork._sync import Client
 from tickwork.errors import (
     AlreadyExists,
+    DatabaseUnavailable,
     DeadlineExceeded,
     FailedPrecondition,
     FieldViolation,
@@ -46,6 +47,7 @@ __all__ = [
     "AsyncClient",
     "CatchUpPolicy",
     "Client",
+    "DatabaseUnavailable",
     "DeadlineExceeded",
     "DescribeCronResponse",
     "FailedPrecondition",

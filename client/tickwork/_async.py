@@ -26,6 +26,7 @@ from tickwork import _requests as rq
 from tickwork._channel import TlsConfig
 from tickwork.errors import JobTimeout, TickworkError, from_rpc_error
 from tickwork.v1.common_pb2 import TaskRun, Trigger
+from tickwork.v1.config_pb2 import ApplyConfigRequest, ApplyConfigResponse
 from tickwork.v1.job_pb2 import CancelJobRequest, GetJobRequest, Job, JobStatus, WatchJobRequest
 from tickwork.v1.notifier_pb2 import (
     DeleteNotifierRequest,
@@ -793,3 +794,18 @@ class AsyncClient:
         request = ListNotificationsRequest(limit=limit, notifier=notifier, status=status)
         response = await self._call(self._stubs().notifiers.ListNotifications, request)
         return list(response.notifications)
+
+    async def apply_config(self, request: ApplyConfigRequest) -> ApplyConfigResponse:
+        """Apply a configuration of tasks and schedules by name, all or nothing (one server
+        transaction; with ``request.dry_run`` nothing is written). :mod:`tickwork.apply`
+        builds the request from a TOML file.
+
+        Returns:
+            ApplyConfigResponse: one change per task, then per schedule, in request order.
+
+        Raises:
+            InvalidArgument: an item is malformed (the field names it, e.g.
+                ``tasks[2].task_priority``). NotFound: a schedule names an unknown task.
+            Unavailable: the service cannot be reached or its database fails.
+        """
+        return await self._call(self._stubs().config.ApplyConfig, request)

@@ -15,12 +15,14 @@ from typing import TYPE_CHECKING, Any
 from grpc import aio
 
 from tickwork._channel import TlsConfig, aio_channel
+from tickwork.v1.config_pb2_grpc import ConfigServiceStub
 from tickwork.v1.job_pb2_grpc import JobServiceStub
 from tickwork.v1.notifier_pb2_grpc import NotifierServiceStub
 from tickwork.v1.schedule_pb2_grpc import ScheduleServiceStub
 from tickwork.v1.task_pb2_grpc import TaskServiceStub
 
 if TYPE_CHECKING:
+    from tickwork.v1.config_pb2_grpc import ConfigServiceAsyncStub
     from tickwork.v1.job_pb2_grpc import JobServiceAsyncStub
     from tickwork.v1.notifier_pb2_grpc import NotifierServiceAsyncStub
     from tickwork.v1.schedule_pb2_grpc import ScheduleServiceAsyncStub
@@ -39,6 +41,7 @@ class Stubs:
     jobs: JobServiceAsyncStub
     schedules: ScheduleServiceAsyncStub
     notifiers: NotifierServiceAsyncStub
+    config: ConfigServiceAsyncStub
 
 
 class Connection:
@@ -70,6 +73,7 @@ class Connection:
                 jobs=JobServiceStub(channel),
                 schedules=ScheduleServiceStub(channel),
                 notifiers=NotifierServiceStub(channel),
+                config=ConfigServiceStub(channel),
             )
         return self._open
 

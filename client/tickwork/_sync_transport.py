@@ -13,6 +13,7 @@ from typing import Any
 import grpc
 
 from tickwork._channel import TlsConfig, sync_channel
+from tickwork.v1.config_pb2_grpc import ConfigServiceStub
 from tickwork.v1.job_pb2_grpc import JobServiceStub
 from tickwork.v1.notifier_pb2_grpc import NotifierServiceStub
 from tickwork.v1.schedule_pb2_grpc import ScheduleServiceStub
@@ -31,6 +32,7 @@ class Stubs:
     jobs: JobServiceStub
     schedules: ScheduleServiceStub
     notifiers: NotifierServiceStub
+    config: ConfigServiceStub
 
 
 class Connection:
@@ -53,6 +55,7 @@ class Connection:
             jobs=JobServiceStub(channel),
             schedules=ScheduleServiceStub(channel),
             notifiers=NotifierServiceStub(channel),
+            config=ConfigServiceStub(channel),
         )
 
     def stubs(self) -> Stubs:

@@ -31,8 +31,11 @@ File format (every key but ``name``, ``handler`` and the schedule's timing is op
     secret = "..."
 
 :func:`load_config` parses and validates the file (no I/O besides reading it);
-:func:`apply_config` upserts it by name through a :class:`~tickwork.Client`. Tasks and
-schedules on the server that the file does not name are left alone.
+:func:`apply_config` upserts it by name through a :class:`~tickwork.Client`, in one
+server transaction (``ConfigService.ApplyConfig``): all or nothing, or with ``dry_run``
+nothing but the report. Tasks and schedules on the server that the file does not name are
+left alone. A schedule may give both ``cron`` and ``interval_seconds``: cron wins, as in
+the API.
 
 ``enabled`` is managed only when the file gives it: a task the scheduler disabled after
 repeated failures stays disabled when a file without ``enabled`` is applied again.
@@ -40,7 +43,9 @@ repeated failures stays disabled when a file without ``enabled`` is applied agai
 
 from __future__ import annotations
 
+import datetime as dt
 import os
+import re
 import tomllib
 import zoneinfo
 from collections.abc import Mapping, Sequence
@@ -50,9 +55,10 @@ from typing import Any, Literal
 from tickwork import _requests as rq
 from tickwork._sync import Client
 from tickwork.apply_notifiers import NotifierSpec, apply_notifiers, parse_notifiers
-from tickwork.errors import InvalidArgument, NotFound
+from tickwork.errors import InvalidArgument, TickworkError
+from tickwork.v1.config_pb2 import ApplyConfigRequest, ConfigChange, ConfigSchedule
 from tickwork.v1.schedule_pb2 import CatchUpPolicy, Schedule
-from tickwork.v1.task_pb2 import Task
+from tickwork.v1.task_pb2 import RetryPolicy, Task
 
 __all__ = [
     "ApplyChange",
@@ -62,6 +68,7 @@ __all__ = [
     "ScheduleSpec",
     "TaskSpec",
     "apply_config",
+    "config_request",
     "load_config",
     "parse_config",
 ]
@@ -116,9 +123,10 @@ class TaskSpec:
 
 @dataclass(frozen=True)
 class ScheduleSpec:
-    """A schedule as the file describes it: exactly one of ``cron`` and
-    ``interval_seconds``; ``tasks`` are task names; ``catch_up_policy`` is ``"SKIP"`` or
-    ``"RUN_ONCE"``; ``enabled=None`` means unmanaged (new schedules are created enabled)."""
+    """A schedule as the file describes it: ``cron`` or ``interval_seconds`` (both given:
+    cron wins, the interval is not sent); ``tasks`` are task names; ``catch_up_policy`` is
+    ``"SKIP"`` or ``"RUN_ONCE"``; ``enabled=None`` means unmanaged (new schedules are
+    created enabled)."""
 
     name: str
     tasks: tuple[str, ...]
@@ -143,36 +151,57 @@ class Config:
 
 @dataclass(frozen=True)
 class ApplyChange:
-    """What :func:`apply_config` did to one task or schedule.
+    """What :func:`apply_config` did (or, in a dry run, would do) to one task or schedule.
 
     Attributes:
         kind: ``"task"``, ``"schedule"`` or ``"notifier"``.
         name: its name.
         action: ``"created"``, ``"updated"`` or ``"unchanged"``.
-        fields: for ``"updated"``, the fields that differed (SDK names), sorted.
+        fields: for ``"updated"``, the fields that differed (API field paths, e.g.
+            ``retry_policy.max_attempts``, ``cron_expression``, ``task_ids``), sorted.
+        fire_times_before: for a schedule whose timing changes, its next three fire
+            times (aware UTC) before.
+        fire_times_after: for a schedule whose timing changes or that is created, its
+            next three fire times after.
     """
 
     kind: Literal["task", "schedule", "notifier"]
     name: str
     action: Literal["created", "updated", "unchanged"]
     fields: tuple[str, ...] = ()
+    fire_times_before: tuple[dt.datetime, ...] = ()
+    fire_times_after: tuple[dt.datetime, ...] = ()
+
+    def describe(self, *, dry_run: bool = False) -> str:
+        """Lines such as ``"task health-check: updated (params, timeout_seconds)"`` (in a
+        dry run ``"would be updated"``), then the fire times before and after, if any."""
+        extra = f" ({', '.join(self.fields)})" if self.fields else ""
+        action = (
+            f"would be {self.action}" if dry_run and self.action != "unchanged" else self.action
+        )
+        lines = [f"{self.kind} {self.name}: {action}{extra}"]
+        for label, times in (("before", self.fire_times_before), ("after", self.fire_times_after)):
+            if times:
+                shown = ", ".join(t.strftime("%Y-%m-%dT%H:%M:%SZ") for t in times)
+                lines.append(f"  next fire times {label}: {shown}")
+        return "\n".join(lines)
 
     def __str__(self) -> str:
-        """Return e.g. ``"task health-check: updated (params, timeout_seconds)"``."""
-        extra = f" ({', '.join(self.fields)})" if self.fields else ""
-        return f"{self.kind} {self.name}: {self.action}{extra}"
+        """Return :meth:`describe` of a real run."""
+        return self.describe()
 
 
 @dataclass
 class ApplyReport:
     """The outcome of :func:`apply_config`: one change per task, then per schedule, in
-    file order."""
+    file order. ``dry_run``: nothing was written; the changes are what a run would do."""
 
     changes: list[ApplyChange] = field(default_factory=list)
+    dry_run: bool = False
 
     @property
     def changed(self) -> bool:
-        """True when anything was created or updated."""
+        """True when anything was (or would be) created or updated."""
         return any(c.action != "unchanged" for c in self.changes)
 
     def count(self, action: str) -> int:
@@ -180,12 +209,20 @@ class ApplyReport:
         return sum(1 for c in self.changes if c.action == action)
 
     def summary(self) -> str:
-        """Return e.g. ``"1 created, 0 updated, 3 unchanged"``."""
+        """Return e.g. ``"1 created, 0 updated, 3 unchanged"`` (a dry run: ``"dry run, nothing
+        written: 1 to create, 0 to update, 3 unchanged"``)."""
+        if self.dry_run:
+            return (
+                f"dry run, nothing written: {self.count('created')} to create, "
+                f"{self.count('updated')} to update, {self.count('unchanged')} unchanged"
+            )
         return ", ".join(f"{self.count(a)} {a}" for a in ("created", "updated", "unchanged"))
 
     def __str__(self) -> str:
-        """One line per change, then the summary."""
-        return "\n".join([*(str(c) for c in self.changes), self.summary()])
+        """One line per change (and its fire times), then the summary."""
+        return "\n".join(
+            [*(c.describe(dry_run=self.dry_run) for c in self.changes), self.summary()]
+        )
 
 
 # -- parsing ------------------------------------------------------------------------------
@@ -404,8 +441,6 @@ def _schedule(i: int, item: Mapping[str, Any], problems: _Problems) -> ScheduleS
     enabled = _get(item, prefix, "enabled", "bool", problems)
     if "cron" not in item and "interval_seconds" not in item:
         problems.add(prefix, "give cron or interval_seconds")
-    elif "cron" in item and "interval_seconds" in item:
-        problems.add(prefix, "give cron or interval_seconds, not both")
     if cron is not None and not cron.strip():
         problems.add(f"{prefix}.cron", "must not be empty")
     if interval is not None and interval < 1:
@@ -459,216 +494,127 @@ def _check_unique(kind: str, names: Sequence[str], problems: _Problems) -> None:
 # -- applying -----------------------------------------------------------------------------
 
 
-def apply_config(client: Client, config: Config) -> ApplyReport:
-    """Make the server's tasks and schedules match ``config``, by name.
+def config_request(config: Config, *, dry_run: bool = False) -> ApplyConfigRequest:
+    """The ``ConfigService.ApplyConfig`` request of ``config``: every field the file
+    manages set; ``enabled`` only when the file gives it."""
+    request = ApplyConfigRequest(dry_run=dry_run)
+    for spec in config.tasks:
+        task = Task(
+            name=spec.name,
+            handler=spec.handler,
+            params=rq.to_struct(spec.params),
+            description=spec.description,
+            task_priority=spec.task_priority,
+            timeout_seconds=spec.timeout_seconds,
+            retry_policy=RetryPolicy(
+                max_attempts=spec.max_attempts,
+                backoff_base_seconds=spec.backoff_base_seconds,
+                backoff_cap_seconds=spec.backoff_cap_seconds,
+            ),
+            memory_limit_bytes=spec.memory_limit_bytes,
+            cpu_limit_seconds=spec.cpu_limit_seconds,
+            concurrency_group=spec.concurrency_group,
+        )
+        if spec.enabled is not None:
+            task.enabled = spec.enabled
+        request.tasks.append(task)
+    for sched in config.schedules:
+        schedule = Schedule(
+            name=sched.name,
+            description=sched.description,
+            cron_expression=sched.cron or "",
+            interval_seconds=0 if sched.cron else sched.interval_seconds or 0,
+            timezone=sched.timezone,
+            catch_up_policy=rq.parse_catch_up_policy(sched.catch_up_policy),
+        )
+        if sched.enabled is not None:
+            schedule.enabled = sched.enabled
+        request.schedules.append(ConfigSchedule(schedule=schedule, task_names=sched.tasks))
+    return request
 
-    Tasks first, then schedules (which name their tasks; a name not in the file must exist
-    on the server). Each one missing on the server is created; one that differs is updated
-    with a mask of every field the file manages; one that matches is left alone. Applying
-    the same config twice reports only ``"unchanged"`` the second time.
+
+_ACTIONS: dict[int, Literal["created", "updated", "unchanged"]] = {
+    ConfigChange.ACTION_CREATED: "created",
+    ConfigChange.ACTION_UPDATED: "updated",
+    ConfigChange.ACTION_UNCHANGED: "unchanged",
+}
+
+
+def apply_config(client: Client, config: Config, *, dry_run: bool = False) -> ApplyReport:
+    """Make the server's tasks and schedules match ``config``, by name, all or nothing.
+
+    One ``ConfigService.ApplyConfig`` call: the server validates every item as CreateTask
+    and CreateSchedule would, then, in one transaction, creates each one missing, updates
+    one that differs in every field the file manages, and leaves one that matches alone.
+    An error leaves the server as it was. Applying the same config twice reports only
+    ``"unchanged"`` the second time. A schedule may name a task the file does not, if the
+    server has it.
 
     Args:
         client (Client): a connected client.
         config (Config): from :func:`load_config` or :func:`parse_config`.
+        dry_run (bool): compute what would change and write nothing.
 
     Returns:
         ApplyReport: one change per task and per schedule, in file order.
 
     Raises:
         NotFound: a schedule names a task that is neither in the file nor on the server.
-        InvalidArgument: the server rejected a value (e.g. a cron expression, a handler);
-            the message starts with where it is in the file: ``tasks[i] (NAME): ...`` or
-            ``schedules[i] (NAME): ...``.
-        TickworkError: any other server error (what was applied before it stays applied).
+        InvalidArgument: the server refused a value (a handler, a priority, an interval...);
+            the message starts with where it is in the file, e.g.
+            ``tasks[1] (NAME).task_priority: ...``.
+        TickworkError: any other server error. Nothing was applied.
     """
-    task_ids: dict[str, int] = {}
-    _precheck_schedules(client, config, task_ids)
-    report = ApplyReport()
-    for i, spec in enumerate(config.tasks):
-        try:
-            task_id, change = _apply_task(client, spec)
-        except InvalidArgument as err:
-            raise InvalidArgument(f"tasks[{i}] ({spec.name}): {err.details}") from None
-        task_ids[spec.name] = task_id
-        report.changes.append(change)
-    for i, sched in enumerate(config.schedules):
-        ids: list[int] = []
-        for name in sched.tasks:
-            if name not in task_ids:
-                try:
-                    task_ids[name] = client.get_task(name).id
-                except NotFound:
-                    raise NotFound(
-                        f"schedules[{i}].tasks: no task named {name!r} in the file or on the server"
-                    ) from None
-            ids.append(task_ids[name])
-        try:
-            report.changes.append(_apply_schedule(client, sched, ids))
-        except InvalidArgument as err:
-            raise InvalidArgument(f"schedules[{i}] ({sched.name}): {err.details}") from None
-    for name, action, fields in apply_notifiers(client, config.notifiers):
-        report.changes.append(ApplyChange("notifier", name, action, fields))  # type: ignore[arg-type]
+    try:
+        response = client.apply_config(config_request(config, dry_run=dry_run))
+    except TickworkError as err:
+        raise _located(err, config) from None
+    report = ApplyReport(dry_run=response.dry_run)
+    for change in response.changes:
+        report.changes.append(
+            ApplyChange(
+                "task" if change.kind == ConfigChange.KIND_TASK else "schedule",
+                change.name,
+                _ACTIONS[change.action],
+                tuple(change.fields),
+                tuple(t.ToDatetime(dt.UTC) for t in change.fire_times_before),
+                tuple(t.ToDatetime(dt.UTC) for t in change.fire_times_after),
+            )
+        )
+    if not dry_run:
+        # Notifiers are declared after the tasks and schedules' transaction, one PutNotifier
+        # each (a dry run leaves them alone).
+        for name, action, fields in apply_notifiers(client, config.notifiers):
+            report.changes.append(ApplyChange("notifier", name, action, fields))  # type: ignore[arg-type]
     return report
 
 
-def _precheck_schedules(client: Client, config: Config, task_ids: dict[str, int]) -> None:
-    """Before anything is written: every schedule's tasks exist (in the file or on the
-    server, whose ids go into ``task_ids``) and every cron expression and zone is valid, so
-    the common mistakes leave the server untouched. Raises NotFound / InvalidArgument naming
-    ``schedules[i]``."""
-    in_file = {t.name for t in config.tasks}
-    for i, sched in enumerate(config.schedules):
-        for name in sched.tasks:
-            if name in in_file or name in task_ids:
-                continue
-            try:
-                task_ids[name] = client.get_task(name).id
-            except NotFound:
-                raise NotFound(
-                    f"schedules[{i}].tasks: no task named {name!r} in the file or on the server"
-                ) from None
-        if sched.cron:
-            try:
-                client.describe_cron(sched.cron, sched.timezone, count=1)
-            except InvalidArgument as err:
-                raise InvalidArgument(f"schedules[{i}] ({sched.name}): {err.details}") from None
+_ITEM = re.compile(r"^(tasks|schedules)\[(\d+)\]")
 
 
-def _apply_task(client: Client, spec: TaskSpec) -> tuple[int, ApplyChange]:
-    try:
-        current = client.get_task(spec.name)
-    except NotFound:
-        created = client.create_task(
-            spec.name,
-            spec.handler,
-            spec.params,
-            description=spec.description,
-            task_priority=spec.task_priority,
-            enabled=True if spec.enabled is None else spec.enabled,
-            timeout_seconds=spec.timeout_seconds,
-            max_attempts=spec.max_attempts,
-            backoff_base_seconds=spec.backoff_base_seconds,
-            backoff_cap_seconds=spec.backoff_cap_seconds,
-            memory_limit_bytes=spec.memory_limit_bytes,
-            cpu_limit_seconds=spec.cpu_limit_seconds,
-            concurrency_group=spec.concurrency_group,
-        )
-        return created.id, ApplyChange("task", spec.name, "created")
-    diff = task_diff(spec, current)
-    if not diff:
-        return current.id, ApplyChange("task", spec.name, "unchanged")
-    fields: rq.TaskFields = {
-        "name": spec.name,
-        "description": spec.description,
-        "handler": spec.handler,
-        "params": spec.params,
-        "task_priority": spec.task_priority,
-        "timeout_seconds": spec.timeout_seconds,
-        "max_attempts": spec.max_attempts,
-        "backoff_base_seconds": spec.backoff_base_seconds,
-        "backoff_cap_seconds": spec.backoff_cap_seconds,
-        "memory_limit_bytes": spec.memory_limit_bytes,
-        "cpu_limit_seconds": spec.cpu_limit_seconds,
-        "concurrency_group": spec.concurrency_group,
-    }
-    if spec.enabled is not None:
-        fields["enabled"] = spec.enabled
-    client.update_task(current.id, **fields)
-    return current.id, ApplyChange("task", spec.name, "updated", diff)
-
-
-def task_diff(spec: TaskSpec, current: Task) -> tuple[str, ...]:
-    """The fields (SDK names, sorted) in which the stored task differs from ``spec``;
-    empty when they match. ``enabled`` counts only when the spec manages it."""
-    retry = current.retry_policy if current.HasField("retry_policy") else None
-    stored: dict[str, object] = {
-        "description": current.description,
-        "handler": current.handler,
-        "params": current.params,
-        "task_priority": current.task_priority if current.HasField("task_priority") else 100,
-        "timeout_seconds": current.timeout_seconds,
-        "max_attempts": retry.max_attempts if retry else 1,
-        "backoff_base_seconds": retry.backoff_base_seconds if retry else 10.0,
-        "backoff_cap_seconds": retry.backoff_cap_seconds if retry else 600.0,
-        "enabled": current.enabled if current.HasField("enabled") else True,
-        "memory_limit_bytes": current.memory_limit_bytes,
-        "cpu_limit_seconds": current.cpu_limit_seconds,
-        "concurrency_group": current.concurrency_group,
-    }
-    wanted: dict[str, object] = {
-        "description": spec.description,
-        "handler": spec.handler,
-        "params": rq.to_struct(spec.params),
-        "task_priority": spec.task_priority,
-        "timeout_seconds": spec.timeout_seconds,
-        "max_attempts": spec.max_attempts,
-        "backoff_base_seconds": spec.backoff_base_seconds,
-        "backoff_cap_seconds": spec.backoff_cap_seconds,
-        "memory_limit_bytes": spec.memory_limit_bytes,
-        "cpu_limit_seconds": spec.cpu_limit_seconds,
-        "concurrency_group": spec.concurrency_group,
-    }
-    if spec.enabled is not None:
-        wanted["enabled"] = spec.enabled
-    return tuple(sorted(k for k, v in wanted.items() if stored[k] != v))
-
-
-def _apply_schedule(client: Client, spec: ScheduleSpec, task_ids: list[int]) -> ApplyChange:
-    try:
-        current = client.get_schedule(spec.name)
-    except NotFound:
-        client.create_schedule(
-            spec.name,
-            task_ids,
-            cron=spec.cron,
-            interval_seconds=spec.interval_seconds,
-            timezone=spec.timezone,
-            catch_up_policy=spec.catch_up_policy,
-            description=spec.description,
-            enabled=True if spec.enabled is None else spec.enabled,
-        )
-        return ApplyChange("schedule", spec.name, "created")
-    diff = schedule_diff(spec, task_ids, current)
-    if not diff:
-        return ApplyChange("schedule", spec.name, "unchanged")
-    fields: rq.ScheduleFields = {
-        "name": spec.name,
-        "description": spec.description,
-        "cron": spec.cron or "",
-        "interval_seconds": 0 if spec.cron else spec.interval_seconds or 0,
-        "timezone": spec.timezone,
-        "catch_up_policy": spec.catch_up_policy,
-        "tasks": task_ids,
-    }
-    if spec.enabled is not None:
-        fields["enabled"] = spec.enabled
-    client.update_schedule(current.id, **fields)
-    return ApplyChange("schedule", spec.name, "updated", diff)
-
-
-def schedule_diff(
-    spec: ScheduleSpec, task_ids: Sequence[int], current: Schedule
-) -> tuple[str, ...]:
-    """The fields (SDK names, sorted) in which the stored schedule differs from ``spec``
-    with its tasks resolved to ``task_ids``; task order does not matter."""
-    policy = current.catch_up_policy or CatchUpPolicy.CATCH_UP_POLICY_SKIP
-    stored: dict[str, object] = {
-        "description": current.description,
-        "cron": current.cron_expression,
-        "interval_seconds": 0 if current.cron_expression else current.interval_seconds,
-        "timezone": current.timezone or "UTC",
-        "catch_up_policy": policy,
-        "tasks": sorted(current.task_ids),
-        "enabled": current.enabled if current.HasField("enabled") else True,
-    }
-    wanted: dict[str, object] = {
-        "description": spec.description,
-        "cron": spec.cron or "",
-        "interval_seconds": 0 if spec.cron else spec.interval_seconds or 0,
-        "timezone": spec.timezone,
-        "catch_up_policy": rq.parse_catch_up_policy(spec.catch_up_policy),
-        "tasks": sorted(task_ids),
-    }
-    if spec.enabled is not None:
-        wanted["enabled"] = spec.enabled
-    return tuple(sorted(k for k, v in wanted.items() if stored[k] != v))
+def _located(err: TickworkError, config: Config) -> TickworkError:
+    """``err`` with the name of the item at fault after its position, e.g.
+    ``tasks[1] (nightly).task_priority: ...``."""
+    found = _ITEM.match(err.field)
+    if not found:
+        return err
+    items: Sequence[TaskSpec | ScheduleSpec] = (
+        config.tasks if found[1] == "tasks" else config.schedules
+    )
+    index = int(found[2])
+    if index >= len(items):
+        return err
+    where = f"{found[0]} ({items[index].name})"
+    details = err.details
+    if details.startswith(found[0]):
+        details = where + details[len(found[0]) :]
+    located = type(err)(
+        details,
+        code=err.code,
+        reason=err.reason,
+        field=err.field,
+        field_violations=err.field_violations,
+        resource=err.resource,
+        retry_delay=err.retry_delay,
+    )
+    return located

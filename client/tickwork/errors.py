@@ -32,6 +32,7 @@ from tickwork.v1.job_pb2 import Job
 
 __all__ = [
     "AlreadyExists",
+    "DatabaseUnavailable",
     "DeadlineExceeded",
     "FailedPrecondition",
     "FieldViolation",
@@ -182,6 +183,18 @@ class Unavailable(TickworkError):
     default_code = grpc.StatusCode.UNAVAILABLE
 
 
+class DatabaseUnavailable(Unavailable):
+    """The service answers but its database fails (UNAVAILABLE, reason
+    ``DATABASE_UNAVAILABLE``): a full disk, a read-only file, a database server down. Worth
+    retrying after ``retry_delay``; the service's health checks say NOT_SERVING meanwhile.
+    """
+
+    def __str__(self) -> str:
+        """Return ``"the service answers but its database fails: <cause>"``."""
+        cause = self.details.removeprefix("the database fails: ")
+        return f"the service answers but its database fails: {cause}"
+
+
 class DeadlineExceeded(TickworkError):
     """The call did not finish within its deadline (DEADLINE_EXCEEDED)."""
 
@@ -296,4 +309,7 @@ def from_rpc_error(err: grpc.RpcError) -> TickworkError:
         code = grpc.StatusCode.UNKNOWN
     text = details if isinstance(details, str) and details else str(code.name)
     cls = _BY_CODE.get(code, TickworkError)
-    return cls(text, code, **_structured(_rich_status(err)))
+    structured = _structured(_rich_status(err))
+    if cls is Unavailable and structured.get("reason") == "DATABASE_UNAVAILABLE":
+        cls = DatabaseUnavailable
+    return cls(text, code, **structured)

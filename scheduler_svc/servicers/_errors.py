@@ -36,6 +36,7 @@ from scheduler_svc.errors import (
     ServiceError,
     StorageError,
 )
+from scheduler_svc.storage_health import DATABASE_FAILS, reason_of
 from tickwork.reasons import DOMAIN
 
 log = logging.getLogger(__name__)
@@ -131,13 +132,19 @@ async def abort(context: grpc.aio.ServicerContext[Any, Any], failure: Failure) -
 def failure_of(err: Exception, method: str) -> Failure:
     """The :class:`Failure` a call that raised ``err`` answers with.
 
-    Domain errors carry their own status, reason, field and resource (a StorageError's
-    cause is logged). Database driver errors become UNAVAILABLE and anything else
-    INTERNAL, with a short message: the SQL, its parameters and the traceback go to the log
-    only, never to the client.
+    Domain errors carry their own status, reason, field and resource. A failure of the
+    database (StorageError, a driver error) is UNAVAILABLE, reason DATABASE_UNAVAILABLE,
+    message ``"the database fails: <cause>"`` (the driver's one-line cause, never the SQL
+    or its parameters); the database's state changes are logged by :mod:`storage_health`,
+    not each call. Anything else is INTERNAL with a short message, its traceback logged.
     """
     if isinstance(err, StorageError):
-        log.error("database unavailable in %s", method, exc_info=err)
+        log.debug("database unavailable in %s: %s", method, reason_of(err))
+        return Failure(
+            grpc.StatusCode.UNAVAILABLE,
+            _details(DATABASE_FAILS + reason_of(err)),
+            err.reason,
+        )
     if isinstance(err, ServiceError):
         return Failure(
             status_of(err),
@@ -148,10 +155,11 @@ def failure_of(err: Exception, method: str) -> Failure:
             resource=err.resource,
         )
     if isinstance(err, DBAPIError):
-        log.error("database error in %s", method, exc_info=err)
+        # Logged once per change of the database's state (storage_health), not per call.
+        log.debug("database error in %s: %s", method, reason_of(err))
         return Failure(
             grpc.StatusCode.UNAVAILABLE,
-            "database error; the server log has the details",
+            _details(DATABASE_FAILS + reason_of(err)),
             Reason.DATABASE_UNAVAILABLE,
         )
     log.error("unexpected error in %s", method, exc_info=err)

@@ -180,6 +180,8 @@ class ScheduleServicer(schedule_pb2_grpc.ScheduleServiceServicer):
         """Validated column values (next_run_at computed from ``now``) and task ids of a
         schedule to create. Raises InvalidArgument naming the field."""
         values = schedule_values(schedule, WRITABLE)
+        if values["cron_expression"]:
+            values["interval_seconds"] = 0  # cron wins: the stored schedule shows what fires
         task_ids = check_task_ids(list(schedule.task_ids))
         draft = ScheduleRecord(
             id=0, next_run_at=None, last_run_at=None, created_at=now, updated_at=now, **values
@@ -328,11 +330,16 @@ class ScheduleServicer(schedule_pb2_grpc.ScheduleServiceServicer):
             # an invalid schedule (e.g. one clearing the cron, one the interval).
             merged = dataclasses.replace(current, **values)
             check_timing(merged, paths)
+            extra: dict[str, Any] = {}
+            if merged.cron_expression and merged.interval_seconds:
+                # Cron wins, as on create: the interval is not kept beside it.
+                merged = dataclasses.replace(merged, interval_seconds=0)
+                extra["interval_seconds"] = 0
             if TIMING & set(paths) and any(
                 getattr(current, k) != getattr(merged, k) for k in TIMING
             ):
-                return {"next_run_at": self.app.next_run(merged)}
-            return {}
+                extra["next_run_at"] = self.app.next_run(merged)
+            return extra
 
         stored = await self.app.store.update_schedule(
             sid, values, task_ids, self.app.clock(), complete=complete

@@ -74,7 +74,19 @@ class SystemServicer(system_pb2_grpc.SystemServiceServicer):
                 w.connect_time.ToNanoseconds(),
             )
         )
+        health = self.app.store.db.health
+        database = system_pb2.DatabaseStatus(
+            writes_ok=not health.failing,
+            error=health.reason,
+            failed_operations=health.failures if health.failing else 0,
+        )
+        stall = None
+        since = self.app.queue_stalled_since
+        if since is not None and (now - since).total_seconds() > self.app.settings.lease_ttl_s:
+            stall = system_pb2.QueueStall(since=cv.ts(since))
         return system_pb2.GetStatusResponse(
+            database=database,
+            queue_stall=stall,
             workers=workers,
             queue=[
                 system_pb2.LaneDepth(lane=lane, queued_jobs=depth.get(stored, 0))

@@ -27,6 +27,7 @@ from scheduler_svc.hub import Ticket
 from scheduler_svc.records import JobRecord, TaskRecord
 from scheduler_svc.servicers import _convert as cv
 from scheduler_svc.servicers._errors import rpc_errors, translate
+from scheduler_svc.storage_health import log_failure
 from scheduler_svc.values import JobStatus
 from scheduler_svc.worker_registry import WorkerRegistry, WorkerSeen
 from tickwork.v1 import worker_pb2, worker_pb2_grpc
@@ -106,10 +107,10 @@ class WorkerSession:
             await asyncio.sleep(self._s.lease_ttl_s / 3)
             try:
                 await self._hold_worker_lease()
-            except Exception:
+            except Exception as err:
                 # Not renewed: claims are fenced by the lease row, so a session that still
                 # believes it is active hands out nothing once another worker took over.
-                log.exception("worker lease renewal failed", extra={"worker_id": self.worker_id})
+                log_failure(log, f"worker lease renewal failed ({self.worker_id})", err)
 
     async def start(self) -> None:
         """Answer Hello with Welcome and start renewing (or waiting for) the worker lease."""
@@ -170,8 +171,8 @@ class WorkerSession:
         deadline = loop.time() + self._s.worker_poll_interval_s
         try:
             await self._wait_for_job(deadline)
-        except Exception:
-            log.exception("answering a poll failed", extra={"worker_id": self.worker_id})
+        except Exception as err:
+            log_failure(log, f"answering a poll failed ({self.worker_id})", err)
             with suppress(TimeoutError):  # the end of the poll interval, or a CancelPoll
                 await asyncio.wait_for(
                     self._poll_cancelled.wait(), max(0.0, deadline - loop.time())
@@ -256,9 +257,9 @@ class WorkerSession:
         if job.schedule_id is not None and job.fire_time is not None:
             try:
                 name, previous = await self.app.store.fire_window(job.schedule_id, job.fire_time)
-            except Exception:
+            except Exception as err:
                 # The job runs without its previous fire time rather than not at all.
-                log.warning("fire window not read", exc_info=True, extra={"job_id": job.id})
+                log_failure(log, f"fire window of job {job.id} not read", err)
             else:
                 assignment.schedule_name = name
                 stamp = cv.ts(previous)
@@ -278,14 +279,10 @@ class WorkerSession:
             )
             if ok:
                 abort_requested = (await self.app.store.get_job(job_id)).abort_requested
-        except Exception:
+        except Exception as err:
             # A storage hiccup must not end the stream (and with it the running job): the
             # next heartbeat renews the lease; if none can, the lease expires as it should.
-            log.warning(
-                "heartbeat not recorded",
-                exc_info=True,
-                extra={"job_id": job_id, "worker_id": self.worker_id},
-            )
+            log_failure(log, f"heartbeat of job {job_id} not recorded", err)
             return
         if not ok:
             self._abort(job_id, "lease lost")

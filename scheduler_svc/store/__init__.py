@@ -40,6 +40,7 @@ from scheduler_svc.records import (
     TaskRecord,
 )
 from scheduler_svc.store import (
+    config,
     finish,
     fires,
     leases,
@@ -50,6 +51,7 @@ from scheduler_svc.store import (
     schedules,
     tasks,
 )
+from scheduler_svc.store.config import Applied, ScheduleItem
 from scheduler_svc.store.finish import LEASE_LOST, backoff_delay_s
 from scheduler_svc.store.locks import LOCK_ORDER
 from scheduler_svc.store.requests import Answer, Remember, RequestRaced
@@ -69,8 +71,10 @@ __all__ = [
     "OUTPUT_TAIL_CHARS",
     "TASK_DISABLED",
     "Answer",
+    "Applied",
     "Remember",
     "RequestRaced",
+    "ScheduleItem",
     "Store",
     "backoff_delay_s",
     "due_schedules_query",
@@ -92,6 +96,14 @@ def _once(fn: Callable[[Connection], R], remember: Remember | None) -> Callable[
         return result
 
     return run
+
+
+class _RolledBack(Exception):
+    """Raised inside a dry run's transaction to roll it back, carrying its answer."""
+
+    def __init__(self, applied: Applied) -> None:
+        super().__init__("dry run")
+        self.applied = applied
 
 
 class Store:
@@ -266,6 +278,41 @@ class Store:
     async def delete_schedule(self, schedule_id: int) -> None:
         """Delete a schedule and its fire history. Raises NotFound(field="schedule_id")."""
         await self.db.write(lambda conn: schedules.delete_schedule(conn, schedule_id))
+
+    async def apply_config(
+        self,
+        task_items: Sequence[dict[str, Any]],
+        schedule_items: Sequence[ScheduleItem],
+        now: dt.datetime,
+        next_run: Callable[[ScheduleRecord], dt.datetime | None],
+        *,
+        dry_run: bool = False,
+    ) -> Applied:
+        """Upsert tasks, then schedules, by name, in one transaction: all or nothing.
+
+        ``task_items`` are validated task columns (``name`` always; ``enabled`` only when
+        managed), ``schedule_items`` validated schedule columns with task names. A missing
+        item is created (``enabled`` true unless given; a schedule's next run from
+        ``next_run``), one that differs in a given column is updated in those columns (a
+        schedule's next run recomputed only when a timing column changes; a task disabled
+        cancels its queued scheduler jobs, as :meth:`update_task`), one that matches is not
+        written. ``dry_run``: the same transaction, rolled back.
+
+        Raises NotFound(field="schedules[i].task_names[j]"), AlreadyExists (a name taken by
+        another transaction meanwhile); nothing is written when it raises.
+        """
+        dialect = self.db.dialect
+
+        def run(conn: Connection) -> Applied:
+            applied = config.apply_config(conn, dialect, task_items, schedule_items, now, next_run)
+            if dry_run:
+                raise _RolledBack(applied)
+            return applied
+
+        try:
+            return await self.db.write(run)
+        except _RolledBack as done:
+            return done.applied
 
     async def due_schedules(self, now: dt.datetime, limit: int) -> list[ScheduleRecord]:
         """Up to ``limit`` enabled schedules with next_run_at <= now, earliest next run

@@ -15,15 +15,24 @@ def add_parsers(sub: argparse._SubParsersAction[Any], net: argparse.ArgumentPars
         "apply",
         parents=[net],
         help="create or update tasks and schedules from a TOML file",
-        description="Upsert the file's tasks and schedules by name (idempotent).",
+        description=(
+            "Upsert the file's tasks and schedules by name, in one transaction: all or "
+            "nothing (idempotent). Prints what was created, updated and left alone."
+        ),
     )
     p.add_argument("-f", "--file", metavar="FILE", required=True, help="TOML config file")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print what would be created, updated and left alone (with a changed "
+        "schedule's next three fire times before and after) and write nothing",
+    )
     p.set_defaults(func=_apply)
 
 
 def _apply(args: argparse.Namespace, out: TextIO) -> int:
     config = load_config(args.file)
     with client_from_args(args) as client:
-        report = apply_config(client, config)
+        report = apply_config(client, config, dry_run=args.dry_run)
     print(report, file=out)
     return EXIT_OK

@@ -24,7 +24,7 @@ from tickwork.cli import (
 from tickwork.cli._common import EXIT_FAILED, EXIT_USAGE, Command, connection_options
 from tickwork.cli._output import for_terminal
 from tickwork.cli._plugins import add_plugin_commands
-from tickwork.errors import InvalidArgument, TickworkError, Unavailable
+from tickwork.errors import DatabaseUnavailable, InvalidArgument, TickworkError, Unavailable
 
 #: The command groups of this package, in the order ``--help`` lists them after the plugins'.
 _GROUPS = (_health, _console, _token, _apply, _tasks, _jobs, _schedules, _notifiers, _cron)
@@ -102,7 +102,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _print_error(err: TickworkError, server: str) -> None:
     stderr = for_terminal(sys.stderr)
-    if isinstance(err, Unavailable):
+    if isinstance(err, DatabaseUnavailable):
+        print(f"error: {err}", file=stderr)
+    elif isinstance(err, Unavailable):
         print(f"error: cannot reach tickwork at {server} ({err})", file=stderr)
     elif isinstance(err, ConfigError):
         for line in str(err).splitlines():

@@ -61,11 +61,31 @@ class GetStatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class GetStatusResponse(_message.Message):
-    __slots__ = ("workers", "queue", "read_time")
+    __slots__ = ("workers", "queue", "read_time", "database", "queue_stall")
     WORKERS_FIELD_NUMBER: _ClassVar[int]
     QUEUE_FIELD_NUMBER: _ClassVar[int]
     READ_TIME_FIELD_NUMBER: _ClassVar[int]
+    DATABASE_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_STALL_FIELD_NUMBER: _ClassVar[int]
     workers: _containers.RepeatedCompositeFieldContainer[WorkerStatus]
     queue: _containers.RepeatedCompositeFieldContainer[LaneDepth]
     read_time: _timestamp_pb2.Timestamp
-    def __init__(self, workers: _Optional[_Iterable[_Union[WorkerStatus, _Mapping]]] = ..., queue: _Optional[_Iterable[_Union[LaneDepth, _Mapping]]] = ..., read_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    database: DatabaseStatus
+    queue_stall: QueueStall
+    def __init__(self, workers: _Optional[_Iterable[_Union[WorkerStatus, _Mapping]]] = ..., queue: _Optional[_Iterable[_Union[LaneDepth, _Mapping]]] = ..., read_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., database: _Optional[_Union[DatabaseStatus, _Mapping]] = ..., queue_stall: _Optional[_Union[QueueStall, _Mapping]] = ...) -> None: ...
+
+class DatabaseStatus(_message.Message):
+    __slots__ = ("writes_ok", "error", "failed_operations")
+    WRITES_OK_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    FAILED_OPERATIONS_FIELD_NUMBER: _ClassVar[int]
+    writes_ok: bool
+    error: str
+    failed_operations: int
+    def __init__(self, writes_ok: _Optional[bool] = ..., error: _Optional[str] = ..., failed_operations: _Optional[int] = ...) -> None: ...
+
+class QueueStall(_message.Message):
+    __slots__ = ("since",)
+    SINCE_FIELD_NUMBER: _ClassVar[int]
+    since: _timestamp_pb2.Timestamp
+    def __init__(self, since: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...

@@ -50,8 +50,10 @@ class SystemServiceServicer:
 
     def GetStatus(self, request, context):
         """Returns the workers (active or standby, since when, last heartbeat, slots) and the
-        number of queued jobs per lane. A worker connected to another replica is known here only
-        through the worker lease: it is listed as active with only_lease_known set.
+        number of queued jobs per lane, whether this replica's database takes writes, and a
+        queue stall (ready jobs, no active worker, past a lease TTL). A worker connected to
+        another replica is known here only through the worker lease: it is listed as active with
+        only_lease_known set.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

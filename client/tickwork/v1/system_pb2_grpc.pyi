@@ -37,8 +37,10 @@ class SystemServiceStub:
     def __new__(cls, channel: _aio.Channel) -> SystemServiceAsyncStub: ...
     GetStatus: _grpc.UnaryUnaryMultiCallable[_system_pb2.GetStatusRequest, _system_pb2.GetStatusResponse]
     """Returns the workers (active or standby, since when, last heartbeat, slots) and the
-    number of queued jobs per lane. A worker connected to another replica is known here only
-    through the worker lease: it is listed as active with only_lease_known set.
+    number of queued jobs per lane, whether this replica's database takes writes, and a
+    queue stall (ready jobs, no active worker, past a lease TTL). A worker connected to
+    another replica is known here only through the worker lease: it is listed as active with
+    only_lease_known set.
     """
 
 @_typing.type_check_only
@@ -50,8 +52,10 @@ class SystemServiceAsyncStub(SystemServiceStub):
     def __init__(self, channel: _aio.Channel) -> None: ...
     GetStatus: _aio.UnaryUnaryMultiCallable[_system_pb2.GetStatusRequest, _system_pb2.GetStatusResponse]  # type: ignore[assignment]
     """Returns the workers (active or standby, since when, last heartbeat, slots) and the
-    number of queued jobs per lane. A worker connected to another replica is known here only
-    through the worker lease: it is listed as active with only_lease_known set.
+    number of queued jobs per lane, whether this replica's database takes writes, and a
+    queue stall (ready jobs, no active worker, past a lease TTL). A worker connected to
+    another replica is known here only through the worker lease: it is listed as active with
+    only_lease_known set.
     """
 
 class SystemServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -66,8 +70,10 @@ class SystemServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_system_pb2.GetStatusResponse, _abc.Awaitable[_system_pb2.GetStatusResponse]]:
         """Returns the workers (active or standby, since when, last heartbeat, slots) and the
-        number of queued jobs per lane. A worker connected to another replica is known here only
-        through the worker lease: it is listed as active with only_lease_known set.
+        number of queued jobs per lane, whether this replica's database takes writes, and a
+        queue stall (ready jobs, no active worker, past a lease TTL). A worker connected to
+        another replica is known here only through the worker lease: it is listed as active with
+        only_lease_known set.
         """
 
 def add_SystemServiceServicer_to_server(servicer: SystemServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

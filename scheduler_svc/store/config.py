@@ -1,0 +1,188 @@
+"""Applying a configuration: tasks and schedules upserted by name in one transaction."""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from scheduler_svc.db import Dialect, schedules, tasks
+from scheduler_svc.errors import NotFound, Reason, Resource
+from scheduler_svc.records import ScheduleRecord, TaskRecord
+from scheduler_svc.store import locks, rows
+from scheduler_svc.store import schedules as schedule_ops
+from scheduler_svc.store import tasks as task_ops
+
+#: The schedule columns whose change moves its next run.
+TIMING = ("cron_expression", "interval_seconds", "timezone", "enabled")
+
+
+class Action(enum.StrEnum):
+    """What applying did to one item."""
+
+    CREATED = "created"
+    UPDATED = "updated"
+    UNCHANGED = "unchanged"
+
+
+@dataclass(frozen=True)
+class ScheduleItem:
+    """A schedule to apply: validated column ``values`` (``enabled`` only when managed) and
+    its tasks by name; ``field`` is its request position, e.g. ``schedules[2]``."""
+
+    values: dict[str, Any]
+    task_names: tuple[str, ...]
+    field: str
+
+
+@dataclass(frozen=True)
+class Change:
+    """One item's outcome: ``fields`` are the columns that differed (for UPDATED);
+    ``before``/``after`` the schedule as stored before and after (None when absent)."""
+
+    kind: str
+    name: str
+    action: Action
+    id: int
+    fields: tuple[str, ...] = ()
+    before: ScheduleRecord | None = None
+    after: ScheduleRecord | None = None
+
+
+@dataclass
+class Applied:
+    """The changes in request order (tasks, then schedules) and the jobs cancelled because
+    their task was disabled."""
+
+    changes: list[Change] = field(default_factory=list)
+    cancelled_jobs: list[int] = field(default_factory=list)
+
+
+#: Column values of a new task for the columns an apply leaves unmanaged.
+_NEW_TASK = {"enabled": True}
+_NEW_SCHEDULE = {"enabled": True}
+
+
+def _differs(stored: Any, wanted: Any) -> bool:
+    if isinstance(stored, float | int) and isinstance(wanted, float | int):
+        return float(stored) != float(wanted)
+    return bool(stored != wanted)
+
+
+def _diff(record: Any, values: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(sorted(k for k, v in values.items() if _differs(getattr(record, k), v)))
+
+
+def apply_config(
+    conn: Connection,
+    dialect: Dialect,
+    task_items: Sequence[dict[str, Any]],
+    schedule_items: Sequence[ScheduleItem],
+    now: dt.datetime,
+    next_run: Callable[[ScheduleRecord], dt.datetime | None],
+) -> Applied:
+    """See :meth:`scheduler_svc.store.Store.apply_config`."""
+    out = Applied()
+    task_ids: dict[str, int] = {}
+    names = [values["name"] for values in task_items]
+    # LOCK_ORDER: the tasks first, then the schedules.
+    stored_tasks: dict[str, TaskRecord] = {}
+    if names:
+        query = locks.for_update(dialect, tasks.select().where(tasks.c.name.in_(names)))
+        stored_tasks = {r.name: rows.task(r) for r in conn.execute(query).all()}
+    for values in task_items:
+        name = values["name"]
+        current = stored_tasks.get(name)
+        if current is None:
+            created = task_ops.create_task(conn, {**_NEW_TASK, **values}, now)
+            task_ids[name] = created.id
+            out.changes.append(Change("task", name, Action.CREATED, created.id))
+            continue
+        task_ids[name] = current.id
+        diff = _diff(current, values)
+        if not diff:
+            out.changes.append(Change("task", name, Action.UNCHANGED, current.id))
+            continue
+        _, cancelled = task_ops.update_task(
+            conn, dialect, current.id, {k: values[k] for k in diff}, now
+        )
+        out.cancelled_jobs.extend(cancelled)
+        out.changes.append(Change("task", name, Action.UPDATED, current.id, diff))
+    _resolve_task_names(conn, schedule_items, task_ids)
+    snames = [item.values["name"] for item in schedule_items]
+    stored: dict[str, ScheduleRecord] = {}
+    if snames:
+        query = locks.for_update(dialect, schedules.select().where(schedules.c.name.in_(snames)))
+        stored = {r.name: r for r in schedule_ops.with_tasks(conn, conn.execute(query).all())}
+    for item in schedule_items:
+        out.changes.append(_apply_schedule(conn, dialect, item, stored, task_ids, now, next_run))
+    return out
+
+
+def _resolve_task_names(
+    conn: Connection, items: Sequence[ScheduleItem], task_ids: dict[str, int]
+) -> None:
+    """Add to ``task_ids`` the stored tasks the schedules name (locked FOR KEY SHARE).
+    Raises NotFound naming ``schedules[i].task_names[j]``."""
+    wanted = sorted({n for item in items for n in item.task_names if n not in task_ids})
+    if wanted:
+        query = sa.select(tasks.c.id, tasks.c.name).where(tasks.c.name.in_(wanted))
+        for tid, name in conn.execute(query).all():
+            task_ids[name] = tid
+    for item in items:
+        for j, name in enumerate(item.task_names):
+            if name not in task_ids:
+                raise NotFound(
+                    f"no task named {name!r} in the request or stored",
+                    field=f"{item.field}.task_names[{j}]",
+                    reason=Reason.TASK_NOT_FOUND,
+                    resource=Resource.task(name),
+                )
+
+
+def _apply_schedule(
+    conn: Connection,
+    dialect: Dialect,
+    item: ScheduleItem,
+    stored: dict[str, ScheduleRecord],
+    task_ids: dict[str, int],
+    now: dt.datetime,
+    next_run: Callable[[ScheduleRecord], dt.datetime | None],
+) -> Change:
+    name = item.values["name"]
+    ids = [task_ids[n] for n in item.task_names]
+    current = stored.get(name)
+    if current is None:
+        values = {**_NEW_SCHEDULE, **item.values}
+        draft = ScheduleRecord(
+            id=0, next_run_at=None, last_run_at=None, created_at=now, updated_at=now, **values
+        )
+        values["next_run_at"] = next_run(draft)
+        created = schedule_ops.create_schedule(conn, values, ids, now)
+        return Change("schedule", name, Action.CREATED, created.id, after=created)
+    diff = list(_diff(current, item.values))
+    if sorted(current.task_ids) != sorted(ids):
+        diff.append("task_ids")
+    if not diff:
+        return Change("schedule", name, Action.UNCHANGED, current.id, before=current, after=current)
+    values = {k: item.values[k] for k in diff if k != "task_ids"}
+    merged = replace(current, **values)
+    if any(k in TIMING for k in values):
+        values["next_run_at"] = next_run(merged)
+    updated = schedule_ops.update_schedule(
+        conn, dialect, current.id, values, ids if "task_ids" in diff else None, now, None
+    )
+    return Change(
+        "schedule",
+        name,
+        Action.UPDATED,
+        current.id,
+        tuple(sorted(diff)),
+        before=current,
+        after=updated,
+    )
