@@ -28,8 +28,8 @@ from scheduler_svc import sqlite_files
 from scheduler_svc.db_datetime import UTCDateTime as UTCDateTime
 from scheduler_svc.db_datetime import stored_datetime as stored_datetime
 from scheduler_svc.errors import StorageError
-from scheduler_svc.outages import StorageOutages, is_storage_failure
-from scheduler_svc.storage_health import StorageHealth
+from scheduler_svc.outages import StorageOutages
+from scheduler_svc.storage_health import StorageHealth, is_storage_error
 
 log = logging.getLogger(__name__)
 
@@ -635,7 +635,7 @@ class Database:
         try:
             result = await run
         except Exception as err:
-            if is_storage_failure(err):
+            if is_storage_error(err):
                 self.outages.failed(began)
             self.health.end(ticket, write, err)
             raise

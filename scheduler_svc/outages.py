@@ -2,13 +2,13 @@
 failed, so that a lease nobody could renew meanwhile is not held against its worker.
 
 Every transaction of :class:`scheduler_svc.db.Database` reports here how it ended. A call
-that fails with a storage failure (no connection, a dropped connection, a statement timeout,
-an operational error of the database) opens an outage at the time that call began; the
-first call that succeeds afterwards closes it. The closed outages' lengths add up to the
-*grace* the reaper gives the running jobs' leases before it expires any
-(:meth:`scheduler_svc.app.App.reap_expired_leases`): a lease's clock stops while the storage
-it is written through is down. The grace is bounded by the outages' real lengths, so a
-dead worker's job is still recovered, later by that much.
+that fails with a storage failure (:func:`scheduler_svc.storage_health.is_storage_error`: no
+connection, a dropped connection, a statement timeout, an operational error of the database)
+opens an outage at the time that call began; the first call that succeeds afterwards closes
+it. The closed outages' lengths add up to the *grace* the reaper gives the running jobs'
+leases before it expires any (:meth:`scheduler_svc.app.App.reap_expired_leases`): a lease's
+clock stops while the storage it is written through is down. The grace is bounded by the
+outages' real lengths, so a dead worker's job is still recovered, later by that much.
 """
 
 from __future__ import annotations
@@ -16,21 +16,7 @@ from __future__ import annotations
 import threading
 import time
 
-import sqlalchemy as sa
-
-from scheduler_svc.errors import StorageError
-
-__all__ = ["StorageOutages", "is_storage_failure"]
-
-
-def is_storage_failure(exc: BaseException) -> bool:
-    """Whether ``exc``, raised by a transaction, means the storage itself failed (rather
-    than the request: a constraint, a domain error)."""
-    if isinstance(exc, sa.exc.DBAPIError) and exc.connection_invalidated:
-        return True
-    return isinstance(
-        exc, StorageError | sa.exc.OperationalError | sa.exc.InterfaceError | OSError | TimeoutError
-    )
+__all__ = ["StorageOutages"]
 
 
 class StorageOutages:

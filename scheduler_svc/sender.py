@@ -23,6 +23,7 @@ from scheduler_svc import notify
 from scheduler_svc.hub import Signal
 from scheduler_svc.metrics import Metrics
 from scheduler_svc.settings import NotifySettings, SmtpSettings
+from scheduler_svc.storage_health import log_failure
 from scheduler_svc.store.outbox import DeliveryRecord, NotifierRecord, Outbox
 from scheduler_svc.values import DeliveryStatus
 
@@ -74,8 +75,8 @@ class Sender:
             ticket = self.wake.ticket()
             try:
                 await self.pass_once()
-            except Exception:
-                log.exception("notification pass failed")
+            except Exception as err:
+                log_failure(log, "notification pass failed", err)
             await ticket.wait(self.settings.poll_interval_s)
 
     async def pass_once(self) -> int:
@@ -125,8 +126,8 @@ class Sender:
             status = await self.outbox.record(
                 delivery.id, self.clock(), error=error, retry_at=retry_at
             )
-        except Exception:
-            log.exception("recording a notification failed", extra={"delivery_id": delivery.id})
+        except Exception as err:
+            log_failure(log, f"recording notification delivery {delivery.id} failed", err)
             return
         outcome = {
             DeliveryStatus.SENT: "sent",

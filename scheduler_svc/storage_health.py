@@ -36,9 +36,11 @@ MAX_REASON_CHARS = 200
 
 
 def is_storage_error(err: BaseException) -> bool:
-    """True for a failure of the database itself (not a constraint's answer), also as the
-    service's own gRPC call (the scheduler loop's EnqueueFires) answers it."""
-    if isinstance(err, StorageError):
+    """True for a failure of the database itself (no connection, a dropped connection, a
+    statement timeout, a full disk, a read-only file; not a constraint's answer), also as
+    the service's own gRPC call (the scheduler loop's EnqueueFires) answers it. The one
+    rule for both the health state and the outage grace (:mod:`scheduler_svc.outages`)."""
+    if isinstance(err, StorageError | OSError | TimeoutError):
         return True
     if isinstance(err, grpc.aio.AioRpcError | grpc.RpcError) and hasattr(err, "code"):
         code = err.code()

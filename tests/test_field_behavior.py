@@ -15,7 +15,7 @@ from scheduler_svc.servicers import schedules, tasks
 from tests.harness import Server
 from tests.test_grpcurl import grpcurl
 from tickwork import from_rpc_error
-from tickwork.v1 import job_pb2, schedule_pb2, task_pb2
+from tickwork.v1 import job_pb2, notifier_pb2, schedule_pb2, task_pb2
 
 REQUIRED = field_behavior_pb2.REQUIRED
 OUTPUT_ONLY = field_behavior_pb2.OUTPUT_ONLY
@@ -43,6 +43,8 @@ def test_resources_mark_what_the_service_sets() -> None:
         "disabled_reason",
         "create_time",
         "update_time",
+        "last_success_time",
+        "last_failure_time",
     }
     assert with_behaviour(schedule_pb2.Schedule, OUTPUT_ONLY) == {
         "next_run_time",
@@ -54,6 +56,21 @@ def test_resources_mark_what_the_service_sets() -> None:
     }
     assert with_behaviour(task_pb2.Task, REQUIRED) == {"name", "handler"}
     assert with_behaviour(schedule_pb2.Schedule, REQUIRED) == {"name", "task_ids"}
+    # A notifier's url and secret are written, never read back.
+    assert with_behaviour(notifier_pb2.Notifier, field_behavior_pb2.INPUT_ONLY) == {
+        "url",
+        "secret",
+    }
+    assert with_behaviour(notifier_pb2.Notifier, OUTPUT_ONLY) == {
+        "has_url",
+        "has_secret",
+        "builtin",
+        "create_time",
+        "update_time",
+    }
+    assert with_behaviour(notifier_pb2.Notification, OUTPUT_ONLY) == {
+        f.name for f in notifier_pb2.Notification.DESCRIPTOR.fields
+    }
 
 
 def test_the_update_masks_write_exactly_the_fields_not_marked_output_only() -> None:
