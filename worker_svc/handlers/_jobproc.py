@@ -359,7 +359,7 @@ async def run_job_process(
     ended = _SERVER.exit_of(pid)
     guard_group(pid)  # killed with the worker if the worker dies first
     extra = {"job_id": job_id, "pid": pid}
-    logger.info("job %d: started job process %d", job_id, pid, extra=extra)
+    logger.debug("job %d: started job process %d", job_id, pid, extra=extra)
     transports: list[asyncio.ReadTransport | asyncio.WriteTransport] = []
     readers: list[_Lines | _Result] = []
     result = _Result()
@@ -377,11 +377,22 @@ async def run_job_process(
             transport.max_size = _READ_CHUNK_BYTES  # type: ignore[attr-defined]
             transports.append(transport)
             readers.append(protocol)
-        writer: asyncio.WriteTransport
-        writer, _ = await loop.connect_write_pipe(asyncio.Protocol, spec_pipe)
-        transports.append(writer)
-        writer.write(json.dumps(spec).encode())  # the go-ahead: the group is guarded
-        writer.close()
+        # The go-ahead (the group is guarded): written at once when the pipe takes it all,
+        # as a job's spec does unless its params are large.
+        data = json.dumps(spec).encode()
+        os.set_blocking(spec_w, False)
+        try:
+            sent = os.write(spec_w, data)
+        except BlockingIOError:
+            sent = 0
+        if sent == len(data):
+            spec_pipe.close()
+        else:
+            writer: asyncio.WriteTransport
+            writer, _ = await loop.connect_write_pipe(asyncio.Protocol, spec_pipe)
+            transports.append(writer)
+            writer.write(data[sent:])
+            writer.close()
         try:
             async with asyncio.timeout(timeout_s):
                 await asyncio.shield(ended)
