@@ -343,9 +343,16 @@ async def run_job_process(
     err_r, err_w = os.pipe()
     res_r, res_w = os.pipe()
     spec_r, spec_w = os.pipe()
-    log_r, log_w = os.pipe()
+    ours = [out_r, err_r, res_r, spec_w]
+    # Only a handler's ctx.log lines use the log pipe; a function's process gets its
+    # stderr there, which it never writes to as a log.
+    tagged = spec.get("kind") == "handler"
+    if tagged:
+        log_r, log_w = os.pipe()
+        ours.append(log_r)
+    else:
+        log_w = err_w
     theirs = [out_w, err_w, res_w, spec_r, log_w]
-    ours = [out_r, err_r, res_r, spec_w, log_r]
     try:
         pid = await _SERVER.spawn(theirs)
     except BaseException:
@@ -353,7 +360,7 @@ async def run_job_process(
             os.close(fd)
         raise
     finally:
-        for fd in theirs:
+        for fd in dict.fromkeys(theirs):  # each once: err_w may be there twice
             os.close(fd)
     files = [os.fdopen(fd, "rb" if fd != spec_w else "wb", buffering=0) for fd in ours]
     ended = _SERVER.exit_of(pid)
@@ -365,13 +372,14 @@ async def run_job_process(
     result = _Result()
     timed_out = False
     try:
-        out, err, res, spec_pipe, log = files
-        pipes: tuple[tuple[Any, _Lines | _Result], ...] = (
+        out, err, res, spec_pipe, *log = files
+        pipes: list[tuple[Any, _Lines | _Result]] = [
             (out, _Lines("stdout", on_line)),
             (err, _Lines("stderr", on_line)),
-            (log, _TaggedLines(on_line)),
             (res, result),
-        )
+        ]
+        if log:
+            pipes.append((log[0], _TaggedLines(on_line)))
         for pipe, protocol in pipes:
             transport, _ = await loop.connect_read_pipe(lambda p=protocol: p, pipe)  # type: ignore[misc]
             transport.max_size = _READ_CHUNK_BYTES  # type: ignore[attr-defined]
