@@ -24,7 +24,16 @@ from pathlib import Path
 from bench import harness
 from bench.harness import Config, MetricResult
 
-METRICS = ("dispatch", "lateness", "tick", "nextfire", "bulk", "floors")
+METRICS = (
+    "dispatch",
+    "isolation",
+    "scaleout",
+    "lateness",
+    "tick",
+    "nextfire",
+    "bulk",
+    "floors",
+)
 
 #: Repetitions per size when --reps is not given (lateness runs fewer at full: 5 min each).
 DEFAULT_REPS = {"tiny": 1, "small": 3, "full": 3}

@@ -1,7 +1,8 @@
 """Metric 1, dispatch overhead: no-op jobs per second from enqueue to outcome recorded.
 
 tickwork: ``tickwork serve`` in its default embedded mode (API + queue + scheduler loop +
-one worker over the gRPC stream, one job at a time), on a SQLite file and on the local
+one worker over the gRPC stream, one slot: one job at a time, each in its own job process
+forked from the worker's job process server), on a SQLite file and on the local
 PostgreSQL. The driver creates N no-op python tasks (not timed), then, timed: RunTasks for
 all of them (chunks of 500 ids), and waits (WatchJob) until the last job's outcome is
 recorded; the queue order makes the last job enqueued the last one run. All N must end
@@ -167,8 +168,8 @@ def run(cfg: Config) -> MetricResult:
             median(sqlite),
             median(peer),
             "procrastinate",
-            target=">= 1,000 jobs/s",
-            met=median(sqlite) >= 1000,
+            target=">= 2x procrastinate",
+            met=median(sqlite) >= 2 * median(peer),
             tickwork_samples=sqlite,
             peer_samples=peer,
         ),
@@ -179,8 +180,8 @@ def run(cfg: Config) -> MetricResult:
             median(pg),
             median(peer),
             "procrastinate",
-            target=">= 2x procrastinate",
-            met=median(pg) >= 2 * median(peer),
+            target=">= 1.5x procrastinate",
+            met=median(pg) >= 1.5 * median(peer),
             tickwork_samples=pg,
             peer_samples=peer,
         ),

@@ -326,9 +326,16 @@ def child_env(**extra: str) -> dict[str, str]:
 
 
 def tickwork_env(database_url: str, address: str, **extra: str) -> dict[str, str]:
-    """The environment of a benchmarked ``tickwork serve`` (defaults otherwise, INFO logs)."""
+    """The environment of a benchmarked ``tickwork serve`` (defaults otherwise, INFO logs),
+    without the web console: services started side by side would contend for its port."""
     return child_env(
-        DATABASE_URL=database_url, TICKWORK_LISTEN=address, TICKWORK_SERVER=address, **extra
+        **{
+            "DATABASE_URL": database_url,
+            "TICKWORK_LISTEN": address,
+            "TICKWORK_SERVER": address,
+            "TICKWORK_CONSOLE_LISTEN": "",
+            **extra,
+        }
     )
 
 

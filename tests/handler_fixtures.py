@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import json
 import logging
 import os
 import signal
@@ -341,3 +342,8 @@ def record_window(ctx: Window, path: str) -> str:
 def append_task_name(ctx: Window, path: str) -> None:
     """Append the job's task name to the file ``path``."""
     _append(path, ctx.task_name)
+
+
+def write_environment(path: str) -> None:
+    """Write the job process's whole environment to ``path`` as JSON."""
+    Path(path).write_text(json.dumps(dict(os.environ)))

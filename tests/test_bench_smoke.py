@@ -17,7 +17,16 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-METRICS = ("dispatch", "lateness", "tick", "nextfire", "bulk", "floors")
+METRICS = (
+    "dispatch",
+    "isolation",
+    "scaleout",
+    "lateness",
+    "tick",
+    "nextfire",
+    "bulk",
+    "floors",
+)
 PEERS = ("procrastinate", "psycopg", "apscheduler", "croniter", "cronsim")
 
 

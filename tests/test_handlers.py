@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import json
 import os
 import re
 import sys
@@ -17,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from tickwork._context import ENV_NAMES
 from worker_svc import handlers
 from worker_svc.handlers import (
     OUTPUT_TAIL_CHARS,
@@ -32,6 +34,7 @@ from worker_svc.handlers import (
     get_handler,
     handler_names,
 )
+from worker_svc.handlers.python import job_environment
 
 TESTS_DIR = Path(__file__).resolve().parent
 
@@ -624,6 +627,28 @@ async def test_python_job_gets_its_window_in_env_and_ctx() -> None:
     lines = result.output_tail.splitlines()
     assert lines[0] == f"env 7 nightly 1 SCHEDULER nightly {fire} 2026-03-28T01:00:00Z"
     assert lines[1] == f"ctx 7 3 nightly SCHEDULER nightly {fire} 2026-03-28T01:00:00+00:00"
+
+
+@pytest.mark.usefixtures("fixtures")
+async def test_python_job_environment_is_exactly_the_job_s_even_as_the_worker_s_changes(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    handler = PythonHandler()
+    path = tmp_path / "env.json"
+    await handler.run(py("write_environment", path=str(path)), make_ctx(Recorder()))
+    # The job process server started with the environment above; the worker's changes since
+    # (a variable gone, one added, one changed) are the job's.
+    gone = next(name for name in json.loads(path.read_text()) if name not in ENV_NAMES)
+    monkeypatch.delenv(gone)
+    monkeypatch.setenv("TICKWORK_TEST_ADDED", "added")
+    monkeypatch.setenv("TICKWORK_TEST_CHANGED", "before")
+    ctx = make_ctx(Recorder(), env={"TICKWORK_TRIGGER": "API"})
+    monkeypatch.setenv("TICKWORK_TEST_CHANGED", "after")
+    await handler.run(py("write_environment", path=str(path)), ctx)
+    got = json.loads(path.read_text())
+    assert got == job_environment(ctx)
+    assert gone not in got and got["TICKWORK_TEST_ADDED"] == "added"
+    assert got["TICKWORK_TEST_CHANGED"] == "after" and got["TICKWORK_TRIGGER"] == "API"
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS is Linux's")

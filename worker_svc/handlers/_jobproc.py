@@ -343,9 +343,16 @@ async def run_job_process(
     err_r, err_w = os.pipe()
     res_r, res_w = os.pipe()
     spec_r, spec_w = os.pipe()
-    log_r, log_w = os.pipe()
+    ours = [out_r, err_r, res_r, spec_w]
+    # Only a handler's ctx.log lines use the log pipe; a function's process gets its
+    # stderr there, which it never writes to as a log.
+    tagged = spec.get("kind") == "handler"
+    if tagged:
+        log_r, log_w = os.pipe()
+        ours.append(log_r)
+    else:
+        log_w = err_w
     theirs = [out_w, err_w, res_w, spec_r, log_w]
-    ours = [out_r, err_r, res_r, spec_w, log_r]
     try:
         pid = await _SERVER.spawn(theirs)
     except BaseException:
@@ -353,35 +360,47 @@ async def run_job_process(
             os.close(fd)
         raise
     finally:
-        for fd in theirs:
+        for fd in dict.fromkeys(theirs):  # each once: err_w may be there twice
             os.close(fd)
     files = [os.fdopen(fd, "rb" if fd != spec_w else "wb", buffering=0) for fd in ours]
     ended = _SERVER.exit_of(pid)
     guard_group(pid)  # killed with the worker if the worker dies first
     extra = {"job_id": job_id, "pid": pid}
-    logger.info("job %d: started job process %d", job_id, pid, extra=extra)
+    logger.debug("job %d: started job process %d", job_id, pid, extra=extra)
     transports: list[asyncio.ReadTransport | asyncio.WriteTransport] = []
     readers: list[_Lines | _Result] = []
     result = _Result()
     timed_out = False
     try:
-        out, err, res, spec_pipe, log = files
-        pipes: tuple[tuple[Any, _Lines | _Result], ...] = (
+        out, err, res, spec_pipe, *log = files
+        pipes: list[tuple[Any, _Lines | _Result]] = [
             (out, _Lines("stdout", on_line)),
             (err, _Lines("stderr", on_line)),
-            (log, _TaggedLines(on_line)),
             (res, result),
-        )
+        ]
+        if log:
+            pipes.append((log[0], _TaggedLines(on_line)))
         for pipe, protocol in pipes:
             transport, _ = await loop.connect_read_pipe(lambda p=protocol: p, pipe)  # type: ignore[misc]
             transport.max_size = _READ_CHUNK_BYTES  # type: ignore[attr-defined]
             transports.append(transport)
             readers.append(protocol)
-        writer: asyncio.WriteTransport
-        writer, _ = await loop.connect_write_pipe(asyncio.Protocol, spec_pipe)
-        transports.append(writer)
-        writer.write(json.dumps(spec).encode())  # the go-ahead: the group is guarded
-        writer.close()
+        # The go-ahead (the group is guarded): written at once when the pipe takes it all,
+        # as a job's spec does unless its params are large.
+        data = json.dumps(spec).encode()
+        os.set_blocking(spec_w, False)
+        try:
+            sent = os.write(spec_w, data)
+        except BlockingIOError:
+            sent = 0
+        if sent == len(data):
+            spec_pipe.close()
+        else:
+            writer: asyncio.WriteTransport
+            writer, _ = await loop.connect_write_pipe(asyncio.Protocol, spec_pipe)
+            transports.append(writer)
+            writer.write(data[sent:])
+            writer.close()
         try:
             async with asyncio.timeout(timeout_s):
                 await asyncio.shield(ended)

@@ -34,7 +34,7 @@ from tickwork import JobContext
 from ._base import InvalidParams, JobFailed
 from ._limits import ProcessLimits
 
-__all__ = ["CTX_PARAMETER", "run"]
+__all__ = ["CTX_PARAMETER", "prepare", "run"]
 
 CTX_PARAMETER = "ctx"
 """A function with a parameter of this name (positional-or-keyword or keyword-only)
@@ -63,13 +63,8 @@ def run(spec: dict[str, Any], result_fd: int, log_fd: int) -> int:
         MemoryError or a BaseException; ``sys.exit``'s code). KeyboardInterrupt ends the
         process with SIGINT, as it ends ``python``.
     """
-    os.environ.clear()
-    os.environ.update(spec["env"])
+    _set_environment(spec["env"])
     sys.path[:] = spec["sys_path"]
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(AttributeError, ValueError):
-            stream.reconfigure(line_buffering=True)  # type: ignore[union-attr]
-    logging.basicConfig(level=logging.INFO, format=_LOG_FORMAT, stream=sys.stderr, force=True)
     try:
         os.chdir(spec["cwd"])
         ProcessLimits(**spec["limits"]).apply()
@@ -112,6 +107,26 @@ def run(spec: dict[str, Any], result_fd: int, log_fd: int) -> int:
         except Exception as exc:
             report["returned"] = f"<{type(result).__name__} object; repr() raised {_summary(exc)}>"
     return _report(result_fd, report)
+
+
+def prepare() -> None:
+    """Set up what every job process shares: line-buffered ``sys.stdout`` and
+    ``sys.stderr``, and the root logger writing INFO and above to ``sys.stderr``. Called
+    once in the job process server before it forks (the streams' objects stay; a job
+    process's fds 1 and 2 are its own pipes)."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(AttributeError, ValueError):
+            stream.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+    logging.basicConfig(level=logging.INFO, format=_LOG_FORMAT, stream=sys.stderr, force=True)
+
+
+def _set_environment(env: dict[str, str]) -> None:
+    """Make ``os.environ`` exactly ``env``, touching only the variables that differ."""
+    for name in [name for name in os.environ if name not in env]:
+        del os.environ[name]
+    for name, value in env.items():
+        if os.environ.get(name) != value:
+            os.environ[name] = value
 
 
 def _report(result_fd: int, result: dict[str, Any]) -> int:

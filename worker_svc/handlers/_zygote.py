@@ -3,24 +3,30 @@
 The worker starts it once (``python -m worker_svc.handlers._zygote FD``, FD one end of a
 ``SOCK_SEQPACKET`` socket pair) and asks it for a job process by sending one small message
 with five file descriptors: the job's stdout, stderr, result and log pipes (write ends)
-and its spec pipe (read end). The server forks; the child becomes a process group of its own, dies
-with the server (PR_SET_PDEATHSIG), takes the pipes as its stdout, stderr and result fds,
-and reads the job's spec (JSON) from the spec pipe: the worker writes it only once the
-group is registered with the guard (``_guard``), so a worker that dies before that leaves
-a child that reads end-of-file and exits without running anything. The child then runs
-the job (:mod:`worker_svc.handlers._runner`) and exits.
+and its spec pipe (read end). The server keeps one *spare* child forked ahead, so no fork
+is on a job's path: the spare already is a process group of its own, dies with the server
+(PR_SET_PDEATHSIG) and waits for its job's descriptors on a socket of its own. The server
+hands it the five descriptors, answers, and only then forks the next spare. The child takes
+the pipes as its stdout, stderr and result fds, and reads the job's spec (JSON) from the
+spec pipe: the worker writes it only once the group is registered with the guard
+(``_guard``), so a worker that dies before that leaves a child that reads end-of-file and
+exits without running anything. The child then runs the job
+(:mod:`worker_svc.handlers._runner`) and exits.
 
 The server answers each request with ``{"req": N, "pid": PID}`` and, when that child has
 exited, ``{"pid": PID, "status": WAIT_STATUS, "cpu_s": CPU_SECONDS}``. It never runs a
 job itself: each child starts from the state the server had before any job ran (the
-imports below, done once), and nothing of one job reaches the next. The server dies with
-the worker (PR_SET_PDEATHSIG) and exits when the worker closes its socket.
+imports below, done once, then frozen out of the garbage collector's reach so that a
+child's collections do not copy their pages), and nothing of one job reaches the next. A
+spare that never got a job exits without telling. The server dies with the worker
+(PR_SET_PDEATHSIG) and exits when the worker closes its socket.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
 import json
 import os
 import selectors
@@ -30,19 +36,26 @@ import sys
 import traceback
 from typing import Any
 
+from worker_svc.handlers import _runner
+
 _PR_SET_PDEATHSIG = 1
 _MAX_FDS = 5
 _SPEC_LIMIT_BYTES = 64 * 1024 * 1024
 """A spec longer than this is refused (params are at most 1 MiB)."""
 
 
+_libc: ctypes.CDLL | None = None
+
+
 def die_with_parent() -> None:
     """Have the kernel SIGKILL this process when its parent (thread) dies; Linux only."""
+    global _libc
     if not sys.platform.startswith("linux"):
         return
     with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if _libc is None:
+            _libc = ctypes.CDLL(None, use_errno=True)
+        _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 def _read_all(fd: int) -> bytes:
@@ -56,8 +69,9 @@ def _read_all(fd: int) -> bytes:
     return b"".join(chunks)
 
 
-def _child(fds: list[int], closing: list[int]) -> None:
-    """In the forked child: become the job process, run the job, exit. Never returns."""
+def _child(channel: socket.socket, closing: list[int]) -> None:
+    """In the forked spare: become a job process, wait for a job, run it, exit. Never
+    returns."""
     code = 1
     try:
         for fd in closing:
@@ -70,19 +84,22 @@ def _child(fds: list[int], closing: list[int]) -> None:
         with contextlib.suppress(OSError):
             os.setpgid(0, 0)
         die_with_parent()
-        out, err, result, spec, log = fds
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
+        os.close(devnull)
+        _message, fds, _flags, _addr = socket.recv_fds(channel, 16, _MAX_FDS)
+        channel.close()
+        if len(fds) != _MAX_FDS:
+            os._exit(125)  # the server is gone: no job for this spare
+        out, err, result, spec, log = fds
         os.dup2(out, 1)
         os.dup2(err, 2)
-        for fd in (devnull, out, err):
-            os.close(fd)
+        os.close(out)
+        os.close(err)
         data = _read_all(spec)
         os.close(spec)
         if not data:
             os._exit(125)  # the worker gave no go-ahead: run nothing
-        from worker_svc.handlers import _runner
-
         code = _runner.run(json.loads(data), result, log)
     except BaseException:
         with contextlib.suppress(BaseException):
@@ -98,6 +115,29 @@ def _send(sock: socket.socket, message: dict[str, Any]) -> None:
     sock.send(json.dumps(message).encode())
 
 
+class _Spare:
+    """A child forked ahead of its job, waiting on ``channel`` for its descriptors."""
+
+    def __init__(self, closing: list[int]) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = os.fork()
+        if pid == 0:
+            ours.close()
+            _child(theirs, closing)
+        theirs.close()
+        with contextlib.suppress(OSError):
+            os.setpgid(pid, pid)  # also done by the child: whichever comes first
+        self.pid = pid
+        self.channel = ours
+
+    def hand(self, fds: list[int]) -> None:
+        """Give the spare its job's descriptors (it then waits for the spec)."""
+        try:
+            socket.send_fds(self.channel, [b"job"], fds)
+        finally:
+            self.channel.close()
+
+
 def serve(sock: socket.socket) -> None:
     """Fork a job process per request until the worker closes ``sock``."""
     wake_r, wake_w = os.pipe()
@@ -108,8 +148,11 @@ def serve(sock: socket.socket) -> None:
     selector = selectors.DefaultSelector()
     selector.register(sock, selectors.EVENT_READ)
     selector.register(wake_r, selectors.EVENT_READ)
-    closing = [sock.fileno(), wake_r, wake_w]
+    closing = [sock.fileno(), wake_r, wake_w, selector.fileno()]
+    spare: _Spare | None = None
     while True:
+        if spare is None:
+            spare = _Spare(closing)
         for key, _ in selector.select():
             if key.fileobj is sock:
                 message, fds, _flags, _addr = socket.recv_fds(sock, 4096, _MAX_FDS)
@@ -121,43 +164,61 @@ def serve(sock: socket.socket) -> None:
                         os.close(fd)
                     _send(sock, {"req": request["req"], "error": "expected 5 descriptors"})
                     continue
-                pid = os.fork()
-                if pid == 0:
-                    selector.close()
-                    _child(fds, closing)
-                with contextlib.suppress(OSError):
-                    os.setpgid(pid, pid)  # also done by the child: whichever comes first
-                for fd in fds:
-                    os.close(fd)
-                _send(sock, {"req": request["req"], "pid": pid})
+                child = spare if spare is not None else _Spare(closing)
+                spare = None
+                try:
+                    try:
+                        child.hand(fds)
+                    except OSError:  # the spare died unreaped: a fresh child takes the job
+                        child = _Spare(closing)
+                        child.hand(fds)
+                except OSError as exc:
+                    _send(sock, {"req": request["req"], "error": f"no job process: {exc}"})
+                    continue
+                finally:
+                    for fd in fds:
+                        os.close(fd)
+                _send(sock, {"req": request["req"], "pid": child.pid})
             else:
                 with contextlib.suppress(BlockingIOError):
                     while os.read(wake_r, 4096):
                         pass
-        _reap(sock)
+        if _reap(sock, spare):
+            spare = None
 
 
-def _reap(sock: socket.socket) -> None:
-    """Report every child that has exited."""
+def _reap(sock: socket.socket, spare: _Spare | None) -> bool:
+    """Report every child that has exited; return whether the spare was one of them (it
+    is not reported: it never had a job)."""
+    spare_died = False
     while True:
         try:
             pid, status, usage = os.wait4(-1, os.WNOHANG)
         except ChildProcessError:
-            return
+            return spare_died
         if pid == 0:
-            return
+            return spare_died
+        if spare is not None and pid == spare.pid:
+            spare.channel.close()
+            spare_died = True
+            continue
         cpu_s = usage.ru_utime + usage.ru_stime
         _send(sock, {"pid": pid, "status": status, "cpu_s": cpu_s})
 
 
 def _preload() -> None:
-    """Import what every job process needs, once, before any fork."""
+    """Import and set up what every job process needs, once, before any fork, then keep
+    those objects out of the garbage collector's passes (a pass in a child would write to,
+    and so copy, every page they live on)."""
     import asyncio  # noqa: F401
     import inspect  # noqa: F401
     import logging  # noqa: F401
 
     import tickwork  # noqa: F401
-    from worker_svc.handlers import _runner  # noqa: F401
+
+    _runner.prepare()
+    gc.collect()
+    gc.freeze()
 
 
 def main(argv: list[str]) -> int:
