@@ -84,8 +84,7 @@ async def test_five_failures_in_a_row_send_one_failure_and_a_success_one_recover
             await run_and_succeed(h)
             failure, recovery = await received(receiver, 2)
             await sender.pass_once()  # anything else would be routed and claimed now
-            sent = await h.client.list_notifications()
-            assert [n.status for n in sent] == [pb.NOTIFICATION_STATUS_SENT] * 2
+            await recorded_sent(h, 2)
         assert failure["type"] == "final_failure" and failure["state_change"] is True
         assert failure["task"] == {"id": 1, "name": "flaky"}
         job = failure["job"]
@@ -121,7 +120,7 @@ async def test_each_event_kind_arrives_once_by_webhook_and_email(
             bodies = await received(receiver, 3)
             # webhook 3 + mail 3 + the SMTP_* notifier's auto-disable email.
             await eventually(lambda: _at_least(box.messages, 4), what="4 emails")
-            notes = await h.client.list_notifications()
+            notes = await recorded_sent(h, 7)
         assert [b["type"] for b in bodies] == ["final_failure", "auto_disabled", "recovery"]
         assert len({b["id"] for b in bodies}) == 3
         disabled = bodies[1]
@@ -140,6 +139,18 @@ async def test_each_event_kind_arrives_once_by_webhook_and_email(
             [(name, e) for name in ("hook", "mail") for e in (1, 2, 3)] + [("smtp", 3)]
         )
         assert all(n.status == pb.NOTIFICATION_STATUS_SENT and n.attempts == 1 for n in notes)
+
+
+async def recorded_sent(h: Harness, count: int) -> list[pb.Notification]:
+    """The notifications once ``count`` are listed and every one is recorded SENT (a
+    receiver has its message before the sender records the delivery)."""
+
+    async def listed() -> list[pb.Notification]:
+        notes = await h.client.list_notifications()
+        done = len(notes) == count and all(n.status == pb.NOTIFICATION_STATUS_SENT for n in notes)
+        return notes if done else []
+
+    return await eventually(listed, what=f"{count} deliveries recorded SENT")
 
 
 async def _at_least(read: object, count: int) -> bool:
