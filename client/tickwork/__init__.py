@@ -8,39 +8,85 @@ protobuf messages and enums users handle are re-exported here; the full generate
 :mod:`tickwork.v1`, and config-file support in :mod:`tickwork.apply`.
 """
 
-from tickwork._async import AsyncClient
-from tickwork._channel import TlsConfig
-from tickwork._context import JobContext
-from tickwork._requests import NewSchedule
-from tickwork._sync import Client
-from tickwork.errors import (
-    AlreadyExists,
-    DatabaseUnavailable,
-    DeadlineExceeded,
-    FailedPrecondition,
-    FieldViolation,
-    InvalidArgument,
-    JobTimeout,
-    NotFound,
-    PermissionDenied,
-    ResourceRef,
-    TickworkError,
-    Unauthenticated,
-    Unavailable,
-    from_rpc_error,
-)
-from tickwork.reasons import Reason
-from tickwork.v1.common_pb2 import SkipReason, TaskRun, Trigger
-from tickwork.v1.job_pb2 import Job, JobStatus
-from tickwork.v1.schedule_pb2 import (
-    CatchUpPolicy,
-    DescribeCronResponse,
-    Fire,
-    FireOutcome,
-    FireTimePreview,
-    Schedule,
-)
-from tickwork.v1.task_pb2 import RetryPolicy, Task, TaskAbort
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tickwork._async import AsyncClient
+    from tickwork._channel import TlsConfig
+    from tickwork._context import JobContext
+    from tickwork._requests import NewSchedule
+    from tickwork._sync import Client
+    from tickwork.errors import (
+        AlreadyExists,
+        DatabaseUnavailable,
+        DeadlineExceeded,
+        FailedPrecondition,
+        FieldViolation,
+        InvalidArgument,
+        JobTimeout,
+        NotFound,
+        PermissionDenied,
+        ResourceRef,
+        TickworkError,
+        Unauthenticated,
+        Unavailable,
+        from_rpc_error,
+    )
+    from tickwork.reasons import Reason
+    from tickwork.v1.common_pb2 import SkipReason, TaskRun, Trigger
+    from tickwork.v1.job_pb2 import Job, JobStatus
+    from tickwork.v1.schedule_pb2 import (
+        CatchUpPolicy,
+        DescribeCronResponse,
+        Fire,
+        FireOutcome,
+        FireTimePreview,
+        Schedule,
+    )
+    from tickwork.v1.task_pb2 import RetryPolicy, Task, TaskAbort
+
+#: Where each public name lives. The package imports a module only when one of its names is
+#: first used, so that importing the package stays cheap: a job process imports what its
+#: job uses and no more.
+_EXPORTS = {
+    "AsyncClient": "tickwork._async",
+    "TlsConfig": "tickwork._channel",
+    "JobContext": "tickwork._context",
+    "NewSchedule": "tickwork._requests",
+    "Client": "tickwork._sync",
+    "AlreadyExists": "tickwork.errors",
+    "DatabaseUnavailable": "tickwork.errors",
+    "DeadlineExceeded": "tickwork.errors",
+    "FailedPrecondition": "tickwork.errors",
+    "FieldViolation": "tickwork.errors",
+    "InvalidArgument": "tickwork.errors",
+    "JobTimeout": "tickwork.errors",
+    "NotFound": "tickwork.errors",
+    "PermissionDenied": "tickwork.errors",
+    "ResourceRef": "tickwork.errors",
+    "TickworkError": "tickwork.errors",
+    "Unauthenticated": "tickwork.errors",
+    "Unavailable": "tickwork.errors",
+    "from_rpc_error": "tickwork.errors",
+    "Reason": "tickwork.reasons",
+    "SkipReason": "tickwork.v1.common_pb2",
+    "TaskRun": "tickwork.v1.common_pb2",
+    "Trigger": "tickwork.v1.common_pb2",
+    "Job": "tickwork.v1.job_pb2",
+    "JobStatus": "tickwork.v1.job_pb2",
+    "CatchUpPolicy": "tickwork.v1.schedule_pb2",
+    "DescribeCronResponse": "tickwork.v1.schedule_pb2",
+    "Fire": "tickwork.v1.schedule_pb2",
+    "FireOutcome": "tickwork.v1.schedule_pb2",
+    "FireTimePreview": "tickwork.v1.schedule_pb2",
+    "Schedule": "tickwork.v1.schedule_pb2",
+    "RetryPolicy": "tickwork.v1.task_pb2",
+    "Task": "tickwork.v1.task_pb2",
+    "TaskAbort": "tickwork.v1.task_pb2",
+}
 
 __all__ = [
     "AlreadyExists",
@@ -78,3 +124,17 @@ __all__ = [
     "Unavailable",
     "from_rpc_error",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The public name ``name``, imported from its module on first use (PEP 562)."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})

@@ -6,20 +6,50 @@ points; ``Handler.validate(params)`` checks params when a Task is saved and
 ``await Handler.run(params, ctx)`` runs one Job.
 """
 
-from ._base import Handler, HandlerResult, InvalidParams, JobContext, JobFailed, ServiceCalls
-from ._jobproc import start_job_process_server
-from ._limits import ProcessLimits, unsupported_limit
-from ._output import OUTPUT_TAIL_CHARS
-from ._registry import (
-    ENTRY_POINT_GROUP,
-    HandlerLoadError,
-    UnknownHandler,
-    get_handler,
-    handler_names,
-)
-from .python import PythonHandler
-from .retention import RetentionHandler
-from .shell import ShellHandler
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._base import Handler, HandlerResult, InvalidParams, JobContext, JobFailed, ServiceCalls
+    from ._jobproc import start_job_process_server
+    from ._limits import ProcessLimits, unsupported_limit
+    from ._output import OUTPUT_TAIL_CHARS
+    from ._registry import (
+        ENTRY_POINT_GROUP,
+        HandlerLoadError,
+        UnknownHandler,
+        get_handler,
+        handler_names,
+    )
+    from .python import PythonHandler
+    from .retention import RetentionHandler
+    from .shell import ShellHandler
+
+#: Where each public name lives. The package imports a module only when one of its names is
+#: first used, so that importing the package stays cheap: a job process imports what its
+#: job uses and no more.
+_EXPORTS = {
+    "Handler": "worker_svc.handlers._base",
+    "HandlerResult": "worker_svc.handlers._base",
+    "InvalidParams": "worker_svc.handlers._base",
+    "JobContext": "worker_svc.handlers._base",
+    "JobFailed": "worker_svc.handlers._base",
+    "ServiceCalls": "worker_svc.handlers._base",
+    "start_job_process_server": "worker_svc.handlers._jobproc",
+    "ProcessLimits": "worker_svc.handlers._limits",
+    "unsupported_limit": "worker_svc.handlers._limits",
+    "OUTPUT_TAIL_CHARS": "worker_svc.handlers._output",
+    "ENTRY_POINT_GROUP": "worker_svc.handlers._registry",
+    "HandlerLoadError": "worker_svc.handlers._registry",
+    "UnknownHandler": "worker_svc.handlers._registry",
+    "get_handler": "worker_svc.handlers._registry",
+    "handler_names": "worker_svc.handlers._registry",
+    "PythonHandler": "worker_svc.handlers.python",
+    "RetentionHandler": "worker_svc.handlers.retention",
+    "ShellHandler": "worker_svc.handlers.shell",
+}
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -41,3 +71,17 @@ __all__ = [
     "start_job_process_server",
     "unsupported_limit",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The public name ``name``, imported from its module on first use (PEP 562)."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
