@@ -7,20 +7,17 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import threading
 from collections.abc import Iterator
-from email import message_from_bytes
-from email.message import Message
 from pathlib import Path
 
 import pytest
-from aiosmtpd.controller import Controller
 
 from scheduler_svc.db import tasks
 from scheduler_svc.settings import SmtpSettings
 from tests.harness import Server, free_port, wait_for
 from tests.inprocess import Harness, inprocess
 from tests.queue_helpers import claim, eventually, finish
+from tests.receivers import Mailbox, smtp_server
 from tickwork import Client, FireOutcome, JobStatus, SkipReason, Trigger
 
 UTC = dt.UTC
@@ -167,36 +164,11 @@ async def test_a_count_of_zero_or_less_never_disables(
         assert task.enabled and task.disabled_reason == ""
 
 
-class Mailbox:
-    """An aiosmtpd handler keeping every message it receives."""
-
-    def __init__(self) -> None:
-        self.received: list[tuple[list[str], Message]] = []
-        self._lock = threading.Lock()
-
-    async def handle_DATA(self, server: object, session: object, envelope: object) -> str:
-        content = envelope.content  # type: ignore[attr-defined]
-        rcpt = list(envelope.rcpt_tos)  # type: ignore[attr-defined]
-        with self._lock:
-            self.received.append((rcpt, message_from_bytes(content)))
-        return "250 Message accepted for delivery"
-
-    def messages(self) -> list[tuple[list[str], Message]]:
-        with self._lock:
-            return list(self.received)
-
-
 @pytest.fixture
 def mailbox() -> Iterator[tuple[Mailbox, int]]:
     """A real SMTP server on 127.0.0.1 (free port) and what it received."""
-    box = Mailbox()
-    port = free_port()
-    controller = Controller(box, hostname="127.0.0.1", port=port)
-    controller.start()
-    try:
-        yield box, port
-    finally:
-        controller.stop()
+    with smtp_server() as served:
+        yield served
 
 
 def test_auto_disable_email_arrives_and_names_task_count_and_error(
