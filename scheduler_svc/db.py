@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import sqlalchemy as sa
 from sqlalchemy import event
@@ -552,6 +552,14 @@ def _is_deadlock(exc: sa.exc.DBAPIError) -> bool:
 DISPOSE_WAIT_S = 10.0
 
 
+class _Rehearsed(Exception):
+    """Carries a rehearsed transaction's result out while rolling it back."""
+
+    def __init__(self, value: object) -> None:
+        super().__init__("rehearsed")
+        self.value = value
+
+
 class Database:
     """The database behind one interface: run a function in one transaction.
 
@@ -645,6 +653,19 @@ class Database:
         self.outages.succeeded()
         self.health.end(ticket, write, None)
         return result
+
+    async def rehearse(self, fn: Callable[[Connection], R]) -> R:
+        """Run ``fn(conn)`` in a read-write transaction as :meth:`write` does, then roll it
+        back: what ``fn`` would do and return, with nothing written (a dry run)."""
+
+        def run(conn: Connection) -> R:
+            raise _Rehearsed(fn(conn))
+
+        try:
+            await self.write(run)
+        except _Rehearsed as done:
+            return cast(R, done.value)
+        raise AssertionError("unreachable")
 
     async def write(self, fn: Callable[[Connection], R], *, queue: bool = False) -> R:
         """Run ``fn(conn)`` in a read-write transaction; committed when it returns, rolled

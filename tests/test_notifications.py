@@ -380,12 +380,21 @@ async def test_apply_declares_notifiers_and_the_cli_lists_and_tests_them(
 
         async with inprocess(tmp_path, database_url, T0) as h:
             write(SECRET)
+            code, out = await cli("apply", "-f", str(config), "--dry-run")
+            assert code == 0
+            assert "notifier ops-hook: would be created" in out
+            assert "notifier ops-mail: would be created" in out
+            assert [n.name for n in await h.client.list_notifiers()] == []  # nothing written
             code, out = await cli("apply", "-f", str(config))
             assert code == 0
             assert "notifier ops-hook: created" in out and "notifier ops-mail: created" in out
             code, out = await cli("apply", "-f", str(config))
             assert "notifier ops-hook: unchanged" in out and "notifier ops-mail: unchanged" in out
             write("rotated")
+            code, out = await cli("apply", "-f", str(config), "--dry-run")
+            assert "notifier ops-hook: would be updated (url/secret)" in out
+            code, out = await cli("apply", "-f", str(config), "--dry-run")
+            assert "notifier ops-hook: would be updated (url/secret)" in out  # still not written
             code, out = await cli("apply", "-f", str(config))
             assert "notifier ops-hook: updated (url/secret)" in out
             assert "notifier ops-mail: unchanged" in out

@@ -725,8 +725,11 @@ class Client:
 
     # -- notifiers --------------------------------------------------------------------------
 
-    def put_notifier(self, notifier: Notifier) -> PutNotifierResponse:
-        """Create the notifier of ``notifier.name``, or replace it whole (PutNotifier).
+    def put_notifier(
+        self, notifier: Notifier, *, validate_only: bool = False
+    ) -> PutNotifierResponse:
+        """Create the notifier of ``notifier.name``, or replace it whole (PutNotifier);
+        ``validate_only``: check it and answer as a put would, writing nothing.
 
         Returns:
             PutNotifierResponse: ``notifier`` as stored, without its secrets (``has_url``,
@@ -736,9 +739,8 @@ class Client:
         Raises:
             InvalidArgument: a field that cannot be used, named.
         """
-        return self._call(
-            self._stubs().notifiers.PutNotifier, PutNotifierRequest(notifier=notifier)
-        )
+        request = PutNotifierRequest(notifier=notifier, validate_only=validate_only)
+        return self._call(self._stubs().notifiers.PutNotifier, request)
 
     def list_notifiers(self) -> list[Notifier]:
         """Every notifier by name, the SMTP_* one (``builtin``) included; no secrets.

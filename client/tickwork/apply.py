@@ -581,11 +581,10 @@ def apply_config(client: Client, config: Config, *, dry_run: bool = False) -> Ap
                 tuple(t.ToDatetime(dt.UTC) for t in change.fire_times_after),
             )
         )
-    if not dry_run:
-        # Notifiers are declared after the tasks and schedules' transaction, one PutNotifier
-        # each (a dry run leaves them alone).
-        for name, action, fields in apply_notifiers(client, config.notifiers):
-            report.changes.append(ApplyChange("notifier", name, action, fields))  # type: ignore[arg-type]
+    # Notifiers are declared after the tasks and schedules' transaction, one PutNotifier
+    # each (in a dry run, each checked and answered with nothing written).
+    for name, action, fields in apply_notifiers(client, config.notifiers, dry_run=dry_run):
+        report.changes.append(ApplyChange("notifier", name, action, fields))  # type: ignore[arg-type]
     return report
 
 

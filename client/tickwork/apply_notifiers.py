@@ -126,11 +126,12 @@ def _notifier(prefix: str, item: Mapping[str, Any], add_problem: Any) -> Notifie
 
 
 def apply_notifiers(
-    client: Client, specs: Sequence[NotifierSpec]
+    client: Client, specs: Sequence[NotifierSpec], *, dry_run: bool = False
 ) -> list[tuple[str, str, tuple[str, ...]]]:
     """Put each notifier; for each, (name, action, fields): ``created``, ``updated`` with
     the visible fields that differed (``url/secret`` when only those did), or
-    ``unchanged``.
+    ``unchanged``. ``dry_run``: the server checks each and answers as a put would,
+    writing nothing.
 
     Raises:
         InvalidArgument: the server refused a value; the message starts ``notifiers[i]
@@ -142,7 +143,7 @@ def apply_notifiers(
     out: list[tuple[str, str, tuple[str, ...]]] = []
     for i, spec in enumerate(specs):
         try:
-            put = client.put_notifier(spec.message)
+            put = client.put_notifier(spec.message, validate_only=dry_run)
         except InvalidArgument as err:
             raise InvalidArgument(f"notifiers[{i}] ({spec.name}): {err.details}") from None
         if put.created:

@@ -163,7 +163,7 @@ class NotifierServicer(notifier_pb2_grpc.NotifierServiceServicer):
     ) -> notifier_pb2.PutNotifierResponse:
         record = notifier_record(request.notifier)
         stored, created, changed = await self.app.store.outbox.put_notifier(
-            record, self.app.clock()
+            record, self.app.clock(), validate_only=request.validate_only
         )
         return notifier_pb2.PutNotifierResponse(
             notifier=notifier_message(stored), created=created, changed=changed

@@ -98,14 +98,6 @@ def _once(fn: Callable[[Connection], R], remember: Remember | None) -> Callable[
     return run
 
 
-class _RolledBack(Exception):
-    """Raised inside a dry run's transaction to roll it back, carrying its answer."""
-
-    def __init__(self, applied: Applied) -> None:
-        super().__init__("dry run")
-        self.applied = applied
-
-
 class Store:
     """tickwork's tables behind one async interface. Safe to share in one event loop.
 
@@ -304,15 +296,9 @@ class Store:
         dialect = self.db.dialect
 
         def run(conn: Connection) -> Applied:
-            applied = config.apply_config(conn, dialect, task_items, schedule_items, now, next_run)
-            if dry_run:
-                raise _RolledBack(applied)
-            return applied
+            return config.apply_config(conn, dialect, task_items, schedule_items, now, next_run)
 
-        try:
-            return await self.db.write(run)
-        except _RolledBack as done:
-            return done.applied
+        return await (self.db.rehearse(run) if dry_run else self.db.write(run))
 
     async def due_schedules(self, now: dt.datetime, limit: int) -> list[ScheduleRecord]:
         """Up to ``limit`` enabled schedules with next_run_at <= now, earliest next run

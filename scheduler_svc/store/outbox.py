@@ -231,11 +231,12 @@ class Outbox:
     # ---------------------------------------------------------------- notifiers
 
     async def put_notifier(
-        self, notifier: NotifierRecord, now: dt.datetime
+        self, notifier: NotifierRecord, now: dt.datetime, *, validate_only: bool = False
     ) -> tuple[NotifierRecord, bool, bool]:
         """Create the notifier, or replace the one of that name (its ``created_at`` kept;
         nothing written when every field, secrets included, is the same). The notifier as
-        stored, whether it was created, and whether anything was written."""
+        stored, whether it was created, and whether anything was written.
+        ``validate_only``: the same answer, with nothing written (a dry run)."""
 
         def run(conn: Connection) -> tuple[NotifierRecord, bool, bool]:
             values = {
@@ -265,7 +266,7 @@ class Outbox:
                 return _notifier(old._mapping), False, False
             return _notifier(conn.execute(select).one()._mapping), created, True
 
-        return await self.db.write(run)
+        return await (self.db.rehearse(run) if validate_only else self.db.write(run))
 
     async def delete_notifier(self, name: str) -> None:
         """Delete the notifier ``name``; its deliveries stay in the history.

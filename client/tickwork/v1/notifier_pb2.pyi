@@ -85,10 +85,12 @@ class Notifier(_message.Message):
     def __init__(self, name: _Optional[str] = ..., type: _Optional[_Union[NotifierType, str]] = ..., url: _Optional[str] = ..., secret: _Optional[str] = ..., to: _Optional[_Iterable[str]] = ..., timeout_seconds: _Optional[float] = ..., events: _Optional[_Iterable[_Union[NotificationEvent, str]]] = ..., every: _Optional[bool] = ..., tasks: _Optional[_Iterable[str]] = ..., schedules: _Optional[_Iterable[str]] = ..., has_url: _Optional[bool] = ..., has_secret: _Optional[bool] = ..., builtin: _Optional[bool] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class PutNotifierRequest(_message.Message):
-    __slots__ = ("notifier",)
+    __slots__ = ("notifier", "validate_only")
     NOTIFIER_FIELD_NUMBER: _ClassVar[int]
+    VALIDATE_ONLY_FIELD_NUMBER: _ClassVar[int]
     notifier: Notifier
-    def __init__(self, notifier: _Optional[_Union[Notifier, _Mapping]] = ...) -> None: ...
+    validate_only: bool
+    def __init__(self, notifier: _Optional[_Union[Notifier, _Mapping]] = ..., validate_only: _Optional[bool] = ...) -> None: ...
 
 class PutNotifierResponse(_message.Message):
     __slots__ = ("notifier", "created", "changed")
