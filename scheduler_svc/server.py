@@ -143,14 +143,18 @@ class Service:
         self._tasks: list[asyncio.Task[None]] = []
         self.sender: Sender | None = None
 
-    def _supervise(self, task: asyncio.Task[None]) -> None:
+    def _supervise(self, task: asyncio.Task[None], *, owned: bool = True) -> None:
+        """Stop the service loudly when ``task`` crashes. ``owned``: :meth:`stop` cancels
+        it; a task that is not (the console) is stopped by whoever started it."""
+
         def done(t: asyncio.Task[None]) -> None:
             if not t.cancelled() and t.exception() is not None:
                 log.critical("background task %s crashed", t.get_name(), exc_info=t.exception())
                 self.stopped.set()
 
         task.add_done_callback(done)
-        self._tasks.append(task)
+        if owned:
+            self._tasks.append(task)
 
     async def start_loops(self, worker_settings: WorkerSettings | None = None) -> None:
         """Start the reaper, and the scheduler loop and embedded worker when enabled.
@@ -685,7 +689,9 @@ async def serve(
         await service.start_loops(worker_settings)
         console = await start_console(settings, service.internal_address)
         if console is not None and console.task is not None:
-            service._supervise(console.task)  # a console that dies stops the service loudly
+            # A console that dies stops the service loudly; its own stop() ends it, with
+            # its pages' grace (cancelling it would cut uvicorn's shutdown short).
+            service._supervise(console.task, owned=False)
         # Everything made so far (modules, compiled statements, the service) lives as long
         # as the process: move it out of the collector's sight, so the full collections
         # that a tick's burst of records triggers do not walk it again and again (about a
