@@ -230,7 +230,7 @@ class TaskServicer(task_pb2_grpc.TaskServiceServicer):
                     )
                 except InvalidArgument as err:
                     raise InvalidArgument(
-                        f"merged over task {task.name!r}'s params: {err.text}",
+                        f"merged over the params of task {task.name!r}: {err.text}",
                         field=err.field,
                         reason=err.reason,
                     ) from None
