@@ -12,7 +12,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 
 from scheduler_svc import migrate
-from scheduler_svc.db import Database, schedule_tasks, schedules, tasks
+from scheduler_svc.db import Database
+from scheduler_svc.schema import schedule_tasks, schedules, tasks
 
 CHUNK = 20_000
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from scheduler_svc.db import tasks
+from scheduler_svc.schema import tasks
 from scheduler_svc.settings import SmtpSettings
 from tests.harness import Server, free_port, wait_for
 from tests.inprocess import Harness, inprocess

@@ -15,9 +15,10 @@ import sqlalchemy as sa
 from google.protobuf import timestamp_pb2
 
 from scheduler_svc import db
-from scheduler_svc.db import Database, UTCDateTime, fires, schedules
+from scheduler_svc.db import Database, UTCDateTime
 from scheduler_svc.firing import next_cron_fire
 from scheduler_svc.records import ScheduleRecord
+from scheduler_svc.schema import fires, schedules
 from scheduler_svc.store import hot, rows
 from scheduler_svc.store.driver import Bulk
 from tickwork.timestamps import to_timestamp as ts

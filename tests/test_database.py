@@ -20,8 +20,9 @@ import pytest
 import sqlalchemy as sa
 
 from scheduler_svc import db, migrate
-from scheduler_svc.db import Database, leases
+from scheduler_svc.db import Database
 from scheduler_svc.errors import StorageError
+from scheduler_svc.schema import leases
 from scheduler_svc.servicers._errors import translate
 from tests.databases import BACKENDS, PG_ADMIN, run_sql_async
 from tests.harness import free_port

@@ -13,8 +13,9 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from scheduler_svc.db import Database, jobs
+from scheduler_svc.db import Database
 from scheduler_svc.errors import FailedPrecondition
+from scheduler_svc.schema import jobs
 from scheduler_svc.store import Store
 from scheduler_svc.values import JobStatus, Trigger
 from tests.harness import Server

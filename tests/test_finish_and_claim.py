@@ -17,8 +17,9 @@ import asyncpg
 import pytest
 import sqlalchemy as sa
 
-from scheduler_svc.db import Database, jobs, tasks
+from scheduler_svc.db import Database
 from scheduler_svc.records import FinishResult, JobRecord
+from scheduler_svc.schema import jobs, tasks
 from scheduler_svc.store import Store, finish, hot
 from scheduler_svc.store.driver import Prepared
 from scheduler_svc.values import JobStatus, Trigger

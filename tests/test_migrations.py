@@ -21,8 +21,9 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
 from scheduler_svc import migrate
-from scheduler_svc.db import Database, fires, jobs, metadata, schedule_tasks, schedules, tasks
+from scheduler_svc.db import Database
 from scheduler_svc.migrate import head_revision
+from scheduler_svc.schema import fires, jobs, metadata, schedule_tasks, schedules, tasks
 from scheduler_svc.store import hot
 from tests.databases import PG_ADMIN, run_sql
 from tests.harness import REPO, Server, base_env

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from scheduler_svc.db import Database, jobs, leases
+from scheduler_svc.db import Database
+from scheduler_svc.schema import jobs, leases
 from scheduler_svc.store import Store, hot
 from scheduler_svc.store.driver import Prepared
 from scheduler_svc.values import JobStatus, Trigger

@@ -19,7 +19,8 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from scheduler_svc import values
-from scheduler_svc.db import Database, jobs
+from scheduler_svc.db import Database
+from scheduler_svc.schema import jobs
 from scheduler_svc.store import Store
 from scheduler_svc.store.rows import job_row
 from tests.harness import Server, WorkerProc, base_env, wait_for

@@ -15,7 +15,8 @@ import grpc
 import pytest
 import sqlalchemy as sa
 
-from scheduler_svc.db import Database, leases
+from scheduler_svc.db import Database
+from scheduler_svc.schema import leases
 from tests.harness import Server, WorkerProc, wait_for
 from tests.queue_helpers import (
     DEADLINE_S,

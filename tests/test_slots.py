@@ -17,8 +17,9 @@ import grpc
 import pytest
 import sqlalchemy as sa
 
-from scheduler_svc.db import Database, jobs
+from scheduler_svc.db import Database
 from scheduler_svc.errors import SettingsError
+from scheduler_svc.schema import jobs
 from scheduler_svc.settings import Settings
 from scheduler_svc.store import LEASE_LOST, Store
 from scheduler_svc.values import JobStatus as StoreStatus

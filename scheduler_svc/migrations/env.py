@@ -9,7 +9,7 @@ from alembic import context
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from scheduler_svc.db import metadata
+from scheduler_svc.schema import metadata
 from scheduler_svc.settings import database_url_from_env
 
 config = context.config

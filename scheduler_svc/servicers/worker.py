@@ -21,10 +21,10 @@ import grpc
 
 from scheduler_svc import maintenance, validation
 from scheduler_svc.app import App
-from scheduler_svc.db import slot_lease_name
 from scheduler_svc.errors import FailedPrecondition, InvalidArgument
 from scheduler_svc.hub import Ticket
 from scheduler_svc.records import JobRecord, TaskRecord
+from scheduler_svc.schema import slot_lease_name
 from scheduler_svc.servicers import _convert as cv
 from scheduler_svc.servicers._errors import rpc_errors, translate
 from scheduler_svc.storage_health import log_failure

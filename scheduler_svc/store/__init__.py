@@ -481,7 +481,7 @@ class Store:
         task's concurrency group, started_at ``now`` (never before its enqueue time) and
         lease_expires_at = now + lease_ttl_s. Never returns a job while another job is
         RUNNING in ``slot`` (one job per slot): claims of a slot are serialized on its
-        ``worker`` lease row (:func:`scheduler_svc.db.slot_lease_name`), and the database
+        ``worker`` lease row (:func:`scheduler_svc.schema.slot_lease_name`), and the database
         refuses a second running job in a slot or a group (uq_jobs_running_slot,
         uq_jobs_running_group; a claim so refused is tried again, up to
         :data:`CLAIM_ATTEMPTS` times in all). With ``worker_lease_holder``, None unless that
@@ -698,7 +698,7 @@ class Store:
     ) -> tuple[int, int] | None:
         """Take or renew one of the ``slots`` (>= 1) worker slot leases for ``holder``, to
         expire at now + ttl_s: the one it holds (a renewal), else the lowest free one (expired,
-        or never taken: its row, :func:`scheduler_svc.db.slot_lease_name`, is inserted).
+        or never taken: its row, :func:`scheduler_svc.schema.slot_lease_name`, is inserted).
 
         Returns (slot, fencing token), or None when every slot is held by others. With
         ``slots`` 1 this is :meth:`acquire_lease` of ``"worker"`` (a slot whose holder died

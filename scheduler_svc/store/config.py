@@ -11,9 +11,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from scheduler_svc.db import Dialect, schedules, tasks
+from scheduler_svc.db import Dialect
 from scheduler_svc.errors import NotFound, Reason, Resource
 from scheduler_svc.records import ScheduleRecord, TaskRecord
+from scheduler_svc.schema import schedules, tasks
 from scheduler_svc.store import locks, rows
 from scheduler_svc.store import schedules as schedule_ops
 from scheduler_svc.store import tasks as task_ops

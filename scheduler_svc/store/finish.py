@@ -15,8 +15,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
-from scheduler_svc.db import Dialect, jobs, schedules, slot_lease_name, tasks
+from scheduler_svc.db import Dialect
 from scheduler_svc.records import FinishResult, JobRecord, TaskRecord
+from scheduler_svc.schema import jobs, schedules, slot_lease_name, tasks
 from scheduler_svc.store import hot, locks, outbox, queue, rows
 from scheduler_svc.store.rows import FinishingTask
 from scheduler_svc.values import EventKind, JobStatus, Lane, Trigger

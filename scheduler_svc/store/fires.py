@@ -17,9 +17,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from scheduler_svc.db import Dialect, fires, schedules
+from scheduler_svc.db import Dialect
 from scheduler_svc.errors import NotFound, Reason, Resource
 from scheduler_svc.records import FireRecord, FireRequest, FireResult, TaskRunResult
+from scheduler_svc.schema import fires, schedules
 from scheduler_svc.store import hot, locks, rows
 from scheduler_svc.store.driver import Bulk
 from scheduler_svc.store.rows import FiringTask

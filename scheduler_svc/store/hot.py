@@ -19,7 +19,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.sql.dml import ReturningUpdate
 
-from scheduler_svc.db import ACTIVE_JOB_PREDICATE, Dialect, jobs, leases, schedules, tasks
+from scheduler_svc.db import Dialect
+from scheduler_svc.schema import ACTIVE_JOB_PREDICATE, jobs, leases, schedules, tasks
 from scheduler_svc.store.driver import Bulk, Prepared
 from scheduler_svc.store.rows import FinishingTask
 from scheduler_svc.values import JobStatus, Lane
@@ -192,7 +193,7 @@ START_NEXT_READY_LOCKED = Prepared(
 
 def lease_holder(dialect: Dialect) -> Prepared:
     """A slot's ``worker`` lease (columns ``holder``, ``token``; parameter
-    ``b_lease_name``, see :func:`scheduler_svc.db.slot_lease_name`), its row locked where
+    ``b_lease_name``, see :func:`scheduler_svc.schema.slot_lease_name`), its row locked where
     :attr:`Dialect.row_locks`."""
     return LEASE_HOLDER_LOCKED if dialect.row_locks else LEASE_HOLDER
 

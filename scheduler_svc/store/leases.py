@@ -11,10 +11,11 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from scheduler_svc.db import Dialect, insert_skipping_conflicts, leases, slot_lease_name
+from scheduler_svc.db import Dialect, insert_skipping_conflicts
 from scheduler_svc.errors import InvalidArgument
 from scheduler_svc.holders import HolderProcess
 from scheduler_svc.records import LeaseHolder
+from scheduler_svc.schema import leases, slot_lease_name
 
 
 def holder_is_dead(row: sa.Row[Any], process: HolderProcess | None) -> bool:

@@ -18,7 +18,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from scheduler_svc.db import Dialect, jobs, tasks
+from scheduler_svc.db import Dialect
+from scheduler_svc.schema import jobs, tasks
 from scheduler_svc.store.rows import FiringTask
 from scheduler_svc.values import ACTIVE_STATES
 

@@ -22,8 +22,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from scheduler_svc.db import (
-    Database,
+from scheduler_svc.db import Database
+from scheduler_svc.errors import NotFound, Reason, Resource
+from scheduler_svc.records import JobRecord
+from scheduler_svc.schema import (
     jobs,
     notification_deliveries,
     notification_events,
@@ -31,8 +33,6 @@ from scheduler_svc.db import (
     schedules,
     tasks,
 )
-from scheduler_svc.errors import NotFound, Reason, Resource
-from scheduler_svc.records import JobRecord
 from scheduler_svc.store import locks, rows
 from scheduler_svc.values import DeliveryStatus, EventKind, JobStatus, NotifierType
 

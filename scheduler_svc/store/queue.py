@@ -12,14 +12,7 @@ from dataclasses import replace
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from scheduler_svc.db import (
-    ACTIVE_JOB_PREDICATE,
-    Dialect,
-    insert_skipping_conflicts,
-    jobs,
-    slot_lease_name,
-    tasks,
-)
+from scheduler_svc.db import Dialect, insert_skipping_conflicts
 from scheduler_svc.errors import FailedPrecondition, NotFound, Reason, Resource
 from scheduler_svc.records import (
     NO_OPTIONS,
@@ -29,6 +22,7 @@ from scheduler_svc.records import (
     TaskRecord,
     TaskRunResult,
 )
+from scheduler_svc.schema import ACTIVE_JOB_PREDICATE, jobs, slot_lease_name, tasks
 from scheduler_svc.store import hot, locks, rows
 from scheduler_svc.values import AbortAction, JobStatus, Lane, SkipReason, Trigger
 

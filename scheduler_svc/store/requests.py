@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
-from scheduler_svc.db import requests
+from scheduler_svc.schema import requests
 
 #: How long an answer is kept for repeats.
 TTL = dt.timedelta(hours=24)

@@ -8,13 +8,8 @@ import functools
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from scheduler_svc.db import (
-    Database,
-    fires,
-    jobs,
-    notification_deliveries,
-    notification_events,
-)
+from scheduler_svc.db import Database
+from scheduler_svc.schema import fires, jobs, notification_deliveries, notification_events
 from scheduler_svc.values import FINAL_STATES, DeliveryStatus
 
 

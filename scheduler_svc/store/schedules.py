@@ -11,9 +11,10 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
-from scheduler_svc.db import Dialect, schedule_tasks, schedules, tasks
+from scheduler_svc.db import Dialect
 from scheduler_svc.errors import AlreadyExists, NotFound, Reason, Resource
 from scheduler_svc.records import ScheduleRecord
+from scheduler_svc.schema import schedule_tasks, schedules, tasks
 from scheduler_svc.store import hot, locks, rows
 from scheduler_svc.store.driver import Bulk
 

@@ -10,9 +10,10 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
-from scheduler_svc.db import Dialect, jobs, schedule_tasks, schedules, tasks
+from scheduler_svc.db import Dialect
 from scheduler_svc.errors import AlreadyExists, FailedPrecondition, NotFound, Reason, Resource
 from scheduler_svc.records import TaskRecord
+from scheduler_svc.schema import jobs, schedule_tasks, schedules, tasks
 from scheduler_svc.store import locks, rows
 from scheduler_svc.values import JobStatus, Lane
 
