@@ -13,7 +13,7 @@ import pytest
 
 from tests.harness import REPO, Proc, Server, WorkerProc, base_env, free_port, wait_for
 from tests.security import Pki, make_pki, role_tokens, tokens_file
-from tickwork import Client, JobStatus, TlsConfig, Unavailable
+from tickwork import Client, DeadlineExceeded, JobStatus, TlsConfig, Unavailable
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +46,7 @@ def wait_serving(server: Server, tls: TlsConfig, timeout_s: float = 30) -> None:
             with Client(server.address, tls=tls, timeout=1) as c:
                 c.list_tasks()
                 return
-        except Unavailable:
+        except (Unavailable, DeadlineExceeded):  # not up yet, or a busy machine's handshake
             time.sleep(0.1)
     raise AssertionError(f"server not serving TLS after {timeout_s}s:\n{server.output()}")
 
