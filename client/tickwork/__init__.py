@@ -10,8 +10,9 @@ protobuf messages and enums users handle are re-exported here; the full generate
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tickwork._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from tickwork._async import AsyncClient
@@ -48,9 +49,7 @@ if TYPE_CHECKING:
     )
     from tickwork.v1.task_pb2 import RetryPolicy, Task, TaskAbort
 
-#: Where each public name lives. The package imports a module only when one of its names is
-#: first used, so that importing the package stays cheap: a job process imports what its
-#: job uses and no more.
+#: Where each public name lives; imported on first use (see :mod:`tickwork._lazy`).
 _EXPORTS = {
     "AsyncClient": "tickwork._async",
     "TlsConfig": "tickwork._channel",
@@ -126,15 +125,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """The public name ``name``, imported from its module on first use (PEP 562)."""
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

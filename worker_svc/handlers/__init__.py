@@ -8,8 +8,9 @@ points; ``Handler.validate(params)`` checks params when a Task is saved and
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tickwork._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ._base import Handler, HandlerResult, InvalidParams, JobContext, JobFailed, ServiceCalls
@@ -27,9 +28,7 @@ if TYPE_CHECKING:
     from .retention import RetentionHandler
     from .shell import ShellHandler
 
-#: Where each public name lives. The package imports a module only when one of its names is
-#: first used, so that importing the package stays cheap: a job process imports what its
-#: job uses and no more.
+#: Where each public name lives; imported on first use (see :mod:`tickwork._lazy`).
 _EXPORTS = {
     "Handler": "worker_svc.handlers._base",
     "HandlerResult": "worker_svc.handlers._base",
@@ -73,15 +72,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """The public name ``name``, imported from its module on first use (PEP 562)."""
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
