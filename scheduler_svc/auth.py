@@ -204,9 +204,16 @@ def _toggle_only(handler: grpc.RpcMethodHandler[Any, Any], method: str) -> Any:
 
 
 class AuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
-    """Checks every call's bearer token against :data:`RPC_ROLES`."""
+    """Checks every call's bearer token against :data:`RPC_ROLES`.
+
+    Without tokens (access control off) every public RPC is open, and the internal
+    services (:data:`RPC_ROLES` ``_SELF``: QueueService) still answer only the service's
+    own calls, which carry the internal token: a fire sent from outside (off its
+    schedule's grid, for tasks not in it, in the future) is UNAUTHENTICATED, never
+    recorded."""
 
     def __init__(self, tokens: Mapping[str, Principal], internal_token: str) -> None:
+        self._open = not tokens
         self._tokens = dict(tokens)
         self._tokens[hash_token(internal_token)] = Principal(INTERNAL, "tickwork-internal")
 
@@ -221,8 +228,21 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
         method = handler_call_details.method
         if handler is None or method.startswith(OPEN_SERVICES):
             return handler
+        if self._open and RPC_ROLES.get(method) != _SELF:
+            return handler
         token = _bearer(handler_call_details.invocation_metadata)
         principal = self._tokens.get(hash_token(token)) if token else None
+        if principal is None and self._open:
+            log.warning(
+                "call refused: an internal method without the internal token",
+                extra={"method": method},
+            )
+            return _deny(  # type: ignore[no-any-return]
+                handler,
+                grpc.StatusCode.UNAUTHENTICATED,
+                f"{method} is internal: only the service itself may call it",
+                Reason.TOKEN_REQUIRED,
+            )
         if principal is None:
             log.warning(
                 "call refused: %s token",
@@ -250,38 +270,3 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
                 response_serializer=handler.response_serializer,
             )
         return handler
-
-
-class InternalOnlyInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
-    """Without access control: the internal services (:data:`RPC_ROLES` ``_SELF``:
-    QueueService) still answer only the service's own calls, which carry the internal
-    token; every other RPC is open. A fire sent from outside (off its schedule's grid, for
-    tasks not in it, in the future) is UNAUTHENTICATED, never recorded."""
-
-    def __init__(self, internal_token: str) -> None:
-        self._digest = hash_token(internal_token)
-
-    async def intercept_service(
-        self,
-        continuation: Callable[
-            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any]]
-        ],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler[Any, Any]:
-        handler = await continuation(handler_call_details)
-        method = handler_call_details.method
-        if handler is None or RPC_ROLES.get(method) != _SELF:
-            return handler
-        token = _bearer(handler_call_details.invocation_metadata)
-        if token and hash_token(token) == self._digest:
-            return handler
-        log.warning(
-            "call refused: an internal method without the internal token",
-            extra={"method": method},
-        )
-        return _deny(  # type: ignore[no-any-return]
-            handler,
-            grpc.StatusCode.UNAUTHENTICATED,
-            f"{method} is internal: only the service itself may call it",
-            Reason.TOKEN_REQUIRED,
-        )

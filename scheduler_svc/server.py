@@ -29,7 +29,7 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from scheduler_svc import maintenance, migrate, reflection
 from scheduler_svc.app import App, Clock, utc_now
-from scheduler_svc.auth import AuthInterceptor, InternalOnlyInterceptor
+from scheduler_svc.auth import AuthInterceptor
 from scheduler_svc.db import Database
 from scheduler_svc.embedded_console import start_console
 from scheduler_svc.errors import SettingsError, StorageError
@@ -569,8 +569,6 @@ async def create_server(settings: Settings, *, clock: Clock = utc_now) -> Servic
     internal_token = new_token()
     interceptors: list[grpc.aio.ServerInterceptor] = [  # type: ignore[type-arg]
         AuthInterceptor(settings.tokens, internal_token)
-        if settings.tokens
-        else InternalOnlyInterceptor(internal_token)
     ]
     db = Database(settings.database_url)
     try:
