@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from scheduler_svc import values
-from scheduler_svc.server import PING_EVERY_S, PING_TIMEOUT_S
+from scheduler_svc.listening import PING_EVERY_S, PING_TIMEOUT_S
 from scheduler_svc.store import LEASE_LOST
 from tests.databases import run_sql
 from tests.harness import Server, WorkerProc, wait_for

@@ -70,9 +70,9 @@ when one is not answered within 3 (``ping_timeout_ms``; measured with gRPC 1.85,
 ``keepalive_timeout_ms`` alone did not close it). A worker cut off from the service by the
 network without a FIN (a black hole) notices within about 5 seconds: the stream breaks and
 the running job is stopped, before the service, whose own pings go unanswered, closes the
-connection (``scheduler_svc.server.PING_EVERY_S`` + ``PING_TIMEOUT_S``, 10 s) and gives
+connection (``scheduler_svc.listening.PING_EVERY_S`` + ``PING_TIMEOUT_S``, 10 s) and gives
 the worker lease to a standby. The service sends nothing while a job runs, so only these
-pings tell the worker. The service accepts them (``scheduler_svc.server.SERVER_OPTIONS``)."""
+pings tell the worker. The service accepts them (``scheduler_svc.listening.SERVER_OPTIONS``)."""
 
 
 def _new_worker_id() -> str:

@@ -6,7 +6,7 @@ clients only call the stubs. An argument error raises
 :class:`~tickwork.errors.InvalidArgument` (also a ``ValueError``) naming the argument, before
 anything is sent. This package is the index; each module holds one concern:
 
-- :mod:`.address`: the ``HOST:PORT`` to dial.
+- :mod:`.address`: the ``HOST:PORT`` to dial, and whether an address is loopback.
 - :mod:`.checks`: references, ids, Python types and enum names of arguments.
 - :mod:`.convert`: params to ``Struct``, datetimes to ``Timestamp`` (UTC) and back.
 - :mod:`.jobs`: ListJobs, paging, and the timing of a job watch.
@@ -18,6 +18,7 @@ from tickwork._requests.address import (
     DEFAULT_PORT,
     DEFAULT_SERVER,
     SERVER_ENV,
+    is_loopback,
     resolve_server,
     with_default_port,
 )
@@ -89,6 +90,7 @@ __all__ = [
     "enum_label",
     "get_schedule_request",
     "get_task_request",
+    "is_loopback",
     "is_terminal",
     "list_jobs_request",
     "new_schedule_refs",

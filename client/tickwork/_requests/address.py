@@ -1,8 +1,10 @@
 """Where the SDK dials: the ``HOST:PORT`` of the tickwork API, from the argument or the
-environment, with tickwork's port added to a bare host."""
+environment, with tickwork's port added to a bare host; and whether a listening address
+is loopback (for the service's and the console's exposure rules)."""
 
 from __future__ import annotations
 
+import ipaddress
 import os
 
 from tickwork.errors import InvalidArgument
@@ -64,3 +66,15 @@ def _checked_port(target: str, port: str) -> str:
     if not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
         raise InvalidArgument(f"server: port must be a number from 1 to 65535, got {target!r}")
     return target
+
+
+def is_loopback(listen: str) -> bool:
+    """True when ``listen`` (HOST:PORT) only accepts connections from this machine
+    (``localhost`` or a loopback address, IPv4 or IPv6 in brackets)."""
+    host = listen.rsplit(":", 1)[0].strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

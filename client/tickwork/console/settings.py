@@ -7,10 +7,10 @@ pages are served over HTTPS or the API requires tokens, or ``TICKWORK_INSECURE``
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass
 
 from tickwork._channel import TlsConfig
+from tickwork._requests import is_loopback
 
 __all__ = ["DEFAULT_LISTEN", "ConsoleSettings", "ConsoleSettingsError", "check_exposure"]
 
@@ -77,17 +77,6 @@ def check_address(address: str, variable: str) -> None:
         raise ConsoleSettingsError(
             f"{variable}: port must be a number from 1 to 65535 (0: any free port), got {address!r}"
         )
-
-
-def is_loopback(listen: str) -> bool:
-    """True when ``listen`` (HOST:PORT) only accepts connections from this machine."""
-    host = listen.rsplit(":", 1)[0].strip("[]")
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def check_exposure(
