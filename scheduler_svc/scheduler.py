@@ -315,13 +315,14 @@ class Scheduler:
         # One INFO line per batch (10,000 schedules on one cron make 10,000 fires a minute);
         # each fire at DEBUG, and every fire is in ListFires.
         detail = log.isEnabledFor(logging.DEBUG)
-        counts = {"fires": 0, "enqueued": 0, "missed": 0, "duplicates": 0}
+        counts = {"fires": 0, "enqueued": 0, "skipped": 0, "missed": 0, "duplicates": 0}
         for (schedule, plan), result in zip(plans, response.results, strict=True):
             if not result.schedule_found:
                 continue  # deleted meanwhile
             jobs = [r.job_id for r in result.runs if not r.skipped]
             counts["fires"] += 1
             counts["enqueued"] += bool(jobs) and plan.enqueue
+            counts["skipped"] += plan.enqueue and not jobs and not result.duplicate_fire
             counts["missed"] += len(plan.missed_fire_times) + (not plan.enqueue)
             counts["duplicates"] += result.duplicate_fire
             if detail:

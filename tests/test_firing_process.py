@@ -4,6 +4,7 @@ schedule wakes the loop at once, and due schedules are found through the next-ru
 from __future__ import annotations
 
 import datetime as dt
+import re
 import signal
 from collections import Counter
 from pathlib import Path
@@ -126,7 +127,10 @@ def test_fires_are_logged_one_line_per_batch_and_each_at_debug(tmp_path: Path) -
     finally:
         srv.stop()
     summary = next(line for line in srv.output().splitlines() if "fires=2" in line)
-    assert "fires recorded" in summary and "enqueued=2" in summary, summary
+    assert "fires recorded" in summary, summary
+    # Without a worker a task's earlier job may still be queued: that fire is skipped.
+    counts = {k: int(v) for k, v in re.findall(r"\b(enqueued|skipped)=(\d+)", summary)}
+    assert counts["enqueued"] >= 1 and counts["enqueued"] + counts["skipped"] == 2, summary
     assert " INFO " in summary, summary
     fired = [line for line in srv.output().splitlines() if "schedule fired" in line]
     assert fired and all(" DEBUG " in line for line in fired), fired[:2]
