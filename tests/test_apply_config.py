@@ -226,7 +226,7 @@ name = "c"
         ),
         (
             '[[schedules]]\nname = "s"\ncron = "@daily"\ncatch_up_policy = "ALWAYS"\ntasks = ["a"]',
-            "schedules[0].catch_up_policy: expected one of SKIP, RUN_ONCE, got 'ALWAYS'",
+            "schedules[0].catch_up_policy: expected one of SKIP, RUN_ONCE, RUN_ALL, got 'ALWAYS'",
         ),
         ('[[schedules]]\nname = "s"\ncron = "@daily"', "schedules[0].tasks: required"),
         (

@@ -45,6 +45,10 @@ def test_resources_mark_what_the_service_sets() -> None:
         "update_time",
         "last_success_time",
         "last_failure_time",
+        "disable_note",
+        "disabled_until",
+        "disabled_by",
+        "disable_time",
     }
     assert with_behaviour(schedule_pb2.Schedule, OUTPUT_ONLY) == {
         "next_run_time",
@@ -53,6 +57,10 @@ def test_resources_mark_what_the_service_sets() -> None:
         "create_time",
         "update_time",
         "task_names",
+        "pause_note",
+        "paused_until",
+        "paused_by",
+        "pause_time",
     }
     assert with_behaviour(task_pb2.Task, REQUIRED) == {"name", "handler"}
     assert with_behaviour(schedule_pb2.Schedule, REQUIRED) == {"name", "task_ids"}
@@ -88,6 +96,7 @@ def test_the_update_masks_write_exactly_the_fields_not_marked_output_only() -> N
         "concurrency_group",
         "expect_success_within_seconds",
         "warn_after_seconds",
+        "labels",
     )
     assert schedules.WRITABLE == (
         "name",
@@ -98,6 +107,17 @@ def test_the_update_masks_write_exactly_the_fields_not_marked_output_only() -> N
         "catch_up_policy",
         "enabled",
         "task_ids",
+        "overlap_policy",
+        "max_buffered",
+        "catch_up_window_seconds",
+        "max_catch_up_runs",
+        "jitter_seconds",
+        "jitter_mode",
+        "start_time",
+        "end_time",
+        "labels",
+        "catch_up_on_resume",
+        "start_deadline_seconds",
     )
 
 
@@ -118,12 +138,18 @@ def test_every_public_request_with_required_fields_is_covered() -> None:
         "TaskService/UpdateTask",
         "TaskService/DeleteTask",
         "TaskService/AbortTasks",
+        "TaskService/DisableTask",
+        "TaskService/EnableTask",
         "ScheduleService/CreateSchedule",
         "ScheduleService/BatchCreateSchedules",
         "ScheduleService/UpdateSchedule",
         "ScheduleService/DeleteSchedule",
         "ScheduleService/DescribeCron",
         "ScheduleService/ListFires",
+        "ScheduleService/PauseSchedule",
+        "ScheduleService/ResumeSchedule",
+        "ScheduleService/BackfillSchedule",
+        "ScheduleService/TriggerSchedule",
         "JobService/GetJob",
         "JobService/WatchJob",
         "JobService/CancelJob",

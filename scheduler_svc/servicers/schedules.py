@@ -98,6 +98,8 @@ def schedule_values(s: schedule_pb2.Schedule, paths: tuple[str, ...]) -> dict[st
             )
         elif path == "enabled":
             out["enabled"] = s.enabled if s.HasField("enabled") else True
+        elif path in PLANNED_FIELDS:
+            _refuse_planned(s, path)
         elif path != "task_ids":
             raise InvalidArgument(
                 f"unknown or read-only field {path!r}; writable: {', '.join(WRITABLE)}",
@@ -165,7 +167,69 @@ def check_task_ids(task_ids: list[int]) -> list[int]:
     return task_ids
 
 
-class ScheduleServicer(schedule_pb2_grpc.ScheduleServiceServicer):
+#: Writable Schedule fields whose behaviour is still being built: refused when set.
+PLANNED_FIELDS = frozenset(
+    {
+        "overlap_policy",
+        "max_buffered",
+        "catch_up_window_seconds",
+        "max_catch_up_runs",
+        "jitter_seconds",
+        "jitter_mode",
+        "start_time",
+        "end_time",
+        "labels",
+        "catch_up_on_resume",
+        "start_deadline_seconds",
+    }
+)
+
+
+def _refuse_planned(message: Any, path: str) -> None:
+    """Refuses a planned field that carries a value (its default is no change)."""
+    field = message.DESCRIPTOR.fields_by_name[path]
+    present = message.HasField(path) if field.has_presence else bool(getattr(message, path))
+    if present:
+        raise InvalidArgument(f"{path} is not served yet", field=f"schedule.{path}")
+
+
+class _PlannedScheduleRpcs:
+    """The ScheduleService RPCs whose behaviour is still being built: UNIMPLEMENTED."""
+
+    @rpc_errors
+    async def PauseSchedule(
+        self, request: schedule_pb2.PauseScheduleRequest, context: Ctx
+    ) -> schedule_pb2.PauseScheduleResponse:
+        cv.required_id(request.id, "id")
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "PauseSchedule is not served yet")
+        raise AssertionError
+
+    @rpc_errors
+    async def ResumeSchedule(
+        self, request: schedule_pb2.ResumeScheduleRequest, context: Ctx
+    ) -> schedule_pb2.ResumeScheduleResponse:
+        cv.required_id(request.id, "id")
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "ResumeSchedule is not served yet")
+        raise AssertionError
+
+    @rpc_errors
+    async def BackfillSchedule(
+        self, request: schedule_pb2.BackfillScheduleRequest, context: Ctx
+    ) -> schedule_pb2.BackfillScheduleResponse:
+        cv.required_id(request.id, "id")
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "BackfillSchedule is not served yet")
+        raise AssertionError
+
+    @rpc_errors
+    async def TriggerSchedule(
+        self, request: schedule_pb2.TriggerScheduleRequest, context: Ctx
+    ) -> schedule_pb2.TriggerScheduleResponse:
+        cv.required_id(request.id, "id")
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "TriggerSchedule is not served yet")
+        raise AssertionError
+
+
+class ScheduleServicer(_PlannedScheduleRpcs, schedule_pb2_grpc.ScheduleServiceServicer):
     """tickwork.v1.ScheduleService."""
 
     def __init__(self, app: App) -> None:

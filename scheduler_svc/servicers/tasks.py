@@ -76,6 +76,8 @@ def task_values(task: task_pb2.Task, paths: tuple[str, ...]) -> dict[str, Any]:
         elif path.startswith("retry_policy.") and path[len("retry_policy.") :] in RETRY_FIELDS:
             column = path[len("retry_policy.") :]
             out[column] = getattr(task.retry_policy, column) or _RETRY_DEFAULTS[column]
+        elif path in PLANNED_FIELDS:
+            _refuse_planned(task, path)
         else:
             raise InvalidArgument(
                 f"unknown or read-only field {path!r}; writable: {', '.join(WRITABLE)}",
@@ -85,7 +87,37 @@ def task_values(task: task_pb2.Task, paths: tuple[str, ...]) -> dict[str, Any]:
     return out
 
 
-class TaskServicer(task_pb2_grpc.TaskServiceServicer):
+#: Writable Task fields whose behaviour is still being built: refused when set.
+PLANNED_FIELDS = frozenset({"labels"})
+
+
+def _refuse_planned(message: Any, path: str) -> None:
+    """Refuses a planned field that carries a value (its default is no change)."""
+    if len(getattr(message, path)):
+        raise InvalidArgument(f"{path} is not served yet", field=f"task.{path}")
+
+
+class _PlannedTaskRpcs:
+    """The TaskService RPCs whose behaviour is still being built: UNIMPLEMENTED."""
+
+    @rpc_errors
+    async def DisableTask(
+        self, request: task_pb2.DisableTaskRequest, context: Ctx
+    ) -> task_pb2.DisableTaskResponse:
+        cv.required_id(request.id, "id")
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "DisableTask is not served yet")
+        raise AssertionError
+
+    @rpc_errors
+    async def EnableTask(
+        self, request: task_pb2.EnableTaskRequest, context: Ctx
+    ) -> task_pb2.EnableTaskResponse:
+        cv.required_id(request.id, "id")
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "EnableTask is not served yet")
+        raise AssertionError
+
+
+class TaskServicer(_PlannedTaskRpcs, task_pb2_grpc.TaskServiceServicer):
     """tickwork.v1.TaskService."""
 
     def __init__(self, app: App) -> None:

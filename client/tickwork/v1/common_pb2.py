@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18tickwork/v1/common.proto\x12\x0btickwork.v1\"\x8e\x01\n\x07TaskRun\x12\x0f\n\x07task_id\x18\x01 \x01(\x03\x12\x0e\n\x06job_id\x18\x02 \x01(\x03\x12\x0f\n\x07skipped\x18\x03 \x01(\x08\x12,\n\x0bskip_reason\x18\x04 \x01(\x0e\x32\x17.tickwork.v1.SkipReason\x12\x10\n\x08promoted\x18\x05 \x01(\x08\x12\x11\n\ttask_name\x18\x06 \x01(\t*\x89\x01\n\nSkipReason\x12\x1b\n\x17SKIP_REASON_UNSPECIFIED\x10\x00\x12\x1e\n\x1aSKIP_REASON_ALREADY_QUEUED\x10\x01\x12\x1f\n\x1bSKIP_REASON_ALREADY_RUNNING\x10\x02\x12\x1d\n\x19SKIP_REASON_TASK_DISABLED\x10\x03*^\n\x07Trigger\x12\x17\n\x13TRIGGER_UNSPECIFIED\x10\x00\x12\x12\n\x0eTRIGGER_MANUAL\x10\x01\x12\x0f\n\x0bTRIGGER_API\x10\x02\x12\x15\n\x11TRIGGER_SCHEDULER\x10\x03\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18tickwork/v1/common.proto\x12\x0btickwork.v1\"\x8e\x01\n\x07TaskRun\x12\x0f\n\x07task_id\x18\x01 \x01(\x03\x12\x0e\n\x06job_id\x18\x02 \x01(\x03\x12\x0f\n\x07skipped\x18\x03 \x01(\x08\x12,\n\x0bskip_reason\x18\x04 \x01(\x0e\x32\x17.tickwork.v1.SkipReason\x12\x10\n\x08promoted\x18\x05 \x01(\x08\x12\x11\n\ttask_name\x18\x06 \x01(\t*\xa6\x01\n\nSkipReason\x12\x1b\n\x17SKIP_REASON_UNSPECIFIED\x10\x00\x12\x1e\n\x1aSKIP_REASON_ALREADY_QUEUED\x10\x01\x12\x1f\n\x1bSKIP_REASON_ALREADY_RUNNING\x10\x02\x12\x1d\n\x19SKIP_REASON_TASK_DISABLED\x10\x03\x12\x1b\n\x17SKIP_REASON_BUFFER_FULL\x10\x04*t\n\x07Trigger\x12\x17\n\x13TRIGGER_UNSPECIFIED\x10\x00\x12\x12\n\x0eTRIGGER_MANUAL\x10\x01\x12\x0f\n\x0bTRIGGER_API\x10\x02\x12\x15\n\x11TRIGGER_SCHEDULER\x10\x03\x12\x14\n\x10TRIGGER_BACKFILL\x10\x04\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -32,9 +32,9 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'tickwork.v1.common_pb2', _g
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_SKIPREASON']._serialized_start=187
-  _globals['_SKIPREASON']._serialized_end=324
-  _globals['_TRIGGER']._serialized_start=326
-  _globals['_TRIGGER']._serialized_end=420
+  _globals['_SKIPREASON']._serialized_end=353
+  _globals['_TRIGGER']._serialized_start=355
+  _globals['_TRIGGER']._serialized_end=471
   _globals['_TASKRUN']._serialized_start=42
   _globals['_TASKRUN']._serialized_end=184
 # @@protoc_insertion_point(module_scope)

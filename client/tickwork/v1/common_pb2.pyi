@@ -11,6 +11,7 @@ class SkipReason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     SKIP_REASON_ALREADY_QUEUED: _ClassVar[SkipReason]
     SKIP_REASON_ALREADY_RUNNING: _ClassVar[SkipReason]
     SKIP_REASON_TASK_DISABLED: _ClassVar[SkipReason]
+    SKIP_REASON_BUFFER_FULL: _ClassVar[SkipReason]
 
 class Trigger(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -18,14 +19,17 @@ class Trigger(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     TRIGGER_MANUAL: _ClassVar[Trigger]
     TRIGGER_API: _ClassVar[Trigger]
     TRIGGER_SCHEDULER: _ClassVar[Trigger]
+    TRIGGER_BACKFILL: _ClassVar[Trigger]
 SKIP_REASON_UNSPECIFIED: SkipReason
 SKIP_REASON_ALREADY_QUEUED: SkipReason
 SKIP_REASON_ALREADY_RUNNING: SkipReason
 SKIP_REASON_TASK_DISABLED: SkipReason
+SKIP_REASON_BUFFER_FULL: SkipReason
 TRIGGER_UNSPECIFIED: Trigger
 TRIGGER_MANUAL: Trigger
 TRIGGER_API: Trigger
 TRIGGER_SCHEDULER: Trigger
+TRIGGER_BACKFILL: Trigger
 
 class TaskRun(_message.Message):
     __slots__ = ("task_id", "job_id", "skipped", "skip_reason", "promoted", "task_name")

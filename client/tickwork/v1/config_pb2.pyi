@@ -13,14 +13,16 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class ApplyConfigRequest(_message.Message):
-    __slots__ = ("tasks", "schedules", "dry_run")
+    __slots__ = ("tasks", "schedules", "dry_run", "prune_selector")
     TASKS_FIELD_NUMBER: _ClassVar[int]
     SCHEDULES_FIELD_NUMBER: _ClassVar[int]
     DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    PRUNE_SELECTOR_FIELD_NUMBER: _ClassVar[int]
     tasks: _containers.RepeatedCompositeFieldContainer[_task_pb2.Task]
     schedules: _containers.RepeatedCompositeFieldContainer[ConfigSchedule]
     dry_run: bool
-    def __init__(self, tasks: _Optional[_Iterable[_Union[_task_pb2.Task, _Mapping]]] = ..., schedules: _Optional[_Iterable[_Union[ConfigSchedule, _Mapping]]] = ..., dry_run: _Optional[bool] = ...) -> None: ...
+    prune_selector: str
+    def __init__(self, tasks: _Optional[_Iterable[_Union[_task_pb2.Task, _Mapping]]] = ..., schedules: _Optional[_Iterable[_Union[ConfigSchedule, _Mapping]]] = ..., dry_run: _Optional[bool] = ..., prune_selector: _Optional[str] = ...) -> None: ...
 
 class ConfigSchedule(_message.Message):
     __slots__ = ("schedule", "task_names")
@@ -46,10 +48,12 @@ class ConfigChange(_message.Message):
         ACTION_CREATED: _ClassVar[ConfigChange.Action]
         ACTION_UPDATED: _ClassVar[ConfigChange.Action]
         ACTION_UNCHANGED: _ClassVar[ConfigChange.Action]
+        ACTION_DELETED: _ClassVar[ConfigChange.Action]
     ACTION_UNSPECIFIED: ConfigChange.Action
     ACTION_CREATED: ConfigChange.Action
     ACTION_UPDATED: ConfigChange.Action
     ACTION_UNCHANGED: ConfigChange.Action
+    ACTION_DELETED: ConfigChange.Action
     KIND_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     ACTION_FIELD_NUMBER: _ClassVar[int]

@@ -28,7 +28,7 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from tickwork.v1 import common_pb2 as tickwork_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15tickwork/v1/job.proto\x12\x0btickwork.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x18tickwork/v1/common.proto\"\xc2\x06\n\x03Job\x12\x10\n\x02id\x18\x01 \x01(\x03\x42\x04\xe2\x41\x01\x03\x12\x15\n\x07task_id\x18\x02 \x01(\x03\x42\x04\xe2\x41\x01\x03\x12\x17\n\ttask_name\x18\x03 \x01(\tB\x04\xe2\x41\x01\x03\x12,\n\x06status\x18\x04 \x01(\x0e\x32\x16.tickwork.v1.JobStatusB\x04\xe2\x41\x01\x03\x12+\n\x07trigger\x18\x05 \x01(\x0e\x32\x14.tickwork.v1.TriggerB\x04\xe2\x41\x01\x03\x12\x15\n\x07\x61ttempt\x18\x06 \x01(\x05\x42\x04\xe2\x41\x01\x03\x12\x36\n\x0c\x65nqueue_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12\x34\n\nstart_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12\x35\n\x0b\x66inish_time\x18\t \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12\x39\n\x0fnot_before_time\x18\n \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12\x13\n\x05\x65rror\x18\x0b \x01(\tB\x04\xe2\x41\x01\x03\x12\x19\n\x0boutput_tail\x18\x0c \x01(\tB\x04\xe2\x41\x01\x03\x12\x19\n\x0bschedule_id\x18\r \x01(\x03\x42\x04\xe2\x41\x01\x03\x12\x33\n\tfire_time\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12\x1d\n\x0fretry_of_job_id\x18\x0f \x01(\x03\x42\x04\xe2\x41\x01\x03\x12\x1b\n\rtask_priority\x18\x10 \x01(\x05\x42\x04\xe2\x41\x01\x03\x12\x1a\n\x0clate_outcome\x18\x11 \x01(\tB\x04\xe2\x41\x01\x03\x12\x36\n\x0fparams_override\x18\x12 \x01(\x0b\x32\x17.google.protobuf.StructB\x04\xe2\x41\x01\x03\x12\x32\n\x06labels\x18\x13 \x03(\x0b\x32\x1c.tickwork.v1.Job.LabelsEntryB\x04\xe2\x41\x01\x03\x12\x1a\n\x0crequested_by\x18\x14 \x01(\tB\x04\xe2\x41\x01\x03\x12\x18\n\nstopped_by\x18\x15 \x01(\tB\x04\xe2\x41\x01\x03\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"%\n\rGetJobRequest\x12\x14\n\x06job_id\x18\x01 \x01(\x03\x42\x04\xe2\x41\x01\x02\"/\n\x0eGetJobResponse\x12\x1d\n\x03job\x18\x01 \x01(\x0b\x32\x10.tickwork.v1.Job\"\x88\x01\n\x0fListJobsRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\x03\x12(\n\x08statuses\x18\x02 \x03(\x0e\x32\x16.tickwork.v1.JobStatus\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\x12\x13\n\x0bschedule_id\x18\x05 \x01(\x03\"K\n\x10ListJobsResponse\x12\x1e\n\x04jobs\x18\x01 \x03(\x0b\x32\x10.tickwork.v1.Job\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\'\n\x0fWatchJobRequest\x12\x14\n\x06job_id\x18\x01 \x01(\x03\x42\x04\xe2\x41\x01\x02\"1\n\x10WatchJobResponse\x12\x1d\n\x03job\x18\x01 \x01(\x0b\x32\x10.tickwork.v1.Job\"(\n\x10\x43\x61ncelJobRequest\x12\x14\n\x06job_id\x18\x01 \x01(\x03\x42\x04\xe2\x41\x01\x02\"2\n\x11\x43\x61ncelJobResponse\x12\x1d\n\x03job\x18\x01 \x01(\x0b\x32\x10.tickwork.v1.Job*\xb9\x01\n\tJobStatus\x12\x1a\n\x16JOB_STATUS_UNSPECIFIED\x10\x00\x12\x15\n\x11JOB_STATUS_QUEUED\x10\x01\x12\x16\n\x12JOB_STATUS_RUNNING\x10\x02\x12\x18\n\x14JOB_STATUS_SUCCEEDED\x10\x03\x12\x15\n\x11JOB_STATUS_FAILED\x10\x04\x12\x16\n\x12JOB_STATUS_ABORTED\x10\x05\x12\x18\n\x14JOB_STATUS_CANCELLED\x10\x06\x32\xaf\x02\n\nJobService\x12\x41\n\x06GetJob\x12\x1a.tickwork.v1.GetJobRequest\x1a\x1b.tickwork.v1.GetJobResponse\x12G\n\x08ListJobs\x12\x1c.tickwork.v1.ListJobsRequest\x1a\x1d.tickwork.v1.ListJobsResponse\x12I\n\x08WatchJob\x12\x1c.tickwork.v1.WatchJobRequest\x1a\x1d.tickwork.v1.WatchJobResponse0\x01\x12J\n\tCancelJob\x12\x1d.tickwork.v1.CancelJobRequest\x1a\x1e.tickwork.v1.CancelJobResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15tickwork/v1/job.proto\x12\x0btickwork.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x18tickwork/v1/common.proto\"\xc2\x06\n\x03Job\x12\x10\n\x02id\x18\x01 \x01(\x03\x42\x04\xe2\x41\x01\x03\x12\x15\n\x07task_id\x18\x02 \x01(\x03\x42\x04\xe2\x41\x01\x03\x12\x17\n\ttask_name\x18\x03 \x01(\tB\x04\xe2\x41\x01\x03\x12,\n\x06status\x18\x04 \x01(\x0e\x32\x16.tickwork.v1.JobStatusB\x04\xe2\x41\x01\x03\x12+\n\x07trigger\x18\x05 \x01(\x0e\x32\x14.tickwork.v1.TriggerB\x04\xe2\x41\x01\x03\x12\x15\n\x07\x61ttempt\x18\x06 \x01(\x05\x42\x04\xe2\x41\x01\x03\x12\x36\n\x0c\x65nqueue_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12\x34\n\nstart_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12\x35\n\x0b\x66inish_time\x18\t \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12\x39\n\x0fnot_before_time\x18\n \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12\x13\n\x05\x65rror\x18\x0b \x01(\tB\x04\xe2\x41\x01\x03\x12\x19\n\x0boutput_tail\x18\x0c \x01(\tB\x04\xe2\x41\x01\x03\x12\x19\n\x0bschedule_id\x18\r \x01(\x03\x42\x04\xe2\x41\x01\x03\x12\x33\n\tfire_time\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12\x1d\n\x0fretry_of_job_id\x18\x0f \x01(\x03\x42\x04\xe2\x41\x01\x03\x12\x1b\n\rtask_priority\x18\x10 \x01(\x05\x42\x04\xe2\x41\x01\x03\x12\x1a\n\x0clate_outcome\x18\x11 \x01(\tB\x04\xe2\x41\x01\x03\x12\x36\n\x0fparams_override\x18\x12 \x01(\x0b\x32\x17.google.protobuf.StructB\x04\xe2\x41\x01\x03\x12\x32\n\x06labels\x18\x13 \x03(\x0b\x32\x1c.tickwork.v1.Job.LabelsEntryB\x04\xe2\x41\x01\x03\x12\x1a\n\x0crequested_by\x18\x14 \x01(\tB\x04\xe2\x41\x01\x03\x12\x18\n\nstopped_by\x18\x15 \x01(\tB\x04\xe2\x41\x01\x03\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"%\n\rGetJobRequest\x12\x14\n\x06job_id\x18\x01 \x01(\x03\x42\x04\xe2\x41\x01\x02\"/\n\x0eGetJobResponse\x12\x1d\n\x03job\x18\x01 \x01(\x0b\x32\x10.tickwork.v1.Job\"\xa0\x01\n\x0fListJobsRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\x03\x12(\n\x08statuses\x18\x02 \x03(\x0e\x32\x16.tickwork.v1.JobStatus\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\x12\x13\n\x0bschedule_id\x18\x05 \x01(\x03\x12\x16\n\x0elabel_selector\x18\x06 \x01(\t\"K\n\x10ListJobsResponse\x12\x1e\n\x04jobs\x18\x01 \x03(\x0b\x32\x10.tickwork.v1.Job\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\'\n\x0fWatchJobRequest\x12\x14\n\x06job_id\x18\x01 \x01(\x03\x42\x04\xe2\x41\x01\x02\"1\n\x10WatchJobResponse\x12\x1d\n\x03job\x18\x01 \x01(\x0b\x32\x10.tickwork.v1.Job\"(\n\x10\x43\x61ncelJobRequest\x12\x14\n\x06job_id\x18\x01 \x01(\x03\x42\x04\xe2\x41\x01\x02\"2\n\x11\x43\x61ncelJobResponse\x12\x1d\n\x03job\x18\x01 \x01(\x0b\x32\x10.tickwork.v1.Job*\xb9\x01\n\tJobStatus\x12\x1a\n\x16JOB_STATUS_UNSPECIFIED\x10\x00\x12\x15\n\x11JOB_STATUS_QUEUED\x10\x01\x12\x16\n\x12JOB_STATUS_RUNNING\x10\x02\x12\x18\n\x14JOB_STATUS_SUCCEEDED\x10\x03\x12\x15\n\x11JOB_STATUS_FAILED\x10\x04\x12\x16\n\x12JOB_STATUS_ABORTED\x10\x05\x12\x18\n\x14JOB_STATUS_CANCELLED\x10\x06\x32\xaf\x02\n\nJobService\x12\x41\n\x06GetJob\x12\x1a.tickwork.v1.GetJobRequest\x1a\x1b.tickwork.v1.GetJobResponse\x12G\n\x08ListJobs\x12\x1c.tickwork.v1.ListJobsRequest\x1a\x1d.tickwork.v1.ListJobsResponse\x12I\n\x08WatchJob\x12\x1c.tickwork.v1.WatchJobRequest\x1a\x1d.tickwork.v1.WatchJobResponse0\x01\x12J\n\tCancelJob\x12\x1d.tickwork.v1.CancelJobRequest\x1a\x1e.tickwork.v1.CancelJobResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -85,8 +85,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_WATCHJOBREQUEST'].fields_by_name['job_id']._serialized_options = b'\342A\001\002'
   _globals['_CANCELJOBREQUEST'].fields_by_name['job_id']._loaded_options = None
   _globals['_CANCELJOBREQUEST'].fields_by_name['job_id']._serialized_options = b'\342A\001\002'
-  _globals['_JOBSTATUS']._serialized_start=1488
-  _globals['_JOBSTATUS']._serialized_end=1673
+  _globals['_JOBSTATUS']._serialized_start=1512
+  _globals['_JOBSTATUS']._serialized_end=1697
   _globals['_JOB']._serialized_start=161
   _globals['_JOB']._serialized_end=995
   _globals['_JOB_LABELSENTRY']._serialized_start=950
@@ -96,17 +96,17 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_GETJOBRESPONSE']._serialized_start=1036
   _globals['_GETJOBRESPONSE']._serialized_end=1083
   _globals['_LISTJOBSREQUEST']._serialized_start=1086
-  _globals['_LISTJOBSREQUEST']._serialized_end=1222
-  _globals['_LISTJOBSRESPONSE']._serialized_start=1224
-  _globals['_LISTJOBSRESPONSE']._serialized_end=1299
-  _globals['_WATCHJOBREQUEST']._serialized_start=1301
-  _globals['_WATCHJOBREQUEST']._serialized_end=1340
-  _globals['_WATCHJOBRESPONSE']._serialized_start=1342
-  _globals['_WATCHJOBRESPONSE']._serialized_end=1391
-  _globals['_CANCELJOBREQUEST']._serialized_start=1393
-  _globals['_CANCELJOBREQUEST']._serialized_end=1433
-  _globals['_CANCELJOBRESPONSE']._serialized_start=1435
-  _globals['_CANCELJOBRESPONSE']._serialized_end=1485
-  _globals['_JOBSERVICE']._serialized_start=1676
-  _globals['_JOBSERVICE']._serialized_end=1979
+  _globals['_LISTJOBSREQUEST']._serialized_end=1246
+  _globals['_LISTJOBSRESPONSE']._serialized_start=1248
+  _globals['_LISTJOBSRESPONSE']._serialized_end=1323
+  _globals['_WATCHJOBREQUEST']._serialized_start=1325
+  _globals['_WATCHJOBREQUEST']._serialized_end=1364
+  _globals['_WATCHJOBRESPONSE']._serialized_start=1366
+  _globals['_WATCHJOBRESPONSE']._serialized_end=1415
+  _globals['_CANCELJOBREQUEST']._serialized_start=1417
+  _globals['_CANCELJOBREQUEST']._serialized_end=1457
+  _globals['_CANCELJOBRESPONSE']._serialized_start=1459
+  _globals['_CANCELJOBRESPONSE']._serialized_end=1509
+  _globals['_JOBSERVICE']._serialized_start=1700
+  _globals['_JOBSERVICE']._serialized_end=2003
 # @@protoc_insertion_point(module_scope)

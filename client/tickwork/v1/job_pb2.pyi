@@ -96,18 +96,20 @@ class GetJobResponse(_message.Message):
     def __init__(self, job: _Optional[_Union[Job, _Mapping]] = ...) -> None: ...
 
 class ListJobsRequest(_message.Message):
-    __slots__ = ("task_id", "statuses", "page_size", "page_token", "schedule_id")
+    __slots__ = ("task_id", "statuses", "page_size", "page_token", "schedule_id", "label_selector")
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     STATUSES_FIELD_NUMBER: _ClassVar[int]
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     SCHEDULE_ID_FIELD_NUMBER: _ClassVar[int]
+    LABEL_SELECTOR_FIELD_NUMBER: _ClassVar[int]
     task_id: int
     statuses: _containers.RepeatedScalarFieldContainer[JobStatus]
     page_size: int
     page_token: str
     schedule_id: int
-    def __init__(self, task_id: _Optional[int] = ..., statuses: _Optional[_Iterable[_Union[JobStatus, str]]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., schedule_id: _Optional[int] = ...) -> None: ...
+    label_selector: str
+    def __init__(self, task_id: _Optional[int] = ..., statuses: _Optional[_Iterable[_Union[JobStatus, str]]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., schedule_id: _Optional[int] = ..., label_selector: _Optional[str] = ...) -> None: ...
 
 class ListJobsResponse(_message.Message):
     __slots__ = ("jobs", "next_page_token")

@@ -79,6 +79,26 @@ class ScheduleServiceStub:
                 request_serializer=tickwork_dot_v1_dot_schedule__pb2.ListFiresRequest.SerializeToString,
                 response_deserializer=tickwork_dot_v1_dot_schedule__pb2.ListFiresResponse.FromString,
                 _registered_method=True)
+        self.PauseSchedule = channel.unary_unary(
+                '/tickwork.v1.ScheduleService/PauseSchedule',
+                request_serializer=tickwork_dot_v1_dot_schedule__pb2.PauseScheduleRequest.SerializeToString,
+                response_deserializer=tickwork_dot_v1_dot_schedule__pb2.PauseScheduleResponse.FromString,
+                _registered_method=True)
+        self.ResumeSchedule = channel.unary_unary(
+                '/tickwork.v1.ScheduleService/ResumeSchedule',
+                request_serializer=tickwork_dot_v1_dot_schedule__pb2.ResumeScheduleRequest.SerializeToString,
+                response_deserializer=tickwork_dot_v1_dot_schedule__pb2.ResumeScheduleResponse.FromString,
+                _registered_method=True)
+        self.BackfillSchedule = channel.unary_unary(
+                '/tickwork.v1.ScheduleService/BackfillSchedule',
+                request_serializer=tickwork_dot_v1_dot_schedule__pb2.BackfillScheduleRequest.SerializeToString,
+                response_deserializer=tickwork_dot_v1_dot_schedule__pb2.BackfillScheduleResponse.FromString,
+                _registered_method=True)
+        self.TriggerSchedule = channel.unary_unary(
+                '/tickwork.v1.ScheduleService/TriggerSchedule',
+                request_serializer=tickwork_dot_v1_dot_schedule__pb2.TriggerScheduleRequest.SerializeToString,
+                response_deserializer=tickwork_dot_v1_dot_schedule__pb2.TriggerScheduleResponse.FromString,
+                _registered_method=True)
 
 
 class ScheduleServiceServicer:
@@ -159,6 +179,46 @@ class ScheduleServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def PauseSchedule(self, request, context):
+        """Pauses a schedule (enabled becomes false) with a note for people and, optionally, a
+        time after which it resumes by itself; who paused it (the token's label) and when are
+        kept. Pausing a paused schedule replaces its note and paused_until. Errors: NOT_FOUND,
+        INVALID_ARGUMENT (a note over 4000 characters, paused_until not in the future).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ResumeSchedule(self, request, context):
+        """Resumes a paused or disabled schedule: enabled becomes true and the pause fields are
+        cleared. The paused windows are not fired unless the schedule's catch_up_on_resume is
+        set (then they go through its catch-up policy). Errors: NOT_FOUND.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def BackfillSchedule(self, request, context):
+        """Enqueues the windows the schedule would have fired in [start_time, end_time), each
+        with its own fire time (a job's TICKWORK_FIRE_TIME is its window) and trigger
+        BACKFILL, in the backfill lane below scheduled jobs. A window that already has a fire
+        record is not enqueued again (reported as such). With dry_run nothing is written.
+        Errors: NOT_FOUND, INVALID_ARGUMENT (end_time not after start_time, a range over
+        10,000 windows, an unknown overlap_policy; the message names the field).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def TriggerSchedule(self, request, context):
+        """Fires a schedule now: all its tasks, as its next fire would, through its overlap
+        policy, recorded as a fire with trigger MANUAL or API. Its next_run_time is unchanged.
+        Errors: NOT_FOUND.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ScheduleServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -201,6 +261,26 @@ def add_ScheduleServiceServicer_to_server(servicer, server):
                     servicer.ListFires,
                     request_deserializer=tickwork_dot_v1_dot_schedule__pb2.ListFiresRequest.FromString,
                     response_serializer=tickwork_dot_v1_dot_schedule__pb2.ListFiresResponse.SerializeToString,
+            ),
+            'PauseSchedule': grpc.unary_unary_rpc_method_handler(
+                    servicer.PauseSchedule,
+                    request_deserializer=tickwork_dot_v1_dot_schedule__pb2.PauseScheduleRequest.FromString,
+                    response_serializer=tickwork_dot_v1_dot_schedule__pb2.PauseScheduleResponse.SerializeToString,
+            ),
+            'ResumeSchedule': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResumeSchedule,
+                    request_deserializer=tickwork_dot_v1_dot_schedule__pb2.ResumeScheduleRequest.FromString,
+                    response_serializer=tickwork_dot_v1_dot_schedule__pb2.ResumeScheduleResponse.SerializeToString,
+            ),
+            'BackfillSchedule': grpc.unary_unary_rpc_method_handler(
+                    servicer.BackfillSchedule,
+                    request_deserializer=tickwork_dot_v1_dot_schedule__pb2.BackfillScheduleRequest.FromString,
+                    response_serializer=tickwork_dot_v1_dot_schedule__pb2.BackfillScheduleResponse.SerializeToString,
+            ),
+            'TriggerSchedule': grpc.unary_unary_rpc_method_handler(
+                    servicer.TriggerSchedule,
+                    request_deserializer=tickwork_dot_v1_dot_schedule__pb2.TriggerScheduleRequest.FromString,
+                    response_serializer=tickwork_dot_v1_dot_schedule__pb2.TriggerScheduleResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -424,6 +504,114 @@ class ScheduleService:
             '/tickwork.v1.ScheduleService/ListFires',
             tickwork_dot_v1_dot_schedule__pb2.ListFiresRequest.SerializeToString,
             tickwork_dot_v1_dot_schedule__pb2.ListFiresResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PauseSchedule(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tickwork.v1.ScheduleService/PauseSchedule',
+            tickwork_dot_v1_dot_schedule__pb2.PauseScheduleRequest.SerializeToString,
+            tickwork_dot_v1_dot_schedule__pb2.PauseScheduleResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ResumeSchedule(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tickwork.v1.ScheduleService/ResumeSchedule',
+            tickwork_dot_v1_dot_schedule__pb2.ResumeScheduleRequest.SerializeToString,
+            tickwork_dot_v1_dot_schedule__pb2.ResumeScheduleResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def BackfillSchedule(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tickwork.v1.ScheduleService/BackfillSchedule',
+            tickwork_dot_v1_dot_schedule__pb2.BackfillScheduleRequest.SerializeToString,
+            tickwork_dot_v1_dot_schedule__pb2.BackfillScheduleResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TriggerSchedule(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tickwork.v1.ScheduleService/TriggerSchedule',
+            tickwork_dot_v1_dot_schedule__pb2.TriggerScheduleRequest.SerializeToString,
+            tickwork_dot_v1_dot_schedule__pb2.TriggerScheduleResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -74,6 +74,30 @@ class ScheduleServiceStub:
     """Lists a schedule's fires, newest first: what came of each fire time (enqueued, skipped
     and why, missed under the catch-up policy). Errors: NOT_FOUND.
     """
+    PauseSchedule: _grpc.UnaryUnaryMultiCallable[_schedule_pb2.PauseScheduleRequest, _schedule_pb2.PauseScheduleResponse]
+    """Pauses a schedule (enabled becomes false) with a note for people and, optionally, a
+    time after which it resumes by itself; who paused it (the token's label) and when are
+    kept. Pausing a paused schedule replaces its note and paused_until. Errors: NOT_FOUND,
+    INVALID_ARGUMENT (a note over 4000 characters, paused_until not in the future).
+    """
+    ResumeSchedule: _grpc.UnaryUnaryMultiCallable[_schedule_pb2.ResumeScheduleRequest, _schedule_pb2.ResumeScheduleResponse]
+    """Resumes a paused or disabled schedule: enabled becomes true and the pause fields are
+    cleared. The paused windows are not fired unless the schedule's catch_up_on_resume is
+    set (then they go through its catch-up policy). Errors: NOT_FOUND.
+    """
+    BackfillSchedule: _grpc.UnaryUnaryMultiCallable[_schedule_pb2.BackfillScheduleRequest, _schedule_pb2.BackfillScheduleResponse]
+    """Enqueues the windows the schedule would have fired in [start_time, end_time), each
+    with its own fire time (a job's TICKWORK_FIRE_TIME is its window) and trigger
+    BACKFILL, in the backfill lane below scheduled jobs. A window that already has a fire
+    record is not enqueued again (reported as such). With dry_run nothing is written.
+    Errors: NOT_FOUND, INVALID_ARGUMENT (end_time not after start_time, a range over
+    10,000 windows, an unknown overlap_policy; the message names the field).
+    """
+    TriggerSchedule: _grpc.UnaryUnaryMultiCallable[_schedule_pb2.TriggerScheduleRequest, _schedule_pb2.TriggerScheduleResponse]
+    """Fires a schedule now: all its tasks, as its next fire would, through its overlap
+    policy, recorded as a fire with trigger MANUAL or API. Its next_run_time is unchanged.
+    Errors: NOT_FOUND.
+    """
 
 @_typing.type_check_only
 class ScheduleServiceAsyncStub(ScheduleServiceStub):
@@ -120,6 +144,30 @@ class ScheduleServiceAsyncStub(ScheduleServiceStub):
     ListFires: _aio.UnaryUnaryMultiCallable[_schedule_pb2.ListFiresRequest, _schedule_pb2.ListFiresResponse]  # type: ignore[assignment]
     """Lists a schedule's fires, newest first: what came of each fire time (enqueued, skipped
     and why, missed under the catch-up policy). Errors: NOT_FOUND.
+    """
+    PauseSchedule: _aio.UnaryUnaryMultiCallable[_schedule_pb2.PauseScheduleRequest, _schedule_pb2.PauseScheduleResponse]  # type: ignore[assignment]
+    """Pauses a schedule (enabled becomes false) with a note for people and, optionally, a
+    time after which it resumes by itself; who paused it (the token's label) and when are
+    kept. Pausing a paused schedule replaces its note and paused_until. Errors: NOT_FOUND,
+    INVALID_ARGUMENT (a note over 4000 characters, paused_until not in the future).
+    """
+    ResumeSchedule: _aio.UnaryUnaryMultiCallable[_schedule_pb2.ResumeScheduleRequest, _schedule_pb2.ResumeScheduleResponse]  # type: ignore[assignment]
+    """Resumes a paused or disabled schedule: enabled becomes true and the pause fields are
+    cleared. The paused windows are not fired unless the schedule's catch_up_on_resume is
+    set (then they go through its catch-up policy). Errors: NOT_FOUND.
+    """
+    BackfillSchedule: _aio.UnaryUnaryMultiCallable[_schedule_pb2.BackfillScheduleRequest, _schedule_pb2.BackfillScheduleResponse]  # type: ignore[assignment]
+    """Enqueues the windows the schedule would have fired in [start_time, end_time), each
+    with its own fire time (a job's TICKWORK_FIRE_TIME is its window) and trigger
+    BACKFILL, in the backfill lane below scheduled jobs. A window that already has a fire
+    record is not enqueued again (reported as such). With dry_run nothing is written.
+    Errors: NOT_FOUND, INVALID_ARGUMENT (end_time not after start_time, a range over
+    10,000 windows, an unknown overlap_policy; the message names the field).
+    """
+    TriggerSchedule: _aio.UnaryUnaryMultiCallable[_schedule_pb2.TriggerScheduleRequest, _schedule_pb2.TriggerScheduleResponse]  # type: ignore[assignment]
+    """Fires a schedule now: all its tasks, as its next fire would, through its overlap
+    policy, recorded as a fire with trigger MANUAL or API. Its next_run_time is unchanged.
+    Errors: NOT_FOUND.
     """
 
 class ScheduleServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -212,6 +260,54 @@ class ScheduleServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_schedule_pb2.ListFiresResponse, _abc.Awaitable[_schedule_pb2.ListFiresResponse]]:
         """Lists a schedule's fires, newest first: what came of each fire time (enqueued, skipped
         and why, missed under the catch-up policy). Errors: NOT_FOUND.
+        """
+
+    @_abc_1.abstractmethod
+    def PauseSchedule(
+        self,
+        request: _schedule_pb2.PauseScheduleRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_schedule_pb2.PauseScheduleResponse, _abc.Awaitable[_schedule_pb2.PauseScheduleResponse]]:
+        """Pauses a schedule (enabled becomes false) with a note for people and, optionally, a
+        time after which it resumes by itself; who paused it (the token's label) and when are
+        kept. Pausing a paused schedule replaces its note and paused_until. Errors: NOT_FOUND,
+        INVALID_ARGUMENT (a note over 4000 characters, paused_until not in the future).
+        """
+
+    @_abc_1.abstractmethod
+    def ResumeSchedule(
+        self,
+        request: _schedule_pb2.ResumeScheduleRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_schedule_pb2.ResumeScheduleResponse, _abc.Awaitable[_schedule_pb2.ResumeScheduleResponse]]:
+        """Resumes a paused or disabled schedule: enabled becomes true and the pause fields are
+        cleared. The paused windows are not fired unless the schedule's catch_up_on_resume is
+        set (then they go through its catch-up policy). Errors: NOT_FOUND.
+        """
+
+    @_abc_1.abstractmethod
+    def BackfillSchedule(
+        self,
+        request: _schedule_pb2.BackfillScheduleRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_schedule_pb2.BackfillScheduleResponse, _abc.Awaitable[_schedule_pb2.BackfillScheduleResponse]]:
+        """Enqueues the windows the schedule would have fired in [start_time, end_time), each
+        with its own fire time (a job's TICKWORK_FIRE_TIME is its window) and trigger
+        BACKFILL, in the backfill lane below scheduled jobs. A window that already has a fire
+        record is not enqueued again (reported as such). With dry_run nothing is written.
+        Errors: NOT_FOUND, INVALID_ARGUMENT (end_time not after start_time, a range over
+        10,000 windows, an unknown overlap_policy; the message names the field).
+        """
+
+    @_abc_1.abstractmethod
+    def TriggerSchedule(
+        self,
+        request: _schedule_pb2.TriggerScheduleRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_schedule_pb2.TriggerScheduleResponse, _abc.Awaitable[_schedule_pb2.TriggerScheduleResponse]]:
+        """Fires a schedule now: all its tasks, as its next fire would, through its overlap
+        policy, recorded as a fire with trigger MANUAL or API. Its next_run_time is unchanged.
+        Errors: NOT_FOUND.
         """
 
 def add_ScheduleServiceServicer_to_server(servicer: ScheduleServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -25,7 +25,14 @@ class RetryPolicy(_message.Message):
     def __init__(self, max_attempts: _Optional[int] = ..., backoff_base_seconds: _Optional[float] = ..., backoff_cap_seconds: _Optional[float] = ...) -> None: ...
 
 class Task(_message.Message):
-    __slots__ = ("id", "name", "description", "handler", "params", "task_priority", "enabled", "timeout_seconds", "consecutive_failure_count", "retry_policy", "disabled_reason", "create_time", "update_time", "memory_limit_bytes", "cpu_limit_seconds", "concurrency_group", "last_success_time", "last_failure_time", "expect_success_within_seconds", "warn_after_seconds")
+    __slots__ = ("id", "name", "description", "handler", "params", "task_priority", "enabled", "timeout_seconds", "consecutive_failure_count", "retry_policy", "disabled_reason", "create_time", "update_time", "memory_limit_bytes", "cpu_limit_seconds", "concurrency_group", "last_success_time", "last_failure_time", "expect_success_within_seconds", "warn_after_seconds", "labels", "disable_note", "disabled_until", "disabled_by", "disable_time")
+    class LabelsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
@@ -46,6 +53,11 @@ class Task(_message.Message):
     LAST_FAILURE_TIME_FIELD_NUMBER: _ClassVar[int]
     EXPECT_SUCCESS_WITHIN_SECONDS_FIELD_NUMBER: _ClassVar[int]
     WARN_AFTER_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    DISABLE_NOTE_FIELD_NUMBER: _ClassVar[int]
+    DISABLED_UNTIL_FIELD_NUMBER: _ClassVar[int]
+    DISABLED_BY_FIELD_NUMBER: _ClassVar[int]
+    DISABLE_TIME_FIELD_NUMBER: _ClassVar[int]
     id: int
     name: str
     description: str
@@ -66,7 +78,12 @@ class Task(_message.Message):
     last_failure_time: _timestamp_pb2.Timestamp
     expect_success_within_seconds: float
     warn_after_seconds: float
-    def __init__(self, id: _Optional[int] = ..., name: _Optional[str] = ..., description: _Optional[str] = ..., handler: _Optional[str] = ..., params: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., task_priority: _Optional[int] = ..., enabled: _Optional[bool] = ..., timeout_seconds: _Optional[float] = ..., consecutive_failure_count: _Optional[int] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., disabled_reason: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., memory_limit_bytes: _Optional[int] = ..., cpu_limit_seconds: _Optional[int] = ..., concurrency_group: _Optional[str] = ..., last_success_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_failure_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expect_success_within_seconds: _Optional[float] = ..., warn_after_seconds: _Optional[float] = ...) -> None: ...
+    labels: _containers.ScalarMap[str, str]
+    disable_note: str
+    disabled_until: _timestamp_pb2.Timestamp
+    disabled_by: str
+    disable_time: _timestamp_pb2.Timestamp
+    def __init__(self, id: _Optional[int] = ..., name: _Optional[str] = ..., description: _Optional[str] = ..., handler: _Optional[str] = ..., params: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., task_priority: _Optional[int] = ..., enabled: _Optional[bool] = ..., timeout_seconds: _Optional[float] = ..., consecutive_failure_count: _Optional[int] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., disabled_reason: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., memory_limit_bytes: _Optional[int] = ..., cpu_limit_seconds: _Optional[int] = ..., concurrency_group: _Optional[str] = ..., last_success_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_failure_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expect_success_within_seconds: _Optional[float] = ..., warn_after_seconds: _Optional[float] = ..., labels: _Optional[_Mapping[str, str]] = ..., disable_note: _Optional[str] = ..., disabled_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., disabled_by: _Optional[str] = ..., disable_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class CreateTaskRequest(_message.Message):
     __slots__ = ("task", "request_id")
@@ -99,12 +116,14 @@ class GetTaskResponse(_message.Message):
     def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ...) -> None: ...
 
 class ListTasksRequest(_message.Message):
-    __slots__ = ("page_size", "page_token")
+    __slots__ = ("page_size", "page_token", "label_selector")
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    LABEL_SELECTOR_FIELD_NUMBER: _ClassVar[int]
     page_size: int
     page_token: str
-    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+    label_selector: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., label_selector: _Optional[str] = ...) -> None: ...
 
 class ListTasksResponse(_message.Message):
     __slots__ = ("tasks", "next_page_token")
@@ -206,3 +225,31 @@ class AbortTasksResponse(_message.Message):
     aborts: _containers.RepeatedCompositeFieldContainer[TaskAbort]
     repeated_request: bool
     def __init__(self, aborts: _Optional[_Iterable[_Union[TaskAbort, _Mapping]]] = ..., repeated_request: _Optional[bool] = ...) -> None: ...
+
+class DisableTaskRequest(_message.Message):
+    __slots__ = ("id", "note", "disabled_until")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    NOTE_FIELD_NUMBER: _ClassVar[int]
+    DISABLED_UNTIL_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    note: str
+    disabled_until: _timestamp_pb2.Timestamp
+    def __init__(self, id: _Optional[int] = ..., note: _Optional[str] = ..., disabled_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class DisableTaskResponse(_message.Message):
+    __slots__ = ("task",)
+    TASK_FIELD_NUMBER: _ClassVar[int]
+    task: Task
+    def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ...) -> None: ...
+
+class EnableTaskRequest(_message.Message):
+    __slots__ = ("id",)
+    ID_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    def __init__(self, id: _Optional[int] = ...) -> None: ...
+
+class EnableTaskResponse(_message.Message):
+    __slots__ = ("task",)
+    TASK_FIELD_NUMBER: _ClassVar[int]
+    task: Task
+    def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ...) -> None: ...

@@ -74,6 +74,16 @@ class TaskServiceStub:
                 request_serializer=tickwork_dot_v1_dot_task__pb2.AbortTasksRequest.SerializeToString,
                 response_deserializer=tickwork_dot_v1_dot_task__pb2.AbortTasksResponse.FromString,
                 _registered_method=True)
+        self.DisableTask = channel.unary_unary(
+                '/tickwork.v1.TaskService/DisableTask',
+                request_serializer=tickwork_dot_v1_dot_task__pb2.DisableTaskRequest.SerializeToString,
+                response_deserializer=tickwork_dot_v1_dot_task__pb2.DisableTaskResponse.FromString,
+                _registered_method=True)
+        self.EnableTask = channel.unary_unary(
+                '/tickwork.v1.TaskService/EnableTask',
+                request_serializer=tickwork_dot_v1_dot_task__pb2.EnableTaskRequest.SerializeToString,
+                response_deserializer=tickwork_dot_v1_dot_task__pb2.EnableTaskResponse.FromString,
+                _registered_method=True)
 
 
 class TaskServiceServicer:
@@ -159,6 +169,24 @@ class TaskServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DisableTask(self, request, context):
+        """Disables a task (enabled becomes false: the scheduler no longer enqueues it) with a
+        note for people and, optionally, a time after which it is enabled again by itself; who
+        and when are kept. Errors: NOT_FOUND, INVALID_ARGUMENT (a note over 4000 characters,
+        disabled_until not in the future).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def EnableTask(self, request, context):
+        """Enables a task: enabled becomes true, the disable fields and the consecutive failure
+        count are cleared. Errors: NOT_FOUND.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_TaskServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -196,6 +224,16 @@ def add_TaskServiceServicer_to_server(servicer, server):
                     servicer.AbortTasks,
                     request_deserializer=tickwork_dot_v1_dot_task__pb2.AbortTasksRequest.FromString,
                     response_serializer=tickwork_dot_v1_dot_task__pb2.AbortTasksResponse.SerializeToString,
+            ),
+            'DisableTask': grpc.unary_unary_rpc_method_handler(
+                    servicer.DisableTask,
+                    request_deserializer=tickwork_dot_v1_dot_task__pb2.DisableTaskRequest.FromString,
+                    response_serializer=tickwork_dot_v1_dot_task__pb2.DisableTaskResponse.SerializeToString,
+            ),
+            'EnableTask': grpc.unary_unary_rpc_method_handler(
+                    servicer.EnableTask,
+                    request_deserializer=tickwork_dot_v1_dot_task__pb2.EnableTaskRequest.FromString,
+                    response_serializer=tickwork_dot_v1_dot_task__pb2.EnableTaskResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -392,6 +430,60 @@ class TaskService:
             '/tickwork.v1.TaskService/AbortTasks',
             tickwork_dot_v1_dot_task__pb2.AbortTasksRequest.SerializeToString,
             tickwork_dot_v1_dot_task__pb2.AbortTasksResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DisableTask(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tickwork.v1.TaskService/DisableTask',
+            tickwork_dot_v1_dot_task__pb2.DisableTaskRequest.SerializeToString,
+            tickwork_dot_v1_dot_task__pb2.DisableTaskResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def EnableTask(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tickwork.v1.TaskService/EnableTask',
+            tickwork_dot_v1_dot_task__pb2.EnableTaskRequest.SerializeToString,
+            tickwork_dot_v1_dot_task__pb2.EnableTaskResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -84,6 +84,16 @@ class TaskServiceStub:
     stops the handler; the job ends ABORTED). Errors: NOT_FOUND, INVALID_ARGUMENT (no
     tasks named, or more than 1,000).
     """
+    DisableTask: _grpc.UnaryUnaryMultiCallable[_task_pb2.DisableTaskRequest, _task_pb2.DisableTaskResponse]
+    """Disables a task (enabled becomes false: the scheduler no longer enqueues it) with a
+    note for people and, optionally, a time after which it is enabled again by itself; who
+    and when are kept. Errors: NOT_FOUND, INVALID_ARGUMENT (a note over 4000 characters,
+    disabled_until not in the future).
+    """
+    EnableTask: _grpc.UnaryUnaryMultiCallable[_task_pb2.EnableTaskRequest, _task_pb2.EnableTaskResponse]
+    """Enables a task: enabled becomes true, the disable fields and the consecutive failure
+    count are cleared. Errors: NOT_FOUND.
+    """
 
 @_typing.type_check_only
 class TaskServiceAsyncStub(TaskServiceStub):
@@ -140,6 +150,16 @@ class TaskServiceAsyncStub(TaskServiceStub):
     """Stops tasks: a queued job is cancelled (CANCELLED), a running job is aborted (the worker
     stops the handler; the job ends ABORTED). Errors: NOT_FOUND, INVALID_ARGUMENT (no
     tasks named, or more than 1,000).
+    """
+    DisableTask: _aio.UnaryUnaryMultiCallable[_task_pb2.DisableTaskRequest, _task_pb2.DisableTaskResponse]  # type: ignore[assignment]
+    """Disables a task (enabled becomes false: the scheduler no longer enqueues it) with a
+    note for people and, optionally, a time after which it is enabled again by itself; who
+    and when are kept. Errors: NOT_FOUND, INVALID_ARGUMENT (a note over 4000 characters,
+    disabled_until not in the future).
+    """
+    EnableTask: _aio.UnaryUnaryMultiCallable[_task_pb2.EnableTaskRequest, _task_pb2.EnableTaskResponse]  # type: ignore[assignment]
+    """Enables a task: enabled becomes true, the disable fields and the consecutive failure
+    count are cleared. Errors: NOT_FOUND.
     """
 
 class TaskServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -236,6 +256,28 @@ class TaskServiceServicer(metaclass=_abc_1.ABCMeta):
         """Stops tasks: a queued job is cancelled (CANCELLED), a running job is aborted (the worker
         stops the handler; the job ends ABORTED). Errors: NOT_FOUND, INVALID_ARGUMENT (no
         tasks named, or more than 1,000).
+        """
+
+    @_abc_1.abstractmethod
+    def DisableTask(
+        self,
+        request: _task_pb2.DisableTaskRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_task_pb2.DisableTaskResponse, _abc.Awaitable[_task_pb2.DisableTaskResponse]]:
+        """Disables a task (enabled becomes false: the scheduler no longer enqueues it) with a
+        note for people and, optionally, a time after which it is enabled again by itself; who
+        and when are kept. Errors: NOT_FOUND, INVALID_ARGUMENT (a note over 4000 characters,
+        disabled_until not in the future).
+        """
+
+    @_abc_1.abstractmethod
+    def EnableTask(
+        self,
+        request: _task_pb2.EnableTaskRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_task_pb2.EnableTaskResponse, _abc.Awaitable[_task_pb2.EnableTaskResponse]]:
+        """Enables a task: enabled becomes true, the disable fields and the consecutive failure
+        count are cleared. Errors: NOT_FOUND.
         """
 
 def add_TaskServiceServicer_to_server(servicer: TaskServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
