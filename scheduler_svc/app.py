@@ -121,7 +121,8 @@ class App:
 
     def _observe_fires(self, recorded: Sequence[FireResult], now: dt.datetime) -> None:
         """Count newly recorded fires by outcome (one increment per outcome and batch) and
-        observe the enqueue lateness of each fire that enqueued a job."""
+        observe the enqueue lateness of each fire that enqueued a job (from its start: the
+        fire time plus its jitter)."""
         counts = {"missed": 0, "enqueued": 0, "skipped": 0}
         for result in recorded:
             req = result.request
@@ -130,7 +131,8 @@ class App:
                 continue
             if any(r.skip_reason is None for r in result.runs):
                 counts["enqueued"] += 1
-                lateness = (now - req.fire_time).total_seconds()
+                # Measured from the fire's jittered start: jitter is not lateness.
+                lateness = (now - (req.start_at or req.fire_time)).total_seconds()
                 self.metrics.fire_lateness.observe(max(0.0, lateness))
             else:
                 counts["skipped"] += 1

@@ -92,7 +92,7 @@ class Metrics:
         )
         self.fire_lateness = Histogram(
             "tickwork_fire_lateness_seconds",
-            "Enqueue time minus fire time of enqueued scheduler fires.",
+            "Enqueue time minus start (fire time plus jitter) of enqueued scheduler fires.",
             buckets=_LATENESS_BUCKETS,
             registry=r,
         )

@@ -61,6 +61,18 @@ class ScheduleRecord:
     updated_at: dt.datetime
     task_ids: tuple[int, ...] = ()
     task_names: tuple[str, ...] = ()
+    catch_up_window_seconds: float = 5.0
+    """How old a missed window may be and still fire after downtime, seconds."""
+    max_catch_up_runs: int = 0
+    """RUN_ALL's cap on the windows fired after downtime; 0: 100."""
+    jitter_seconds: float = 0.0
+    """Most delay added to each fire's start, seconds; 0: none."""
+    jitter_mode: str = "RANDOM"
+    """RANDOM (a new delay per fire) or STABLE (one delay from the schedule's name)."""
+    start_at: dt.datetime | None = None
+    """No fire before this instant (aware UTC); None: no bound."""
+    end_at: dt.datetime | None = None
+    """No fire at or after this instant (aware UTC); None: no bound."""
 
 
 @dataclass(frozen=True)
@@ -196,6 +208,8 @@ class FireRecord:
     outcome: FireOutcome
     runs: tuple[TaskRunResult, ...]
     recorded_at: dt.datetime
+    start_at: dt.datetime | None = None
+    """When its jobs may start (the fire time plus jitter); None: at its fire time."""
 
 
 @dataclass(frozen=True)
@@ -214,6 +228,9 @@ class FireRequest:
     task_ids: tuple[int, ...]
     missed: bool = False
     missed_fire_times: tuple[dt.datetime, ...] = ()
+    start_at: dt.datetime | None = None
+    """When its jobs may start (the fire time plus the schedule's jitter; its jobs' not
+    before); None: at once."""
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ import asyncio
 import datetime as dt
 import logging
 import os
+import random
 import socket
 import time
 import uuid
@@ -24,7 +25,7 @@ import grpc
 
 from scheduler_svc.app import Clock
 from scheduler_svc.failpoints import failpoint
-from scheduler_svc.firing import first_fire_after, plan_fire
+from scheduler_svc.firing import FirePlan, first_fire_after, plan_fire, start_of
 from scheduler_svc.hub import Hub
 from scheduler_svc.metrics import Metrics
 from scheduler_svc.records import ScheduleRecord
@@ -66,6 +67,24 @@ def fire_batches(
         count += tasks
     if start < len(due):
         yield due[start:]
+
+
+def _fire_chunks(
+    fires: Sequence[queue_pb2.ScheduleFire], most: int, runs: int
+) -> Iterator[list[queue_pb2.ScheduleFire]]:
+    """``fires`` in order, cut into EnqueueFires calls of at most ``most`` fires whose
+    tasks add up to at most ``runs`` (a fire with more tasks than that is a call alone)."""
+    chunk: list[queue_pb2.ScheduleFire] = []
+    count = 0
+    for fire in fires:
+        tasks = len(fire.task_ids)
+        if chunk and (len(chunk) >= most or count + tasks > runs):
+            yield chunk
+            chunk, count = [], 0
+        chunk.append(fire)
+        count += tasks
+    if chunk:
+        yield chunk
 
 
 class QueueClient(Protocol):
@@ -134,6 +153,8 @@ class Scheduler:
         self.fires_per_call = FIRES_PER_CALL
         #: The scheduler lease's fencing token while this replica holds it, else None.
         self.lease_token: int | None = None
+        #: Draws the RANDOM jitter of each fire.
+        self.rng = random.Random()
 
     def stop(self) -> None:
         """Ask the loop to end after the current tick."""
@@ -260,7 +281,7 @@ class Scheduler:
     async def _heal(self, now: dt.datetime) -> None:
         """Schedules whose next run is NULL (written to the database directly) get one
         computed and stored; nothing is enqueued for them in this tick."""
-        for schedule in await self.store.schedules_without_next_run(BATCH):
+        for schedule in await self.store.schedules_without_next_run(BATCH, now):
             try:
                 nxt = first_fire_after(schedule, now)
             except CronError as err:
@@ -276,16 +297,19 @@ class Scheduler:
             )
 
     async def _fire_batch(self, due: Sequence[ScheduleRecord], now: dt.datetime) -> None:
-        """Plan each due schedule's fire, record them all with one EnqueueFires call (one
-        transaction), then move their next runs in one transaction.
+        """Plan each due schedule's fires, record them with EnqueueFires (one call, one
+        transaction, unless a catch-up makes them more than :data:`RUNS_PER_CALL` task runs),
+        then move their next runs in one transaction.
 
         A crash between the two leaves the windows due: the next tick asks again and the
         (schedule, fire time) rows turn the repeat into a no-op.
         """
-        plans = []
+        plans: list[tuple[ScheduleRecord, FirePlan]] = []
         moves: list[tuple[int, dt.datetime | None, dt.datetime | None, dt.datetime | None]] = []
         for schedule in due:
             try:
+                if not self._within_bounds(schedule, now, moves):
+                    continue
                 plans.append((schedule, plan_fire(schedule, now)))
             except CronError as err:
                 log.error(
@@ -294,54 +318,102 @@ class Scheduler:
                     extra={"schedule_id": schedule.id},
                 )
                 moves.append((schedule.id, schedule.next_run_at, None, None))
-        request = queue_pb2.EnqueueFiresRequest(
-            fires=[
-                queue_pb2.ScheduleFire(
-                    schedule_id=schedule.id,
-                    fire_time=ts(plan.fire_time),
-                    task_ids=list(schedule.task_ids),
-                    missed=not plan.enqueue,
-                    missed_fire_times=[t for m in plan.missed_fire_times if (t := ts(m))],
-                )
-                for schedule, plan in plans
-            ]
-        )
-        try:
-            response = await self.queue.EnqueueFires(request)
-        except grpc.RpcError as err:
-            log_failure(log, "enqueue failed; the fires are retried at the next tick", err)
-            raise
+        fires = [f for schedule, plan in plans for f in self._fires(schedule, plan)]
+        results: list[queue_pb2.ScheduleFireResult] = []
+        for chunk in _fire_chunks(fires, self.fires_per_call, RUNS_PER_CALL):
+            request = queue_pb2.EnqueueFiresRequest(fires=chunk)
+            try:
+                response = await self.queue.EnqueueFires(request)
+            except grpc.RpcError as err:
+                log_failure(log, "enqueue failed; the fires are retried at the next tick", err)
+                raise
+            results.extend(response.results)
         failpoint("after-enqueue")
         # One INFO line per batch (10,000 schedules on one cron make 10,000 fires a minute);
         # each fire at DEBUG, and every fire is in ListFires.
         detail = log.isEnabledFor(logging.DEBUG)
         counts = {"fires": 0, "enqueued": 0, "skipped": 0, "missed": 0, "duplicates": 0}
-        for (schedule, plan), result in zip(plans, response.results, strict=True):
+        for fire, result in zip(fires, results, strict=True):
             if not result.schedule_found:
                 continue  # deleted meanwhile
             jobs = [r.job_id for r in result.runs if not r.skipped]
             counts["fires"] += 1
-            counts["enqueued"] += bool(jobs) and plan.enqueue
-            counts["skipped"] += plan.enqueue and not jobs and not result.duplicate_fire
-            counts["missed"] += len(plan.missed_fire_times) + (not plan.enqueue)
+            counts["enqueued"] += bool(jobs) and not fire.missed
+            counts["skipped"] += not fire.missed and not jobs and not result.duplicate_fire
+            counts["missed"] += len(fire.missed_fire_times) + fire.missed
             counts["duplicates"] += result.duplicate_fire
             if detail:
                 log.debug(
                     "schedule fired",
                     extra={
-                        "schedule_id": schedule.id,
-                        "fire_time": plan.fire_time.isoformat(),
-                        "missed": not plan.enqueue,
-                        "missed_windows": len(plan.missed_fire_times),
+                        "schedule_id": fire.schedule_id,
+                        "fire_time": fire.fire_time.ToDatetime(tzinfo=dt.UTC).isoformat(),
+                        "missed": fire.missed,
+                        "missed_windows": len(fire.missed_fire_times),
                         "jobs": jobs,
                         "duplicate": result.duplicate_fire,
                     },
                 )
-            moves.append((schedule.id, schedule.next_run_at, plan.next_run_at, plan.fire_time))
+        found = {r.schedule_id for r in results if r.schedule_found}
+        for schedule, plan in plans:
+            if schedule.id in found:
+                moves.append(
+                    (schedule.id, schedule.next_run_at, plan.next_run_at, plan.last_window)
+                )
         if counts["fires"]:
-            first = min(plan.fire_time for _, plan in plans)
+            first = min(min(plan.fire_times + plan.missed_fire_times) for _, plan in plans)
             log.info("fires recorded", extra={**counts, "first_fire_time": first.isoformat()})
         await self.store.set_next_runs(moves)
+
+    def _within_bounds(
+        self,
+        schedule: ScheduleRecord,
+        now: dt.datetime,
+        moves: list[tuple[int, dt.datetime | None, dt.datetime | None, dt.datetime | None]],
+    ) -> bool:
+        """True when the schedule's due run lies within its start_at and end_at; otherwise
+        its next run is recomputed (None past end_at) into ``moves`` and nothing fires (a
+        next run stored before the bounds changed)."""
+        due = schedule.next_run_at
+        assert due is not None
+        if schedule.end_at is not None and due >= schedule.end_at:
+            moves.append((schedule.id, due, None, None))
+            return False
+        if schedule.start_at is not None and due < schedule.start_at:
+            moves.append((schedule.id, due, first_fire_after(schedule, now), None))
+            return False
+        return True
+
+    def _fires(self, schedule: ScheduleRecord, plan: FirePlan) -> list[queue_pb2.ScheduleFire]:
+        """The plan as EnqueueFires items: each window to fire, oldest first (the first
+        carrying the missed windows), or the latest missed window alone; an enqueued fire
+        carries its jittered start."""
+        tasks = list(schedule.task_ids)
+        if not plan.fire_times:
+            *older, last = plan.missed_fire_times
+            return [
+                queue_pb2.ScheduleFire(
+                    schedule_id=schedule.id,
+                    fire_time=ts(last),
+                    task_ids=tasks,
+                    missed=True,
+                    missed_fire_times=[t for m in older if (t := ts(m))],
+                )
+            ]
+        out = []
+        for i, when in enumerate(plan.fire_times):
+            jittered = schedule.jitter_seconds > 0
+            fire = queue_pb2.ScheduleFire(
+                schedule_id=schedule.id,
+                fire_time=ts(when),
+                task_ids=tasks,
+                missed_fire_times=[t for m in plan.missed_fire_times if (t := ts(m))]
+                if i == 0
+                else [],
+                start_time=ts(start_of(schedule, when, self.rng)) if jittered else None,
+            )
+            out.append(fire)
+        return out
 
     async def run(self) -> None:
         """Tick until :meth:`stop`. A failing tick is logged and retried after a pause."""

@@ -73,6 +73,16 @@ schedules = sa.Table(
     sa.Column("last_run_at", UTCDateTime, nullable=True),
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.Column("updated_at", UTCDateTime, nullable=False),
+    # After downtime: how old a window may be and still fire (seconds), RUN_ALL's cap on
+    # the windows fired (0: 100); each fire's start delay (seconds, 0: none) and how it is
+    # chosen (RANDOM, STABLE); no fire before start_at nor at or after end_at (NULL: no
+    # bound). Server defaults only, as the task limits.
+    sa.Column("catch_up_window_seconds", sa.Float, nullable=False, server_default="5"),
+    sa.Column("max_catch_up_runs", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("jitter_seconds", sa.Float, nullable=False, server_default="0"),
+    sa.Column("jitter_mode", sa.String(16), nullable=False, server_default="RANDOM"),
+    sa.Column("start_at", UTCDateTime, nullable=True),
+    sa.Column("end_at", UTCDateTime, nullable=True),
     # Due schedules are found through this index: the cost grows with the due ones only.
     sa.Index("ix_schedules_due", "enabled", "next_run_at"),
     **_NEVER_REUSE_IDS,
@@ -185,6 +195,8 @@ fires = sa.Table(
     sa.Column("outcome", sa.String(16), nullable=False),
     sa.Column("runs", sa.JSON, nullable=False),
     sa.Column("recorded_at", UTCDateTime, nullable=False),
+    # When its jobs may start: the fire time plus the schedule's jitter; NULL: the fire time.
+    sa.Column("start_at", UTCDateTime, nullable=True),
     # Every fire is idempotent: one row per (schedule, fire time).
     sa.UniqueConstraint("schedule_id", "fire_time", name="uq_fires_schedule_fire_time"),
     **_NEVER_REUSE_IDS,

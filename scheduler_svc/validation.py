@@ -15,13 +15,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from scheduler_svc.errors import InvalidArgument, Reason
-from scheduler_svc.firing import cron_schedule
+from scheduler_svc.firing import DEFAULT_MAX_CATCH_UP_RUNS, MAX_CATCH_UP_RUNS, cron_schedule
 from tickwork.cron import CronError, CronSchedule, validate_timezone
+from tickwork.jitter import MAX_JITTER_S
 from worker_svc.handlers import InvalidParams, UnknownHandler, get_handler, unsupported_limit
 
 MAX_NAME_CHARS = 200
 MAX_PRIORITY = 1_000_000
-CATCH_UP_POLICIES = ("SKIP", "RUN_ONCE")
+CATCH_UP_POLICIES = ("SKIP", "RUN_ONCE", "RUN_ALL")
+JITTER_MODES = ("RANDOM", "STABLE")
 
 
 def name(value: str, field: str) -> str:
@@ -261,12 +263,60 @@ def cron(expression: str, timezone: str, prefix: str = "schedule.") -> CronSched
 
 
 def catch_up_policy(value: str) -> str:
-    """SKIP or RUN_ONCE."""
+    """SKIP, RUN_ONCE or RUN_ALL."""
     if value not in CATCH_UP_POLICIES:
         raise InvalidArgument(
             f"must be one of {', '.join(CATCH_UP_POLICIES)}", field="schedule.catch_up_policy"
         )
     return value
+
+
+def catch_up_window_seconds(value: float) -> float:
+    """How old a missed window may be and still fire: 0 to ten years, seconds."""
+    return seconds(value, "schedule.catch_up_window_seconds")
+
+
+def max_catch_up_runs(value: int) -> int:
+    """RUN_ALL's cap: 0 (the default, 100) to :data:`firing.MAX_CATCH_UP_RUNS`."""
+    if not 0 <= value <= MAX_CATCH_UP_RUNS:
+        raise InvalidArgument(
+            f"must be between 0 (meaning {DEFAULT_MAX_CATCH_UP_RUNS}) and "
+            f"{MAX_CATCH_UP_RUNS:,}, got {value}",
+            field="schedule.max_catch_up_runs",
+        )
+    return int(value)
+
+
+def jitter_seconds(value: float) -> float:
+    """The most delay added to a fire's start: 0 (none) to a day, seconds."""
+    if not math.isfinite(value) or not 0 <= value <= MAX_JITTER_S:
+        raise InvalidArgument(
+            f"must be a number of seconds from 0 to {MAX_JITTER_S:g}",
+            field="schedule.jitter_seconds",
+        )
+    return float(value)
+
+
+def jitter_mode(value: str) -> str:
+    """RANDOM or STABLE."""
+    if value not in JITTER_MODES:
+        raise InvalidArgument(
+            f"must be one of {', '.join(JITTER_MODES)}", field="schedule.jitter_mode"
+        )
+    return value
+
+
+def bounds(start: dt.datetime | None, end: dt.datetime | None) -> None:
+    """A schedule's end_time, when both are set, is after its start_time.
+
+    Raises:
+        InvalidArgument: naming ``schedule.end_time``.
+    """
+    if start is not None and end is not None and end <= start:
+        raise InvalidArgument(
+            f"must be after start_time ({start.isoformat()}), got {end.isoformat()}",
+            field="schedule.end_time",
+        )
 
 
 #: Most labels on one run's jobs, and the longest label key and value, in characters

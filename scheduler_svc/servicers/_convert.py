@@ -89,6 +89,11 @@ def task(r: TaskRecord, outcomes: OutcomeTimes = (None, None)) -> task_pb2.Task:
 _CATCH_UP = {
     "SKIP": schedule_pb2.CATCH_UP_POLICY_SKIP,
     "RUN_ONCE": schedule_pb2.CATCH_UP_POLICY_RUN_ONCE,
+    "RUN_ALL": schedule_pb2.CATCH_UP_POLICY_RUN_ALL,
+}
+_JITTER = {
+    "RANDOM": schedule_pb2.JITTER_MODE_RANDOM,
+    "STABLE": schedule_pb2.JITTER_MODE_STABLE,
 }
 
 
@@ -110,6 +115,12 @@ def schedule(r: ScheduleRecord, description: str) -> schedule_pb2.Schedule:
         cron_description=description,
         create_time=ts(r.created_at),
         update_time=ts(r.updated_at),
+        catch_up_window_seconds=r.catch_up_window_seconds,
+        max_catch_up_runs=r.max_catch_up_runs,
+        jitter_seconds=r.jitter_seconds,
+        jitter_mode=_JITTER.get(r.jitter_mode, schedule_pb2.JITTER_MODE_RANDOM),
+        start_time=ts(r.start_at),
+        end_time=ts(r.end_at),
     )
 
 
@@ -119,6 +130,17 @@ def catch_up_policy(value: int) -> str:
         return "SKIP"
     if value == schedule_pb2.CATCH_UP_POLICY_RUN_ONCE:
         return "RUN_ONCE"
+    if value == schedule_pb2.CATCH_UP_POLICY_RUN_ALL:
+        return "RUN_ALL"
+    return f"UNKNOWN({value})"
+
+
+def jitter_mode(value: int) -> str:
+    """The stored form of a JitterMode enum value; unknown values stay unknown."""
+    if value in (schedule_pb2.JITTER_MODE_UNSPECIFIED, schedule_pb2.JITTER_MODE_RANDOM):
+        return "RANDOM"
+    if value == schedule_pb2.JITTER_MODE_STABLE:
+        return "STABLE"
     return f"UNKNOWN({value})"
 
 
@@ -205,6 +227,7 @@ def fire(r: FireRecord) -> schedule_pb2.Fire:
         outcome=schedule_pb2.FireOutcome.Value(f"FIRE_OUTCOME_{r.outcome}"),  # type: ignore[arg-type]
         runs=[task_run(x) for x in r.runs],
         record_time=ts(r.recorded_at),
+        start_time=ts(r.start_at or r.fire_time),
     )
 
 

@@ -21,7 +21,7 @@ from scheduler_svc.servicers.schedules import check_timing, schedule_values
 from scheduler_svc.servicers.tasks import WRITABLE as TASK_WRITABLE
 from scheduler_svc.servicers.tasks import task_values
 from scheduler_svc.store import Applied, ScheduleItem
-from scheduler_svc.store.config import Action, Change
+from scheduler_svc.store.config import TIMING, Action, Change
 from tickwork.v1 import config_pb2, config_pb2_grpc
 
 Ctx = grpc.aio.ServicerContext[Any, Any]
@@ -36,6 +36,8 @@ _FIELD_PATHS = {
     "max_attempts": "retry_policy.max_attempts",
     "backoff_base_seconds": "retry_policy.backoff_base_seconds",
     "backoff_cap_seconds": "retry_policy.backoff_cap_seconds",
+    "start_at": "start_time",
+    "end_at": "end_time",
 }
 _KINDS = {
     "task": config_pb2.ConfigChange.KIND_TASK,
@@ -143,13 +145,14 @@ def schedule_items(request: config_pb2.ApplyConfigRequest, now: dt.datetime) -> 
 
 def fire_times(record: ScheduleRecord | None, count: int = PREVIEW) -> list[dt.datetime]:
     """A schedule's next ``count`` fire times from its stored next run (cron: the
-    expression's next ones; interval: one interval apart); empty when disabled or None."""
+    expression's next ones; interval: one interval apart), none at or after its end_time;
+    empty when disabled or None."""
     if record is None or not record.enabled or record.next_run_at is None:
         return []
     first = record.next_run_at
     if not record.cron_expression:
         step = dt.timedelta(seconds=record.interval_seconds)
-        return [first + k * step for k in range(count)]
+        return _before_end(record, [first + k * step for k in range(count)])
     times = [first]
     times += [
         p.fire_time
@@ -157,7 +160,13 @@ def fire_times(record: ScheduleRecord | None, count: int = PREVIEW) -> list[dt.d
             first, count - 1
         )
     ]
-    return times[:count]
+    return _before_end(record, times[:count])
+
+
+def _before_end(record: ScheduleRecord, times: list[dt.datetime]) -> list[dt.datetime]:
+    """``times`` before the schedule's end_time (all of them without one)."""
+    end = record.end_at
+    return times if end is None else [t for t in times if t < end]
 
 
 def _stamps(times: list[dt.datetime]) -> list[timestamp_pb2.Timestamp]:
@@ -179,7 +188,7 @@ def change_message(change: Change) -> config_pb2.ConfigChange:
         id=max(change.id, 0),
     )
     if change.kind == "schedule":
-        timing = {"cron_expression", "interval_seconds", "timezone", "enabled"}
+        timing = set(TIMING)
         if change.action == Action.CREATED or timing & set(change.fields):
             out.fire_times_after.extend(_stamps(fire_times(change.after)))
         if change.action == Action.UPDATED and timing & set(change.fields):

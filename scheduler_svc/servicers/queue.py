@@ -70,6 +70,11 @@ class QueueServicer(queue_pb2_grpc.QueueServiceServicer):
                     task_ids=tuple(fire.task_ids),
                     missed=fire.missed,
                     missed_fire_times=tuple(cv.from_ts(t) for t in fire.missed_fire_times),
+                    start_at=(
+                        cv.from_ts(fire.start_time, f"fires[{i}].start_time")
+                        if fire.HasField("start_time")
+                        else None
+                    ),
                 )
             )
         results = await self.app.enqueue_fires(fires)

@@ -14,7 +14,7 @@ from google.protobuf import timestamp_pb2
 from scheduler_svc import validation
 from scheduler_svc.app import App
 from scheduler_svc.errors import AlreadyExists, InvalidArgument, Reason, Resource, ServiceError
-from scheduler_svc.firing import cron_schedule
+from scheduler_svc.firing import DEFAULT_CATCH_UP_WINDOW_S, cron_schedule
 from scheduler_svc.records import ScheduleRecord
 from scheduler_svc.servicers import _convert as cv
 from scheduler_svc.servicers import _paging as paging
@@ -30,8 +30,10 @@ Ctx = grpc.aio.ServicerContext[Any, Any]
 #: The Schedule fields an update may write: every field its proto does not mark
 #: OUTPUT_ONLY or IDENTIFIER.
 WRITABLE = writable_fields(schedule_pb2.Schedule.DESCRIPTOR)
-#: Changing one of these recomputes next_run_time.
-TIMING = {"cron_expression", "interval_seconds", "timezone", "enabled"}
+#: Changing one of these recomputes next_run_time: the record's fields, and the Schedule
+#: fields (update paths) that write them.
+TIMING = {"cron_expression", "interval_seconds", "timezone", "enabled", "start_at", "end_at"}
+TIMING_PATHS = (TIMING - {"start_at", "end_at"}) | {"start_time", "end_time"}
 
 #: DescribeCron's text for each DST note.
 DST_NOTES = DST_NOTE_TEXT
@@ -98,6 +100,22 @@ def schedule_values(s: schedule_pb2.Schedule, paths: tuple[str, ...]) -> dict[st
             )
         elif path == "enabled":
             out["enabled"] = s.enabled if s.HasField("enabled") else True
+        elif path == "catch_up_window_seconds":
+            out["catch_up_window_seconds"] = (
+                validation.catch_up_window_seconds(s.catch_up_window_seconds)
+                if s.HasField("catch_up_window_seconds")
+                else DEFAULT_CATCH_UP_WINDOW_S
+            )
+        elif path == "max_catch_up_runs":
+            out["max_catch_up_runs"] = validation.max_catch_up_runs(s.max_catch_up_runs)
+        elif path == "jitter_seconds":
+            out["jitter_seconds"] = validation.jitter_seconds(s.jitter_seconds)
+        elif path == "jitter_mode":
+            out["jitter_mode"] = validation.jitter_mode(cv.jitter_mode(s.jitter_mode))
+        elif path in ("start_time", "end_time"):
+            column = "start_at" if path == "start_time" else "end_at"
+            field = f"schedule.{path}"
+            out[column] = cv.from_ts(getattr(s, path), field) if s.HasField(path) else None
         elif path in PLANNED_FIELDS:
             _refuse_planned(s, path)
         elif path != "task_ids":
@@ -110,7 +128,8 @@ def schedule_values(s: schedule_pb2.Schedule, paths: tuple[str, ...]) -> dict[st
 
 
 def check_timing(record: ScheduleRecord, changed: Collection[str] = ()) -> None:
-    """A schedule needs a valid cron expression in a valid zone, or an interval >= 1 s.
+    """A schedule needs a valid cron expression in a valid zone, or an interval >= 1 s,
+    and an end_time after its start_time when both are set.
 
     Args:
         record (ScheduleRecord): the schedule as it would be stored.
@@ -119,8 +138,10 @@ def check_timing(record: ScheduleRecord, changed: Collection[str] = ()) -> None:
 
     Raises:
         InvalidArgument: naming the field (``schedule.cron_expression``,
-            ``schedule.interval_seconds`` or ``schedule.timezone``).
+            ``schedule.interval_seconds``, ``schedule.timezone``, or ``schedule.end_time``
+            when not after start_time).
     """
+    validation.bounds(record.start_at, record.end_at)
     if record.cron_expression:
         validation.cron(record.cron_expression, record.timezone)
     else:
@@ -172,12 +193,6 @@ PLANNED_FIELDS = frozenset(
     {
         "overlap_policy",
         "max_buffered",
-        "catch_up_window_seconds",
-        "max_catch_up_runs",
-        "jitter_seconds",
-        "jitter_mode",
-        "start_time",
-        "end_time",
         "labels",
         "catch_up_on_resume",
         "start_deadline_seconds",
@@ -399,7 +414,7 @@ class ScheduleServicer(_PlannedScheduleRpcs, schedule_pb2_grpc.ScheduleServiceSe
                 # Cron wins, as on create: the interval is not kept beside it.
                 merged = dataclasses.replace(merged, interval_seconds=0)
                 extra["interval_seconds"] = 0
-            if TIMING & set(paths) and any(
+            if TIMING_PATHS & set(paths) and any(
                 getattr(current, k) != getattr(merged, k) for k in TIMING
             ):
                 extra["next_run_at"] = self.app.next_run(merged)

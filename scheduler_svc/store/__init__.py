@@ -305,10 +305,15 @@ class Store:
         first, then by id (index ix_schedules_due)."""
         return await self.db.read(lambda conn: schedules.due_schedules(conn, now, limit))
 
-    async def schedules_without_next_run(self, limit: int) -> list[ScheduleRecord]:
+    async def schedules_without_next_run(
+        self, limit: int, now: dt.datetime | None = None
+    ) -> list[ScheduleRecord]:
         """Up to ``limit`` enabled schedules whose next_run_at is NULL (written directly to
-        the database), by id."""
-        return await self.db.read(lambda conn: schedules.schedules_without_next_run(conn, limit))
+        the database), by id; with ``now``, not those whose end_time has passed (they have
+        no next run)."""
+        return await self.db.read(
+            lambda conn: schedules.schedules_without_next_run(conn, limit, now)
+        )
 
     async def earliest_next_run(self) -> dt.datetime | None:
         """The earliest next_run_at among enabled schedules; None when there is none."""

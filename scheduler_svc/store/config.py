@@ -20,7 +20,7 @@ from scheduler_svc.store import schedules as schedule_ops
 from scheduler_svc.store import tasks as task_ops
 
 #: The schedule columns whose change moves its next run.
-TIMING = ("cron_expression", "interval_seconds", "timezone", "enabled")
+TIMING = ("cron_expression", "interval_seconds", "timezone", "enabled", "start_at", "end_at")
 
 
 class Action(enum.StrEnum):

@@ -322,16 +322,18 @@ def _anchor_interval(
     """Interval schedules fire interval seconds after their previous run finished.
 
     Returns the schedule's new next run, or None when it is not an enabled interval
-    schedule.
+    schedule or the next run would be at or after its end_time (then it has none).
     """
     row = conn.execute(
-        sa.select(schedules.c.interval_seconds, schedules.c.cron_expression).where(
-            schedules.c.id == schedule_id, schedules.c.enabled.is_(True)
-        )
+        sa.select(
+            schedules.c.interval_seconds, schedules.c.cron_expression, schedules.c.end_at
+        ).where(schedules.c.id == schedule_id, schedules.c.enabled.is_(True))
     ).first()
     if row is None or row.cron_expression or row.interval_seconds <= 0:
         return None
-    next_run = finished_at + dt.timedelta(seconds=row.interval_seconds)
+    next_run: dt.datetime | None = finished_at + dt.timedelta(seconds=row.interval_seconds)
+    if row.end_at is not None and next_run is not None and next_run >= row.end_at:
+        next_run = None  # no fire at or after its end_time
     conn.execute(
         schedules.update().where(schedules.c.id == schedule_id).values(next_run_at=next_run)
     )

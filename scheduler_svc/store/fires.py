@@ -122,7 +122,14 @@ def _claim_fires(
     return hot.insert_fires(
         bulk,
         [
-            (r.schedule_id, bulk.when(r.fire_time), FireOutcome.ENQUEUED, "[]", recorded_at)
+            (
+                r.schedule_id,
+                bulk.when(r.fire_time),
+                FireOutcome.ENQUEUED,
+                "[]",
+                recorded_at,
+                bulk.when(r.start_at),
+            )
             for r in requests
         ],
     )
@@ -132,7 +139,7 @@ def _record_missed(bulk: Bulk, claimed: Sequence[FireRequest], now: dt.datetime)
     """Record each claimed fire's missed windows (catch-up SKIP) as MISSED fires."""
     recorded_at = bulk.when(now)
     missed_rows = [
-        (r.schedule_id, bulk.when(t), FireOutcome.MISSED, "[]", recorded_at)
+        (r.schedule_id, bulk.when(t), FireOutcome.MISSED, "[]", recorded_at, None)
         for r in claimed
         for t in r.missed_fire_times
     ]
@@ -184,10 +191,18 @@ def _plan_jobs(
                             now=now,
                             schedule_id=r.schedule_id,
                             fire_time=r.fire_time,
+                            # A jittered fire's jobs are not started before its start.
+                            not_before=_not_before(r, now),
                         )
                     )
         plan.append((r, decisions))
     return plan, new_rows
+
+
+def _not_before(request: FireRequest, now: dt.datetime) -> dt.datetime | None:
+    """A fire's jobs' not_before: its jittered start while that is ahead of ``now``."""
+    start = request.start_at
+    return start if start is not None and start > now else None
 
 
 def _insert_jobs(

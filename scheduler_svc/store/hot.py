@@ -350,7 +350,7 @@ JOB_COLUMNS = (
 )
 #: A job whose task already has an active one is left out (uq_jobs_one_active_per_task).
 _ACTIVE_JOB_CONFLICT = f"ON CONFLICT (task_id) WHERE {ACTIVE_JOB_PREDICATE.text} DO NOTHING"
-FIRE_COLUMNS = ("schedule_id", "fire_time", "outcome", "runs", "recorded_at")
+FIRE_COLUMNS = ("schedule_id", "fire_time", "outcome", "runs", "recorded_at", "start_at")
 #: A fire already recorded for its (schedule, fire time) is left out.
 _FIRE_CONFLICT = "ON CONFLICT (schedule_id, fire_time) DO NOTHING"
 

@@ -249,14 +249,16 @@ def due_schedules(conn: Connection, now: dt.datetime, limit: int) -> list[Schedu
     return with_tasks(conn, conn.execute(due_schedules_query(now, limit)).all())
 
 
-def schedules_without_next_run(conn: Connection, limit: int) -> list[ScheduleRecord]:
+def schedules_without_next_run(
+    conn: Connection, limit: int, now: dt.datetime | None = None
+) -> list[ScheduleRecord]:
     """See :meth:`scheduler_svc.store.Store.schedules_without_next_run`."""
-    query = (
-        schedules.select()
-        .where(schedules.c.enabled.is_(True), schedules.c.next_run_at.is_(None))
-        .order_by(schedules.c.id)
-        .limit(limit)
+    query = schedules.select().where(
+        schedules.c.enabled.is_(True), schedules.c.next_run_at.is_(None)
     )
+    if now is not None:  # one past its end_time has no next run, rightly
+        query = query.where(sa.or_(schedules.c.end_at.is_(None), schedules.c.end_at > now))
+    query = query.order_by(schedules.c.id).limit(limit)
     return with_tasks(conn, conn.execute(query).all())
 
 

@@ -27,7 +27,7 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from tickwork.v1 import common_pb2 as tickwork_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17tickwork/v1/queue.proto\x12\x0btickwork.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x18tickwork/v1/common.proto\"\xda\x01\n\x0e\x45nqueueRequest\x12\x16\n\x08task_ids\x18\x01 \x03(\x03\x42\x04\xe2\x41\x01\x02\x12%\n\x07trigger\x18\x02 \x01(\x0e\x32\x14.tickwork.v1.Trigger\x12\x13\n\x0bschedule_id\x18\x03 \x01(\x03\x12-\n\tfire_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06missed\x18\x05 \x01(\x08\x12\x35\n\x11missed_fire_times\x18\x06 \x03(\x0b\x32\x1a.google.protobuf.Timestamp\"M\n\x0f\x45nqueueResponse\x12\"\n\x04runs\x18\x01 \x03(\x0b\x32\x14.tickwork.v1.TaskRun\x12\x16\n\x0e\x64uplicate_fire\x18\x02 \x01(\x08\"\xb7\x01\n\x0cScheduleFire\x12\x19\n\x0bschedule_id\x18\x01 \x01(\x03\x42\x04\xe2\x41\x01\x02\x12\x33\n\tfire_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x02\x12\x10\n\x08task_ids\x18\x03 \x03(\x03\x12\x0e\n\x06missed\x18\x04 \x01(\x08\x12\x35\n\x11missed_fire_times\x18\x05 \x03(\x0b\x32\x1a.google.protobuf.Timestamp\"E\n\x13\x45nqueueFiresRequest\x12.\n\x05\x66ires\x18\x01 \x03(\x0b\x32\x19.tickwork.v1.ScheduleFireB\x04\xe2\x41\x01\x02\"\xac\x01\n\x12ScheduleFireResult\x12\x13\n\x0bschedule_id\x18\x01 \x01(\x03\x12-\n\tfire_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\"\n\x04runs\x18\x03 \x03(\x0b\x32\x14.tickwork.v1.TaskRun\x12\x16\n\x0e\x64uplicate_fire\x18\x04 \x01(\x08\x12\x16\n\x0eschedule_found\x18\x05 \x01(\x08\"H\n\x14\x45nqueueFiresResponse\x12\x30\n\x07results\x18\x01 \x03(\x0b\x32\x1f.tickwork.v1.ScheduleFireResult2\xa9\x01\n\x0cQueueService\x12\x44\n\x07\x45nqueue\x12\x1b.tickwork.v1.EnqueueRequest\x1a\x1c.tickwork.v1.EnqueueResponse\x12S\n\x0c\x45nqueueFires\x12 .tickwork.v1.EnqueueFiresRequest\x1a!.tickwork.v1.EnqueueFiresResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17tickwork/v1/queue.proto\x12\x0btickwork.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x18tickwork/v1/common.proto\"\xda\x01\n\x0e\x45nqueueRequest\x12\x16\n\x08task_ids\x18\x01 \x03(\x03\x42\x04\xe2\x41\x01\x02\x12%\n\x07trigger\x18\x02 \x01(\x0e\x32\x14.tickwork.v1.Trigger\x12\x13\n\x0bschedule_id\x18\x03 \x01(\x03\x12-\n\tfire_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06missed\x18\x05 \x01(\x08\x12\x35\n\x11missed_fire_times\x18\x06 \x03(\x0b\x32\x1a.google.protobuf.Timestamp\"M\n\x0f\x45nqueueResponse\x12\"\n\x04runs\x18\x01 \x03(\x0b\x32\x14.tickwork.v1.TaskRun\x12\x16\n\x0e\x64uplicate_fire\x18\x02 \x01(\x08\"\xe7\x01\n\x0cScheduleFire\x12\x19\n\x0bschedule_id\x18\x01 \x01(\x03\x42\x04\xe2\x41\x01\x02\x12\x33\n\tfire_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x02\x12\x10\n\x08task_ids\x18\x03 \x03(\x03\x12\x0e\n\x06missed\x18\x04 \x01(\x08\x12\x35\n\x11missed_fire_times\x18\x05 \x03(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nstart_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"E\n\x13\x45nqueueFiresRequest\x12.\n\x05\x66ires\x18\x01 \x03(\x0b\x32\x19.tickwork.v1.ScheduleFireB\x04\xe2\x41\x01\x02\"\xac\x01\n\x12ScheduleFireResult\x12\x13\n\x0bschedule_id\x18\x01 \x01(\x03\x12-\n\tfire_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\"\n\x04runs\x18\x03 \x03(\x0b\x32\x14.tickwork.v1.TaskRun\x12\x16\n\x0e\x64uplicate_fire\x18\x04 \x01(\x08\x12\x16\n\x0eschedule_found\x18\x05 \x01(\x08\"H\n\x14\x45nqueueFiresResponse\x12\x30\n\x07results\x18\x01 \x03(\x0b\x32\x1f.tickwork.v1.ScheduleFireResult2\xa9\x01\n\x0cQueueService\x12\x44\n\x07\x45nqueue\x12\x1b.tickwork.v1.EnqueueRequest\x1a\x1c.tickwork.v1.EnqueueResponse\x12S\n\x0c\x45nqueueFires\x12 .tickwork.v1.EnqueueFiresRequest\x1a!.tickwork.v1.EnqueueFiresResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -47,13 +47,13 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_ENQUEUERESPONSE']._serialized_start=353
   _globals['_ENQUEUERESPONSE']._serialized_end=430
   _globals['_SCHEDULEFIRE']._serialized_start=433
-  _globals['_SCHEDULEFIRE']._serialized_end=616
-  _globals['_ENQUEUEFIRESREQUEST']._serialized_start=618
-  _globals['_ENQUEUEFIRESREQUEST']._serialized_end=687
-  _globals['_SCHEDULEFIRERESULT']._serialized_start=690
-  _globals['_SCHEDULEFIRERESULT']._serialized_end=862
-  _globals['_ENQUEUEFIRESRESPONSE']._serialized_start=864
-  _globals['_ENQUEUEFIRESRESPONSE']._serialized_end=936
-  _globals['_QUEUESERVICE']._serialized_start=939
-  _globals['_QUEUESERVICE']._serialized_end=1108
+  _globals['_SCHEDULEFIRE']._serialized_end=664
+  _globals['_ENQUEUEFIRESREQUEST']._serialized_start=666
+  _globals['_ENQUEUEFIRESREQUEST']._serialized_end=735
+  _globals['_SCHEDULEFIRERESULT']._serialized_start=738
+  _globals['_SCHEDULEFIRERESULT']._serialized_end=910
+  _globals['_ENQUEUEFIRESRESPONSE']._serialized_start=912
+  _globals['_ENQUEUEFIRESRESPONSE']._serialized_end=984
+  _globals['_QUEUESERVICE']._serialized_start=987
+  _globals['_QUEUESERVICE']._serialized_end=1156
 # @@protoc_insertion_point(module_scope)

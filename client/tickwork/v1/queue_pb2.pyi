@@ -36,18 +36,20 @@ class EnqueueResponse(_message.Message):
     def __init__(self, runs: _Optional[_Iterable[_Union[_common_pb2.TaskRun, _Mapping]]] = ..., duplicate_fire: _Optional[bool] = ...) -> None: ...
 
 class ScheduleFire(_message.Message):
-    __slots__ = ("schedule_id", "fire_time", "task_ids", "missed", "missed_fire_times")
+    __slots__ = ("schedule_id", "fire_time", "task_ids", "missed", "missed_fire_times", "start_time")
     SCHEDULE_ID_FIELD_NUMBER: _ClassVar[int]
     FIRE_TIME_FIELD_NUMBER: _ClassVar[int]
     TASK_IDS_FIELD_NUMBER: _ClassVar[int]
     MISSED_FIELD_NUMBER: _ClassVar[int]
     MISSED_FIRE_TIMES_FIELD_NUMBER: _ClassVar[int]
+    START_TIME_FIELD_NUMBER: _ClassVar[int]
     schedule_id: int
     fire_time: _timestamp_pb2.Timestamp
     task_ids: _containers.RepeatedScalarFieldContainer[int]
     missed: bool
     missed_fire_times: _containers.RepeatedCompositeFieldContainer[_timestamp_pb2.Timestamp]
-    def __init__(self, schedule_id: _Optional[int] = ..., fire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., task_ids: _Optional[_Iterable[int]] = ..., missed: _Optional[bool] = ..., missed_fire_times: _Optional[_Iterable[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]]] = ...) -> None: ...
+    start_time: _timestamp_pb2.Timestamp
+    def __init__(self, schedule_id: _Optional[int] = ..., fire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., task_ids: _Optional[_Iterable[int]] = ..., missed: _Optional[bool] = ..., missed_fire_times: _Optional[_Iterable[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class EnqueueFiresRequest(_message.Message):
     __slots__ = ("fires",)
