@@ -44,6 +44,7 @@ from tickwork.v1.schedule_pb2 import (
     DeleteScheduleRequest,
     DescribeCronResponse,
     Fire,
+    JitterMode,
     ListFiresRequest,
     ListSchedulesRequest,
     Schedule,
@@ -552,6 +553,12 @@ class Client:
         catch_up_policy: CatchUpPolicy | str = "SKIP",
         description: str = "",
         enabled: bool = True,
+        catch_up_window_seconds: float | None = None,
+        max_catch_up_runs: int = 0,
+        jitter_seconds: float = 0.0,
+        jitter_mode: JitterMode | str = "RANDOM",
+        start_time: datetime | None = None,
+        end_time: datetime | None = None,
     ) -> Schedule:
         """Create a schedule and return it with its id, next run time (UTC) and description.
 
@@ -563,13 +570,26 @@ class Client:
                 finished; used when ``cron`` is not given.
             timezone (str): IANA zone the expression is read in.
             catch_up_policy (CatchUpPolicy | str): after downtime, ``"SKIP"`` the missed
-                windows or ``"RUN_ONCE"``.
+                windows, ``"RUN_ONCE"`` (one run for them) or ``"RUN_ALL"`` (every window
+                within the catch-up window, oldest first).
             description (str): free text.
             enabled (bool): a disabled schedule does not fire.
+            catch_up_window_seconds (float | None): how old a missed window may be and still
+                fire after downtime, seconds; None means the server's default, 5.
+            max_catch_up_runs (int): RUN_ALL's cap on the windows fired after downtime (the
+                newest kept); 0 means 100, at most 10,000.
+            jitter_seconds (float): most delay added to each fire's start, seconds, 0 to
+                86400; the fire keeps its nominal fire time.
+            jitter_mode (JitterMode | str): ``"RANDOM"`` (a new delay per fire) or
+                ``"STABLE"`` (one delay derived from the schedule's name).
+            start_time (datetime | None): no fire before this aware instant.
+            end_time (datetime | None): no fire at or after this aware instant; after
+                ``start_time``.
 
         Raises:
             InvalidArgument: no cron nor interval; an invalid or never-firing expression or an
-                unknown zone (the message names the field).
+                unknown zone; a negative catch-up window, a jitter over 86400 s, an unknown
+                jitter mode, an end_time not after start_time (the message names the field).
             AlreadyExists: the name is taken.
             NotFound: an unknown task.
         """
@@ -582,6 +602,12 @@ class Client:
             catch_up_policy=catch_up_policy,
             description=description,
             enabled=enabled,
+            catch_up_window_seconds=catch_up_window_seconds,
+            max_catch_up_runs=max_catch_up_runs,
+            jitter_seconds=jitter_seconds,
+            jitter_mode=jitter_mode,
+            start_time=start_time,
+            end_time=end_time,
         )
         request = CreateScheduleRequest(schedule=schedule)
         response = self._call(self._stubs().schedules.CreateSchedule, request)
@@ -595,7 +621,7 @@ class Client:
             schedules (Sequence[NewSchedule]): mappings with ``create_schedule``'s arguments:
                 ``name`` and ``tasks`` (ids or names) required; ``cron`` or
                 ``interval_seconds``; ``timezone``, ``catch_up_policy``, ``description``,
-                ``enabled`` optional.
+                ``enabled`` and the catch-up, jitter and bounds keywords optional.
 
         Raises:
             InvalidArgument: a bad item or field, an empty batch or more than 1,000; the
@@ -642,7 +668,10 @@ class Client:
         """Change the given fields of a schedule and return the stored schedule.
 
         Keywords: ``name``, ``description``, ``cron``, ``interval_seconds``, ``timezone``,
-        ``catch_up_policy``, ``enabled``, ``tasks`` (ids or names, replacing the list).
+        ``catch_up_policy``, ``enabled``, ``tasks`` (ids or names, replacing the list),
+        ``catch_up_window_seconds``, ``max_catch_up_runs``, ``jitter_seconds``,
+        ``jitter_mode``, ``start_time``, ``end_time`` (as in :meth:`create_schedule`; None
+        resets the catch-up window to 5 s and removes a bound).
         ``interval_seconds`` without ``cron`` also clears the cron expression. The server
         recomputes the next run time (UTC) when the timing or enabled state changes.
 

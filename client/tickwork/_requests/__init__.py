@@ -29,6 +29,7 @@ from tickwork._requests.checks import (
     check_ref,
     enum_label,
     parse_catch_up_policy,
+    parse_jitter_mode,
     parse_job_status,
     task_refs,
 )
@@ -96,6 +97,7 @@ __all__ = [
     "new_schedule_refs",
     "page_size",
     "parse_catch_up_policy",
+    "parse_jitter_mode",
     "parse_job_status",
     "remaining_s",
     "resolve_server",

@@ -11,7 +11,7 @@ from google.protobuf.descriptor import FieldDescriptor
 
 from tickwork.errors import InvalidArgument
 from tickwork.v1.job_pb2 import JobStatus
-from tickwork.v1.schedule_pb2 import CatchUpPolicy
+from tickwork.v1.schedule_pb2 import CatchUpPolicy, JitterMode
 
 Ref = int | str
 """A task or schedule reference: an id (int) or a name (str)."""
@@ -136,6 +136,16 @@ def parse_catch_up_policy(value: CatchUpPolicy | str | int) -> CatchUpPolicy:
     """
     policy = _parse_enum(CatchUpPolicy, "CATCH_UP_POLICY_", value, "catch_up_policy")
     return cast("CatchUpPolicy", policy)
+
+
+def parse_jitter_mode(value: JitterMode | str | int) -> JitterMode:
+    """Turn ``"STABLE"``, ``"random"``, ``"JITTER_MODE_STABLE"`` or the enum into a
+    JitterMode.
+
+    Raises:
+        InvalidArgument: an unknown name or number, or UNSPECIFIED.
+    """
+    return cast("JitterMode", _parse_enum(JitterMode, "JITTER_MODE_", value, "jitter_mode"))
 
 
 def _parse_enum(enum: Any, prefix: str, value: object, field: str) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Required, TypedDict
+from typing import Any, Required, TypedDict
 
 from google.protobuf.field_mask_pb2 import FieldMask
 
@@ -15,6 +15,7 @@ from tickwork._requests.checks import (
     check_ref,
     check_type,
     parse_catch_up_policy,
+    parse_jitter_mode,
     task_refs,
 )
 from tickwork._requests.convert import to_timestamp
@@ -25,6 +26,7 @@ from tickwork.v1.schedule_pb2 import (
     CreateScheduleRequest,
     DescribeCronRequest,
     GetScheduleRequest,
+    JitterMode,
     Schedule,
     UpdateScheduleRequest,
 )
@@ -46,6 +48,12 @@ class ScheduleFields(TypedDict, total=False):
     catch_up_policy: CatchUpPolicy | str
     enabled: bool
     tasks: Sequence[Ref]
+    catch_up_window_seconds: float | None
+    max_catch_up_runs: int
+    jitter_seconds: float
+    jitter_mode: JitterMode | str
+    start_time: datetime | None
+    end_time: datetime | None
 
 
 class NewSchedule(TypedDict, total=False):
@@ -59,7 +67,23 @@ class NewSchedule(TypedDict, total=False):
     catch_up_policy: CatchUpPolicy | str
     description: str
     enabled: bool
+    catch_up_window_seconds: float | None
+    max_catch_up_runs: int
+    jitter_seconds: float
+    jitter_mode: JitterMode | str
+    start_time: datetime | None
+    end_time: datetime | None
 
+
+#: The catch-up, jitter and bounds keywords, Schedule fields of the same names.
+TIMING_KEYWORDS = (
+    "catch_up_window_seconds",
+    "max_catch_up_runs",
+    "jitter_seconds",
+    "jitter_mode",
+    "start_time",
+    "end_time",
+)
 
 _NEW_SCHEDULE_KEYS = frozenset(NewSchedule.__annotations__)
 _SCHEDULE_FIELDS = frozenset(ScheduleFields.__annotations__)
@@ -75,8 +99,9 @@ SCHEDULE_MASK = (
     "catch_up_policy",
     "enabled",
     "task_ids",
+    *TIMING_KEYWORDS,
 )
-"""Every writable Schedule field: the full update mask."""
+"""Every writable Schedule field this SDK sets: the full update mask."""
 
 
 def get_schedule_request(ref: Ref) -> GetScheduleRequest:
@@ -97,11 +122,18 @@ def build_schedule(
     catch_up_policy: CatchUpPolicy | str,
     description: str,
     enabled: bool,
+    catch_up_window_seconds: float | None = None,
+    max_catch_up_runs: int = 0,
+    jitter_seconds: float = 0.0,
+    jitter_mode: JitterMode | str = "RANDOM",
+    start_time: datetime | None = None,
+    end_time: datetime | None = None,
 ) -> Schedule:
     """Build a Schedule with every writable field set explicitly (see ``create_schedule``).
 
     Raises:
-        InvalidArgument: neither ``cron`` nor ``interval_seconds`` given, or a bad policy.
+        InvalidArgument: neither ``cron`` nor ``interval_seconds`` given, a bad policy or
+            jitter mode, or a value of the wrong type (named).
     """
     check_type(name, str, "name")
     check_type(cron, str | None, "cron")
@@ -122,11 +154,44 @@ def build_schedule(
         ("enabled", enabled),
     ):
         assign_field(schedule, field, value, "cron" if field == "cron_expression" else None)
+    set_timing(
+        schedule,
+        {
+            "catch_up_window_seconds": catch_up_window_seconds,
+            "max_catch_up_runs": max_catch_up_runs,
+            "jitter_seconds": jitter_seconds,
+            "jitter_mode": jitter_mode,
+            "start_time": start_time,
+            "end_time": end_time,
+        },
+    )
     try:
         schedule.task_ids.extend(task_ids)
     except (TypeError, ValueError):
         raise InvalidArgument(f"tasks: not task ids: {list(task_ids)!r:.80}") from None
     return schedule
+
+
+def set_timing(schedule: Schedule, values: Mapping[str, object]) -> None:
+    """Set the catch-up, jitter and bounds fields of ``schedule`` from ``values`` (keys of
+    :data:`TIMING_KEYWORDS`; None leaves a field unset: the server's default, or no bound).
+
+    Raises:
+        InvalidArgument: a value of the wrong type or an unknown jitter mode, naming it.
+    """
+    for key, value in values.items():
+        if value is None:
+            continue
+        if key == "jitter_mode":
+            schedule.jitter_mode = parse_jitter_mode(value)  # type: ignore[arg-type]
+        elif key in ("start_time", "end_time"):
+            if not isinstance(value, datetime):
+                raise InvalidArgument(f"{key}: expected an aware datetime, got {value!r:.80}")
+            getattr(schedule, key).CopyFrom(to_timestamp(value, key))
+        else:
+            kind = int if key == "max_catch_up_runs" else int | float
+            check_type(value, kind, key)
+            assign_field(schedule, key, value)
 
 
 def new_schedule_refs(schedules: Sequence[NewSchedule]) -> list[Sequence[Ref]]:
@@ -171,11 +236,17 @@ def batch_create_schedules_request(
                 catch_up_policy=item.get("catch_up_policy", "SKIP"),
                 description=item.get("description", ""),
                 enabled=item.get("enabled", True),
+                **_timing_of(item),
             )
         except InvalidArgument as err:
             raise InvalidArgument(f"schedules[{i}]: {err.details}") from None
         requests.append(CreateScheduleRequest(schedule=schedule))
     return BatchCreateSchedulesRequest(requests=requests)
+
+
+def _timing_of(item: Mapping[str, Any]) -> dict[str, Any]:
+    """The catch-up, jitter and bounds keywords an item of ``create_schedules`` gives."""
+    return {k: item[k] for k in TIMING_KEYWORDS if k in item}
 
 
 def update_schedule_request(
@@ -208,6 +279,8 @@ def update_schedule_request(
             schedule.task_ids.extend(task_ids or [])
         elif key == "catch_up_policy":
             schedule.catch_up_policy = parse_catch_up_policy(fields["catch_up_policy"])
+        elif key in TIMING_KEYWORDS:
+            set_timing(schedule, {key: value})  # None: back to the default, or no bound
         else:
             assign_field(schedule, path, value, key)
         paths.append(path)
