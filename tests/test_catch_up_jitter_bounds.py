@@ -12,7 +12,7 @@ import pytest
 
 from scheduler_svc.values import JobStatus
 from tests.inprocess import Harness, inprocess
-from tickwork import FireOutcome, InvalidArgument, SkipReason
+from tickwork import CatchUpPolicy, FireOutcome, InvalidArgument, JitterMode, SkipReason
 from tickwork.jitter import stable_delay_s
 
 UTC = dt.UTC
@@ -23,7 +23,8 @@ def at(text: str) -> dt.datetime:
 
 
 def utc(stamp: Any) -> dt.datetime:
-    return stamp.ToDatetime(tzinfo=UTC)
+    when: dt.datetime = stamp.ToDatetime(tzinfo=UTC)
+    return when
 
 
 async def schedule(h: Harness, name: str, cron: str, **kw: Any) -> None:
@@ -321,3 +322,90 @@ async def test_an_unknown_jitter_mode_is_refused(tmp_path: Path, database_url: s
         with pytest.raises(InvalidArgument) as err:
             await h.client._call(stub.UpdateSchedule, request)
         assert err.value.field == "schedule.jitter_mode"
+
+
+_CONFIG = """
+[[tasks]]
+name = "t"
+handler = "shell"
+params = { argv = ["true"] }
+
+[[schedules]]
+name = "nightly"
+cron = "0 2 * * *"
+tasks = ["t"]
+catch_up_policy = "RUN_ALL"
+catch_up_window_seconds = 7200
+max_catch_up_runs = 3
+jitter_seconds = 900
+jitter_mode = "STABLE"
+start_time = 2026-07-01T00:00:00Z
+end_time = 2026-08-01T00:00:00Z
+"""
+
+
+async def test_a_config_file_speaks_the_same_names(tmp_path: Path, database_url: str) -> None:
+    """The file's keys are the Schedule fields; ApplyConfig stores them, reports them as
+    changed fields, previews fire times within the bounds, and the report shows the STABLE
+    start; applying again changes nothing."""
+    import tomllib
+
+    from tickwork.apply import config_request, parse_config
+
+    config = parse_config(tomllib.loads(_CONFIG))
+    async with inprocess(tmp_path, database_url, at("2026-06-01T10:00:00+00:00")) as h:
+        response = await h.client.apply_config(config_request(config))
+        created = response.changes[1]
+        assert [utc(t) for t in created.fire_times_after] == [
+            at(f"2026-07-0{d}T02:00:00+00:00") for d in (1, 2, 3)
+        ]
+        s = await h.client.get_schedule("nightly")
+        assert s.catch_up_policy == CatchUpPolicy.CATCH_UP_POLICY_RUN_ALL
+        assert (s.catch_up_window_seconds, s.max_catch_up_runs) == (7200, 3)
+        assert (s.jitter_seconds, s.jitter_mode) == (900, JitterMode.JITTER_MODE_STABLE)
+        assert utc(s.start_time) == at("2026-07-01T00:00:00+00:00")
+        assert utc(s.next_run_time) == at("2026-07-01T02:00:00+00:00")
+        again = await h.client.apply_config(config_request(config))
+        assert again.changes[1].action == again.changes[1].ACTION_UNCHANGED
+        changed = parse_config(tomllib.loads(_CONFIG.replace("= 900", "= 60")))
+        update = (await h.client.apply_config(config_request(changed))).changes[1]
+        assert list(update.fields) == ["jitter_seconds"]
+
+
+@pytest.mark.parametrize(
+    ("line", "key"),
+    [
+        ("jitter_seconds = 90000", "schedules[0].jitter_seconds"),
+        ('jitter_mode = "SOMETIMES"', "schedules[0].jitter_mode"),
+        ("catch_up_window_seconds = -1", "schedules[0].catch_up_window_seconds"),
+        ("end_time = 2026-06-30T00:00:00Z", "schedules[0].end_time"),
+        ("start_time = 2026-07-01T00:00:00", "schedules[0].start_time"),
+    ],
+)
+def test_bad_config_values_name_the_key(line: str, key: str) -> None:
+    import tomllib
+
+    from tickwork.apply import ConfigError, parse_config
+
+    name = line.split(" ")[0]
+    kept = "\n".join(x for x in _CONFIG.splitlines() if not x.startswith(f"{name} "))
+    with pytest.raises(ConfigError) as err:
+        parse_config(tomllib.loads(f"{kept}\n{line}\n"))
+    assert err.value.key == key
+
+
+async def test_apply_config_refuses_what_only_the_server_checks(
+    tmp_path: Path, database_url: str
+) -> None:
+    """A cap over 10,000 passes the file's checks; the server names the field and applies
+    nothing."""
+    import tomllib
+
+    from tickwork.apply import config_request, parse_config
+
+    config = parse_config(tomllib.loads(_CONFIG.replace("= 3", "= 10001")))
+    async with inprocess(tmp_path, database_url, at("2026-06-01T10:00:00+00:00")) as h:
+        with pytest.raises(InvalidArgument) as err:
+            await h.client.apply_config(config_request(config))
+        assert err.value.field == "schedules[0].max_catch_up_runs"
+        assert await h.client.list_schedules() == []

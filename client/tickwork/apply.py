@@ -19,7 +19,13 @@ File format (every key but ``name``, ``handler`` and the schedule's timing is op
     name = "every-10s"
     cron = "*/10 * * * * *"        # or: interval_seconds = 30
     timezone = "UTC"
-    catch_up_policy = "SKIP"       # or "RUN_ONCE"
+    catch_up_policy = "SKIP"       # or "RUN_ONCE", "RUN_ALL"
+    catch_up_window_seconds = 5    # how old a missed window may be and still fire
+    max_catch_up_runs = 100        # RUN_ALL's cap; 0 means 100
+    jitter_seconds = 0             # most delay added to each fire's start, 0 to 86400
+    jitter_mode = "RANDOM"         # or "STABLE" (one delay from the name)
+    start_time = 2026-06-01T00:00:00Z  # no fire before (a TOML date-time with an offset)
+    end_time = 2027-01-01T00:00:00Z    # no fire at or after; after start_time
     tasks = ["health-check"]
     description = "..."
     enabled = true
@@ -56,8 +62,9 @@ from tickwork import _requests as rq
 from tickwork._sync import Client
 from tickwork.apply_notifiers import NotifierSpec, apply_notifiers, parse_notifiers
 from tickwork.errors import InvalidArgument, TickworkError
+from tickwork.jitter import MAX_JITTER_S, jitter_text
 from tickwork.v1.config_pb2 import ApplyConfigRequest, ConfigChange, ConfigSchedule
-from tickwork.v1.schedule_pb2 import CatchUpPolicy, Schedule
+from tickwork.v1.schedule_pb2 import CatchUpPolicy, JitterMode, Schedule
 from tickwork.v1.task_pb2 import RetryPolicy, Task
 
 __all__ = [
@@ -136,6 +143,13 @@ class ScheduleSpec:
     catch_up_policy: str = "SKIP"
     description: str = ""
     enabled: bool | None = None
+    catch_up_window_seconds: float | None = None
+    """None: the server's default, 5."""
+    max_catch_up_runs: int = 0
+    jitter_seconds: float = 0.0
+    jitter_mode: str = "RANDOM"
+    start_time: dt.datetime | None = None
+    end_time: dt.datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -171,6 +185,8 @@ class ApplyChange:
     fields: tuple[str, ...] = ()
     fire_times_before: tuple[dt.datetime, ...] = ()
     fire_times_after: tuple[dt.datetime, ...] = ()
+    jitter: str = ""
+    """For a schedule with jitter whose fire times are shown: how its starts follow them."""
 
     def describe(self, *, dry_run: bool = False) -> str:
         """Lines such as ``"task health-check: updated (params, timeout_seconds)"`` (in a
@@ -184,6 +200,8 @@ class ApplyChange:
             if times:
                 shown = ", ".join(t.strftime("%Y-%m-%dT%H:%M:%SZ") for t in times)
                 lines.append(f"  next fire times {label}: {shown}")
+        if self.jitter and self.fire_times_after:
+            lines.append(f"  starts: {self.jitter}")
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -314,6 +332,7 @@ _SCHEDULE_KEYS = (
     "tasks",
     "description",
     "enabled",
+    *rq.TIMING_KEYWORDS,
 )
 
 
@@ -439,6 +458,7 @@ def _schedule(i: int, item: Mapping[str, Any], problems: _Problems) -> ScheduleS
     policy = _get(item, prefix, "catch_up_policy", "str", problems)
     description = _get(item, prefix, "description", "str", problems)
     enabled = _get(item, prefix, "enabled", "bool", problems)
+    timing = _schedule_timing(prefix, item, problems)
     if "cron" not in item and "interval_seconds" not in item:
         problems.add(prefix, "give cron or interval_seconds")
     if cron is not None and not cron.strip():
@@ -477,7 +497,50 @@ def _schedule(i: int, item: Mapping[str, Any], problems: _Problems) -> ScheduleS
         catch_up_policy=policy or "SKIP",
         description=description or "",
         enabled=enabled,
+        **timing,
     )
+
+
+def _schedule_timing(prefix: str, item: Mapping[str, Any], problems: _Problems) -> dict[str, Any]:
+    """The catch-up, jitter and bounds keys of a schedule table, checked as far as the file
+    can be (the server checks the rest, naming the same fields)."""
+    out: dict[str, Any] = {}
+    window = _get(item, prefix, "catch_up_window_seconds", "number", problems)
+    if window is not None:
+        if window < 0:
+            problems.add(f"{prefix}.catch_up_window_seconds", f"must be >= 0, got {window}")
+        out["catch_up_window_seconds"] = float(window)
+    runs = _get(item, prefix, "max_catch_up_runs", "int", problems)
+    if runs is not None:
+        out["max_catch_up_runs"] = runs
+    jitter = _get(item, prefix, "jitter_seconds", "number", problems)
+    if jitter is not None:
+        if not 0 <= jitter <= MAX_JITTER_S:
+            problems.add(f"{prefix}.jitter_seconds", f"must be 0 to 86400, got {jitter}")
+        out["jitter_seconds"] = float(jitter)
+    mode = _get(item, prefix, "jitter_mode", "str", problems)
+    if mode is not None:
+        try:
+            out["jitter_mode"] = JitterMode.Name(rq.parse_jitter_mode(mode)).removeprefix(
+                "JITTER_MODE_"
+            )
+        except InvalidArgument as err:
+            problems.add(f"{prefix}.jitter_mode", err.details.split(": ", 1)[1])
+    for key in ("start_time", "end_time"):
+        if key not in item:
+            continue
+        value = item[key]
+        if not isinstance(value, dt.datetime) or value.utcoffset() is None:
+            problems.add(
+                f"{prefix}.{key}",
+                f"expected a date-time with an offset (e.g. 2026-06-01T00:00:00Z), got {value!r}",
+            )
+        else:
+            out[key] = value.astimezone(dt.UTC)
+    start, end = out.get("start_time"), out.get("end_time")
+    if start is not None and end is not None and end <= start:
+        problems.add(f"{prefix}.end_time", "must be after start_time")
+    return out
 
 
 def _check_unique(kind: str, names: Sequence[str], problems: _Problems) -> None:
@@ -527,6 +590,17 @@ def config_request(config: Config, *, dry_run: bool = False) -> ApplyConfigReque
             timezone=sched.timezone,
             catch_up_policy=rq.parse_catch_up_policy(sched.catch_up_policy),
         )
+        rq.set_timing(
+            schedule,
+            {
+                "catch_up_window_seconds": sched.catch_up_window_seconds,
+                "max_catch_up_runs": sched.max_catch_up_runs,
+                "jitter_seconds": sched.jitter_seconds,
+                "jitter_mode": sched.jitter_mode,
+                "start_time": sched.start_time,
+                "end_time": sched.end_time,
+            },
+        )
         if sched.enabled is not None:
             schedule.enabled = sched.enabled
         request.schedules.append(ConfigSchedule(schedule=schedule, task_names=sched.tasks))
@@ -570,7 +644,9 @@ def apply_config(client: Client, config: Config, *, dry_run: bool = False) -> Ap
     except TickworkError as err:
         raise _located(err, config) from None
     report = ApplyReport(dry_run=response.dry_run)
+    specs = {spec.name: spec for spec in config.schedules}
     for change in response.changes:
+        spec = specs.get(change.name) if change.kind == ConfigChange.KIND_SCHEDULE else None
         report.changes.append(
             ApplyChange(
                 "task" if change.kind == ConfigChange.KIND_TASK else "schedule",
@@ -579,6 +655,7 @@ def apply_config(client: Client, config: Config, *, dry_run: bool = False) -> Ap
                 tuple(change.fields),
                 tuple(t.ToDatetime(dt.UTC) for t in change.fire_times_before),
                 tuple(t.ToDatetime(dt.UTC) for t in change.fire_times_after),
+                jitter_text(spec.name, spec.jitter_seconds, spec.jitter_mode) if spec else "",
             )
         )
     # Notifiers are declared after the tasks and schedules' transaction, one PutNotifier

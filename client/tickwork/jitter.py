@@ -51,3 +51,14 @@ def _below(jitter_s: float) -> float:
     if micros / 1_000_000 >= jitter_s:
         micros -= 1
     return max(micros, 0) / 1_000_000
+
+
+def jitter_text(name: str, jitter_s: float, mode: str) -> str:
+    """How a schedule's starts follow its fire times, for previews: empty without jitter,
+    ``"37.25 s after each fire time (stable)"``, or ``"up to 30 s after each fire time
+    (random)"``."""
+    if jitter_s <= 0:
+        return ""
+    if mode == "STABLE":
+        return f"{stable_delay_s(name, jitter_s):g} s after each fire time (stable)"
+    return f"up to {jitter_s:g} s after each fire time (random)"

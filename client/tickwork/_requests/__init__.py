@@ -48,6 +48,7 @@ from tickwork._requests.jobs import (
 )
 from tickwork._requests.schedules import (
     SCHEDULE_MASK,
+    TIMING_KEYWORDS,
     NewSchedule,
     ScheduleFields,
     batch_create_schedules_request,
@@ -55,6 +56,7 @@ from tickwork._requests.schedules import (
     describe_cron_request,
     get_schedule_request,
     new_schedule_refs,
+    set_timing,
     update_schedule_request,
 )
 from tickwork._requests.tasks import (
@@ -77,6 +79,7 @@ __all__ = [
     "SERVER_ENV",
     "TASK_MASK",
     "TERMINAL_STATUSES",
+    "TIMING_KEYWORDS",
     "NewSchedule",
     "Ref",
     "ScheduleFields",
@@ -104,6 +107,7 @@ __all__ = [
     "resume_delay_s",
     "run_tasks_request",
     "runs_in_argument_order",
+    "set_timing",
     "task_refs",
     "to_datetime",
     "to_struct",
