@@ -409,3 +409,50 @@ async def test_apply_config_refuses_what_only_the_server_checks(
             await h.client.apply_config(config_request(config))
         assert err.value.field == "schedules[0].max_catch_up_runs"
         assert await h.client.list_schedules() == []
+
+
+async def test_the_cli_flags_and_previews(
+    tmp_path: Path, database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``schedules create/update`` take the flags; ``get`` and ``preview`` show the nominal
+    fire times and the jittered starts; a bad value is the server's INVALID_ARGUMENT naming
+    the field (exit 2) and changes nothing."""
+    import asyncio
+
+    from tickwork.cli import main
+
+    async def cli(*argv: str) -> tuple[int, str, str]:
+        code = await asyncio.to_thread(main, ["--server", h.service.address, *argv])
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+
+    async with inprocess(tmp_path, database_url, at("2026-06-01T10:00:10+00:00")) as h:
+        await h.client.create_task("t", "shell", {"argv": ["true"]})
+        code, out, _ = await cli(
+            "schedules", "create", "hourly", "--task", "t", "--cron", "0 * * * *",
+            "--catch-up", "RUN_ALL", "--catch-up-window", "7200", "--max-catch-up-runs", "4",
+            "--jitter", "600", "--jitter-mode", "stable",
+            "--start-time", "2026-06-01T12:00:00Z", "--end-time", "2026-06-01T15:00:00Z",
+        )  # fmt: skip
+        assert code == 0, out
+        s = await h.client.get_schedule("hourly")
+        assert (s.catch_up_window_seconds, s.max_catch_up_runs, s.jitter_seconds) == (7200, 4, 600)
+        delay = dt.timedelta(seconds=stable_delay_s("hourly", 600))
+        start = (at("2026-06-01T12:00:00+00:00") + delay).strftime("%Y-%m-%dT%H:%M:%SZ")
+        assert f"next start  {start} (stable jitter)" in out
+        code, out, _ = await cli("schedules", "preview", "hourly", "--count", "5")
+        assert code == 0
+        lines = out.splitlines()
+        assert lines[1].split() == ["2026-06-01T12:00:00Z", start]
+        assert [line.split()[0] for line in lines[1:4]] == [
+            f"2026-06-01T{hour}:00:00Z" for hour in (12, 13, 14)
+        ]  # none at or after the end time
+        assert lines[4].startswith("starts: ")
+        code, out, _ = await cli("schedules", "get", "hourly")
+        assert "catch_up_window_seconds" in out and "JITTER_MODE_STABLE" not in out
+        code, out, err = await cli("schedules", "update", "hourly", "--jitter", "90000")
+        assert code == 2 and "schedule.jitter_seconds" in err
+        assert (await h.client.get_schedule("hourly")).jitter_seconds == 600
+        code, out, _ = await cli("schedules", "update", "hourly", "--end-time", "none")
+        assert code == 0
+        assert not (await h.client.get_schedule("hourly")).HasField("end_time")

@@ -1,4 +1,5 @@
-"""``tickwork schedules``: list, fires, enable, disable, delete."""
+"""``tickwork schedules``: list, fires, enable, disable, delete (create, update, get and
+preview are in :mod:`tickwork.cli._schedule_edit`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any, TextIO
 
 from tickwork import _requests as rq
 from tickwork.cli import _output as o
+from tickwork.cli import _schedule_edit
 from tickwork.cli._common import EXIT_OK, client_from_args, positive_int
 from tickwork.v1.schedule_pb2 import FireOutcome
 
@@ -15,7 +17,8 @@ def add_parsers(sub: argparse._SubParsersAction[Any], net: argparse.ArgumentPars
     """Add ``schedules`` and its actions; ``net`` is the parent parser of the connection
     options."""
     schedules = sub.add_parser(
-        "schedules", help="list, enable, disable and delete schedules; show their fires"
+        "schedules",
+        help="create, update, list, enable, disable and delete schedules; show their fires",
     )
     ssub = schedules.add_subparsers(dest="schedules_command", metavar="ACTION", required=True)
     p = ssub.add_parser("list", parents=[net], help="list schedules with their next run")
@@ -43,6 +46,7 @@ def add_parsers(sub: argparse._SubParsersAction[Any], net: argparse.ArgumentPars
     )
     p.add_argument("name", metavar="NAME", help="schedule name")
     p.set_defaults(func=_delete)
+    _schedule_edit.add_parsers(ssub, net)
 
 
 def _list(args: argparse.Namespace, out: TextIO) -> int:

@@ -148,8 +148,9 @@ class ScheduleServiceServicer:
     def UpdateSchedule(self, request, context):
         """Updates a schedule per AIP-134: the fields named in `update_mask` (Schedule field names),
         "*" for every writable field, or, with no mask, the fields the request populates (see
-        UpdateScheduleRequest.update_mask). next_run_time is recomputed when the expression, interval, time zone or enabled
-        state changes. Errors: INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS.
+        UpdateScheduleRequest.update_mask). next_run_time is recomputed from now when the
+        expression, interval, time zone, enabled state, start_time or end_time changes.
+        Errors: INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

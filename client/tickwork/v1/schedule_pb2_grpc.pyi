@@ -60,8 +60,9 @@ class ScheduleServiceStub:
     UpdateSchedule: _grpc.UnaryUnaryMultiCallable[_schedule_pb2.UpdateScheduleRequest, _schedule_pb2.UpdateScheduleResponse]
     """Updates a schedule per AIP-134: the fields named in `update_mask` (Schedule field names),
     "*" for every writable field, or, with no mask, the fields the request populates (see
-    UpdateScheduleRequest.update_mask). next_run_time is recomputed when the expression, interval, time zone or enabled
-    state changes. Errors: INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS.
+    UpdateScheduleRequest.update_mask). next_run_time is recomputed from now when the
+    expression, interval, time zone, enabled state, start_time or end_time changes.
+    Errors: INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS.
     """
     DeleteSchedule: _grpc.UnaryUnaryMultiCallable[_schedule_pb2.DeleteScheduleRequest, _schedule_pb2.DeleteScheduleResponse]
     """Deletes a schedule and its fire history; its tasks stay. Errors: NOT_FOUND."""
@@ -131,8 +132,9 @@ class ScheduleServiceAsyncStub(ScheduleServiceStub):
     UpdateSchedule: _aio.UnaryUnaryMultiCallable[_schedule_pb2.UpdateScheduleRequest, _schedule_pb2.UpdateScheduleResponse]  # type: ignore[assignment]
     """Updates a schedule per AIP-134: the fields named in `update_mask` (Schedule field names),
     "*" for every writable field, or, with no mask, the fields the request populates (see
-    UpdateScheduleRequest.update_mask). next_run_time is recomputed when the expression, interval, time zone or enabled
-    state changes. Errors: INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS.
+    UpdateScheduleRequest.update_mask). next_run_time is recomputed from now when the
+    expression, interval, time zone, enabled state, start_time or end_time changes.
+    Errors: INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS.
     """
     DeleteSchedule: _aio.UnaryUnaryMultiCallable[_schedule_pb2.DeleteScheduleRequest, _schedule_pb2.DeleteScheduleResponse]  # type: ignore[assignment]
     """Deletes a schedule and its fire history; its tasks stay. Errors: NOT_FOUND."""
@@ -229,8 +231,9 @@ class ScheduleServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_schedule_pb2.UpdateScheduleResponse, _abc.Awaitable[_schedule_pb2.UpdateScheduleResponse]]:
         """Updates a schedule per AIP-134: the fields named in `update_mask` (Schedule field names),
         "*" for every writable field, or, with no mask, the fields the request populates (see
-        UpdateScheduleRequest.update_mask). next_run_time is recomputed when the expression, interval, time zone or enabled
-        state changes. Errors: INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS.
+        UpdateScheduleRequest.update_mask). next_run_time is recomputed from now when the
+        expression, interval, time zone, enabled state, start_time or end_time changes.
+        Errors: INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS.
         """
 
     @_abc_1.abstractmethod
