@@ -50,10 +50,12 @@ MAX_CATCH_UP_RUNS = 10_000
 #: At most this many missed fire times are recorded one by one for one catch-up.
 MAX_RECORDED_MISSES = 1000
 
-#: At most this many windows are fired by one plan; the next run is then the next window
-#: to fire, so the tick's next pass continues (a RUN_ALL catch-up of 10,000 windows is 100
-#: passes, each a bounded EnqueueFires call, not one reply of 10,000 fires).
-FIRES_PER_PLAN = 100
+#: At most this many task runs (windows times the schedule's tasks, at least one window)
+#: are fired by one plan; the next run is then the next window to fire, so the tick's
+#: next pass continues. A RUN_ALL catch-up of 10,000 windows of one task is one pass (the
+#: scheduler cuts it into EnqueueFires calls of bounded replies); each pass walks the
+#: windows left, so fewer passes is what keeps a long catch-up cheap.
+RUNS_PER_PLAN = 10_000
 
 
 @lru_cache(maxsize=4096)
@@ -186,7 +188,7 @@ def _catch_up(
     if policy == "RUN_ALL":
         keep = _windows(schedule, max(due, now - window), now, max_catch_up_runs(schedule))
     else:
-        keep = _windows(schedule, max(due, now - tolerance), now, FIRES_PER_PLAN)
+        keep = _windows(schedule, max(due, now - tolerance), now, MAX_CATCH_UP_RUNS)
         if not keep:
             latest = _latest_fire(schedule, due - _TICK, now)
             if policy == "RUN_ONCE" or now - latest <= window:
@@ -197,7 +199,7 @@ def _catch_up(
         if _more(schedule, missed, now):  # past the recorded ones: the latest, as the fire
             missed.append(_latest_fire(schedule, missed[-1], now))
         return FirePlan((), tuple(missed), after_now)
-    fire = keep[:FIRES_PER_PLAN]
+    fire = keep[: max(1, RUNS_PER_PLAN // max(1, len(schedule.task_ids)))]
     missed = [t for t in _windows_from(schedule, due, keep[0], MAX_RECORDED_MISSES) if t < keep[0]]
     next_run = keep[len(fire)] if len(keep) > len(fire) else after_now
     return FirePlan(tuple(fire), tuple(missed), next_run)

@@ -72,12 +72,12 @@ async def test_run_all_fires_every_window_oldest_first_up_to_the_cap(
         assert utc(s.last_run_time) == at("2026-06-01T04:00:00+00:00")
 
 
-async def test_run_all_fires_past_one_pass_and_keeps_the_newest(
+async def test_run_all_keeps_the_newest_windows_up_to_the_cap(
     tmp_path: Path, database_url: str
 ) -> None:
-    """A minute schedule down for 5 hours, RUN_ALL, window 3 hours, cap 150 (more than one
-    plan's 100 fires): the 150 newest windows are recorded as fires in one tick, the older
-    ones missed."""
+    """A minute schedule down for 5 hours, RUN_ALL, window 3 hours, cap 150 (beyond the
+    default cap): the 150 newest windows are recorded as fires in one tick, the older ones
+    missed."""
     async with inprocess(tmp_path, database_url, at("2026-06-01T00:59:30+00:00")) as h:
         await schedule(
             h,
