@@ -456,3 +456,63 @@ async def test_the_cli_flags_and_previews(
         code, out, _ = await cli("schedules", "update", "hourly", "--end-time", "none")
         assert code == 0
         assert not (await h.client.get_schedule("hourly")).HasField("end_time")
+
+
+@pytest.mark.parametrize(
+    ("policy", "window_s", "outcome"),
+    [
+        ("SKIP", 600.0, "FIRE_OUTCOME_ENQUEUED"),
+        ("RUN_ALL", 600.0, "FIRE_OUTCOME_ENQUEUED"),
+        ("SKIP", 299.0, "FIRE_OUTCOME_MISSED"),
+        ("RUN_ALL", 299.0, "FIRE_OUTCOME_MISSED"),
+        ("RUN_ONCE", 5.0, "FIRE_OUTCOME_ENQUEUED"),
+    ],
+)
+async def test_an_interval_schedules_pending_run_after_downtime(
+    tmp_path: Path, database_url: str, policy: str, window_s: float, outcome: str
+) -> None:
+    """Every 60 s, due at 10:01, reached at 10:06 (300 s old): SKIP and RUN_ALL fire it
+    when at most the catch-up window old, RUN_ONCE fires it anyway."""
+    async with inprocess(tmp_path, database_url, at("2026-06-01T10:00:00+00:00")) as h:
+        await h.client.create_task("job-i", "shell", {"argv": ["true"]})
+        await h.client.create_schedule(
+            "i",
+            ["job-i"],
+            interval_seconds=60,
+            catch_up_policy=policy,
+            catch_up_window_seconds=window_s,
+        )
+        await h.tick(at("2026-06-01T10:06:00+00:00"))
+        assert await fires(h, "i") == [("10:01", outcome)]
+
+
+async def test_lateness_is_measured_from_the_jittered_start(
+    tmp_path: Path, database_url: str
+) -> None:
+    """A fire enqueued 2 s after its fire time but before its jittered start is not late;
+    one enqueued after its start is late by the time since the start."""
+    delay = stable_delay_s("s", 3600.0)
+    assert delay > 2.0
+    async with inprocess(tmp_path, database_url, at("2026-06-01T08:59:00+00:00")) as h:
+        metrics = h.service.app.metrics.registry
+        await schedule(h, "s", "0 * * * *", jitter_seconds=3600, jitter_mode="STABLE")
+        await h.tick(at("2026-06-01T09:00:02+00:00"))
+        assert metrics.get_sample_value("tickwork_fire_lateness_seconds_sum") == 0.0
+        assert metrics.get_sample_value("tickwork_fire_lateness_seconds_count") == 1.0
+
+
+async def test_the_apply_report_shows_the_stable_starts(tmp_path: Path, database_url: str) -> None:
+    import asyncio
+    import tomllib
+
+    from tickwork import Client
+    from tickwork.apply import apply_config, parse_config
+
+    config = parse_config(tomllib.loads(_CONFIG))
+    async with inprocess(tmp_path, database_url, at("2026-06-01T10:00:00+00:00")) as h:
+        with Client(h.service.address) as client:
+            report = await asyncio.to_thread(apply_config, client, config)
+        text = report.changes[1].describe()
+        delay = stable_delay_s("nightly", 900)
+        assert "next fire times after: 2026-07-01T02:00:00Z" in text
+        assert f"starts: {delay:g} s after each fire time (stable)" in text
