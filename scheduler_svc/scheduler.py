@@ -18,14 +18,21 @@ import random
 import socket
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import grpc
 
 from scheduler_svc.app import Clock
 from scheduler_svc.failpoints import failpoint
-from scheduler_svc.firing import FirePlan, first_fire_after, plan_fire, start_of
+from scheduler_svc.fire_requests import (
+    FIRES_PER_CALL,
+    RUNS_PER_CALL,
+    fire_batches,
+    fire_chunks,
+    schedule_fires,
+)
+from scheduler_svc.firing import FirePlan, first_fire_after, plan_fire
 from scheduler_svc.hub import Hub
 from scheduler_svc.metrics import Metrics
 from scheduler_svc.records import ScheduleRecord
@@ -33,58 +40,15 @@ from scheduler_svc.settings import Settings
 from scheduler_svc.storage_health import log_failure
 from scheduler_svc.store import Store
 from tickwork.cron import CronError
-from tickwork.timestamps import to_timestamp as ts
 from tickwork.v1 import queue_pb2, queue_pb2_grpc
 
 log = logging.getLogger(__name__)
 
 #: Most schedules handled in one pass of a tick; a tick loops until none is due.
 BATCH = 1000
-#: Fires recorded per EnqueueFires call (one transaction each).
-FIRES_PER_CALL = 500
-#: Task runs (the due schedules' tasks, summed) per EnqueueFires call. Its reply holds one
-#: TaskRun each, at most ~840 bytes with a 200-character name: 4,000 keep it under the
-#: 4 MiB a gRPC message may be. (Eight schedules of 1,000 such tasks made a reply of
-#: 4.8 MB that the scheduler could not read, after the fires were recorded; every tick
-#: then asked again and those schedules never moved on.)
-RUNS_PER_CALL = 4000
 #: A wall clock that moved this much more or less than the monotonic clock between two
 #: ticks was stepped (NTP, a VM restore), seconds.
 CLOCK_STEP_S = 1.0
-
-
-def fire_batches(
-    due: Sequence[ScheduleRecord], fires: int, runs: int
-) -> Iterator[Sequence[ScheduleRecord]]:
-    """``due`` in order, cut into batches of at most ``fires`` schedules whose tasks add up
-    to at most ``runs`` (a schedule with more tasks than that makes a batch alone)."""
-    start, count = 0, 0
-    for i, schedule in enumerate(due):
-        tasks = len(schedule.task_ids)
-        if i > start and (i - start >= fires or count + tasks > runs):
-            yield due[start:i]
-            start, count = i, 0
-        count += tasks
-    if start < len(due):
-        yield due[start:]
-
-
-def _fire_chunks(
-    fires: Sequence[queue_pb2.ScheduleFire], most: int, runs: int
-) -> Iterator[list[queue_pb2.ScheduleFire]]:
-    """``fires`` in order, cut into EnqueueFires calls of at most ``most`` fires whose
-    tasks add up to at most ``runs`` (a fire with more tasks than that is a call alone)."""
-    chunk: list[queue_pb2.ScheduleFire] = []
-    count = 0
-    for fire in fires:
-        tasks = len(fire.task_ids)
-        if chunk and (len(chunk) >= most or count + tasks > runs):
-            yield chunk
-            chunk, count = [], 0
-        chunk.append(fire)
-        count += tasks
-    if chunk:
-        yield chunk
 
 
 class QueueClient(Protocol):
@@ -318,9 +282,9 @@ class Scheduler:
                     extra={"schedule_id": schedule.id},
                 )
                 moves.append((schedule.id, schedule.next_run_at, None, None))
-        fires = [f for schedule, plan in plans for f in self._fires(schedule, plan)]
+        fires = [f for schedule, plan in plans for f in schedule_fires(schedule, plan, self.rng)]
         results: list[queue_pb2.ScheduleFireResult] = []
-        for chunk in _fire_chunks(fires, self.fires_per_call, RUNS_PER_CALL):
+        for chunk in fire_chunks(fires, self.fires_per_call, RUNS_PER_CALL):
             request = queue_pb2.EnqueueFiresRequest(fires=chunk)
             try:
                 response = await self.queue.EnqueueFires(request)
@@ -383,37 +347,6 @@ class Scheduler:
             moves.append((schedule.id, due, first_fire_after(schedule, now), None))
             return False
         return True
-
-    def _fires(self, schedule: ScheduleRecord, plan: FirePlan) -> list[queue_pb2.ScheduleFire]:
-        """The plan as EnqueueFires items: each window to fire, oldest first (the first
-        carrying the missed windows), or the latest missed window alone; an enqueued fire
-        carries its jittered start."""
-        tasks = list(schedule.task_ids)
-        if not plan.fire_times:
-            *older, last = plan.missed_fire_times
-            return [
-                queue_pb2.ScheduleFire(
-                    schedule_id=schedule.id,
-                    fire_time=ts(last),
-                    task_ids=tasks,
-                    missed=True,
-                    missed_fire_times=[t for m in older if (t := ts(m))],
-                )
-            ]
-        out = []
-        for i, when in enumerate(plan.fire_times):
-            jittered = schedule.jitter_seconds > 0
-            fire = queue_pb2.ScheduleFire(
-                schedule_id=schedule.id,
-                fire_time=ts(when),
-                task_ids=tasks,
-                missed_fire_times=[t for m in plan.missed_fire_times if (t := ts(m))]
-                if i == 0
-                else [],
-                start_time=ts(start_of(schedule, when, self.rng)) if jittered else None,
-            )
-            out.append(fire)
-        return out
 
     async def run(self) -> None:
         """Tick until :meth:`stop`. A failing tick is logged and retried after a pause."""

@@ -14,8 +14,8 @@ import grpc
 import pytest
 
 from scheduler_svc import values
+from scheduler_svc.fire_requests import fire_batches
 from scheduler_svc.records import FireRequest, ScheduleRecord
-from scheduler_svc.scheduler import fire_batches
 from tests.databases import run_sql_async
 from tests.inprocess import Harness, inprocess
 from tests.queue_helpers import Request, raw_worker
