@@ -516,3 +516,25 @@ async def test_the_apply_report_shows_the_stable_starts(tmp_path: Path, database
         delay = stable_delay_s("nightly", 900)
         assert "next fire times after: 2026-07-01T02:00:00Z" in text
         assert f"starts: {delay:g} s after each fire time (stable)" in text
+
+
+async def test_create_schedules_takes_the_same_keywords(tmp_path: Path, database_url: str) -> None:
+    end = at("2026-06-02T00:00:00+00:00")
+    async with inprocess(tmp_path, database_url, at("2026-06-01T10:00:00+00:00")) as h:
+        await h.client.create_task("t", "shell", {"argv": ["true"]})
+        (s,) = await h.client.create_schedules(
+            [
+                {
+                    "name": "b",
+                    "tasks": ["t"],
+                    "cron": "* * * * *",
+                    "catch_up_policy": "RUN_ALL",
+                    "max_catch_up_runs": 7,
+                    "jitter_seconds": 5,
+                    "jitter_mode": "STABLE",
+                    "end_time": end,
+                }
+            ]
+        )
+        assert (s.max_catch_up_runs, s.jitter_seconds, utc(s.end_time)) == (7, 5, end)
+        assert s.jitter_mode == JitterMode.JITTER_MODE_STABLE
