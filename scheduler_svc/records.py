@@ -9,7 +9,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler_svc.values import FireOutcome, SkipReason
+from scheduler_svc.values import FireOutcome, SkipReason, Trigger
 
 
 @dataclass(frozen=True)
@@ -196,6 +196,8 @@ class FireRecord:
     outcome: FireOutcome
     runs: tuple[TaskRunResult, ...]
     recorded_at: dt.datetime
+    trigger: str = Trigger.SCHEDULER
+    """Who caused it (:class:`values.Trigger`): SCHEDULER, or BACKFILL."""
 
 
 @dataclass(frozen=True)
@@ -214,6 +216,9 @@ class FireRequest:
     task_ids: tuple[int, ...]
     missed: bool = False
     missed_fire_times: tuple[dt.datetime, ...] = ()
+    trigger: Trigger = Trigger.SCHEDULER
+    """Who caused it: its jobs carry it, in the lane of :func:`fires.lane_of` (the
+    scheduler lane for SCHEDULER, the backfill lane for BACKFILL)."""
 
 
 @dataclass(frozen=True)
@@ -225,6 +230,12 @@ class FireResult:
     runs: tuple[TaskRunResult, ...]
     duplicate_fire: bool = False
     schedule_found: bool = True
+    outcome: str = ""
+    """The fire's :class:`~scheduler_svc.values.FireOutcome` (empty when not found)."""
+    fire_id: int = 0
+    """The fire's row (0 when not found)."""
+    recorded_at: dt.datetime | None = None
+    """When the fire was recorded (None when not found)."""
 
 
 @dataclass(frozen=True)

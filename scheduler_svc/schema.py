@@ -185,6 +185,9 @@ fires = sa.Table(
     sa.Column("outcome", sa.String(16), nullable=False),
     sa.Column("runs", sa.JSON, nullable=False),
     sa.Column("recorded_at", UTCDateTime, nullable=False),
+    # Who caused it (values.Trigger): SCHEDULER for the loop's fires, BACKFILL for a
+    # backfill's windows.
+    sa.Column("trigger", sa.String(16), nullable=False, server_default="SCHEDULER"),
     # Every fire is idempotent: one row per (schedule, fire time).
     sa.UniqueConstraint("schedule_id", "fire_time", name="uq_fires_schedule_fire_time"),
     **_NEVER_REUSE_IDS,

@@ -205,6 +205,7 @@ def fire(r: FireRecord) -> schedule_pb2.Fire:
         outcome=schedule_pb2.FireOutcome.Value(f"FIRE_OUTCOME_{r.outcome}"),  # type: ignore[arg-type]
         runs=[task_run(x) for x in r.runs],
         record_time=ts(r.recorded_at),
+        trigger=trigger(r.trigger),  # type: ignore[arg-type]
     )
 
 

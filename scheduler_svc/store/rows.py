@@ -63,6 +63,7 @@ def fire(row: sa.Row[Any]) -> FireRecord:
         outcome=FireOutcome(m["outcome"]),
         runs=tuple(TaskRunResult.from_json(r) for r in m["runs"]),
         recorded_at=m["recorded_at"],
+        trigger=m["trigger"],
     )
 
 
