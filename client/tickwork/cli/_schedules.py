@@ -1,4 +1,4 @@
-"""``tickwork schedules``: list, fires, enable, disable, delete."""
+"""``tickwork schedules``: list, fires, enable, disable, delete, backfill."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import argparse
 from typing import Any, TextIO
 
 from tickwork import _requests as rq
+from tickwork.cli import _backfill
 from tickwork.cli import _output as o
 from tickwork.cli._common import EXIT_OK, client_from_args, positive_int
 from tickwork.v1.schedule_pb2 import FireOutcome
@@ -43,6 +44,7 @@ def add_parsers(sub: argparse._SubParsersAction[Any], net: argparse.ArgumentPars
     )
     p.add_argument("name", metavar="NAME", help="schedule name")
     p.set_defaults(func=_delete)
+    _backfill.add_parser(ssub, net)
 
 
 def _list(args: argparse.Namespace, out: TextIO) -> int:
