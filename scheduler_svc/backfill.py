@@ -187,12 +187,20 @@ async def backfill_schedule(
     check_policy(asked.overlap_policy)
     now = remember.now if remember is not None else app.clock()
     check_range(asked.start, asked.end, now)
+
+    def plan_windows(schedule: ScheduleRecord) -> list[dt.datetime]:
+        return plan(schedule, asked)
+
+    # A written backfill plans in a read first: the transaction then does not walk the
+    # range while it holds the writer (SQLite's, which scheduled fires and claims share).
+    planned = None if asked.dry_run else await app.store.plan_backfill(schedule_id, plan_windows)
     found = await app.store.backfill(
         schedule_id,
-        lambda schedule: plan(schedule, asked),
+        plan_windows,
         now,
         overlap_policy=asked.overlap_policy,
         dry_run=asked.dry_run,
+        planned=planned,
         remember=remember,
     )
     if not asked.dry_run:

@@ -12,7 +12,8 @@ from pathlib import Path
 import grpc
 import pytest
 
-from scheduler_svc.backfill import MAX_WINDOWS, reply_bytes_bound
+from scheduler_svc.backfill import MAX_WINDOWS, Range, plan, reply_bytes_bound
+from scheduler_svc.records import ScheduleRecord
 from tests.inprocess import Harness, inprocess
 from tests.queue_helpers import claim, finish
 from tickwork import FailedPrecondition, InvalidArgument, JobStatus, SkipReason, Trigger
@@ -369,3 +370,24 @@ async def test_the_command_line_prints_the_windows(
         assert await asyncio.to_thread(main, [*base, *span]) == 0
         assert "2 windows: 2 already fired" in capsys.readouterr().out
         assert await asyncio.to_thread(main, [*base, "--from", "2026-10-01", "--to", "x"]) == 2
+
+
+async def test_windows_planned_before_a_schedule_change_are_planned_again(
+    tmp_path: Path, database_url: str
+) -> None:
+    async with inprocess(tmp_path, database_url, NOW) as h:
+        await nightly(h, "a")
+        store, schedule_id = h.service.app.store, (await h.client.get_schedule("s")).id
+        asked = Range(at("2026-10-01T00:00:00+00:00"), at("2026-10-03T00:00:00+00:00"), None, False)
+
+        def windows(schedule: ScheduleRecord) -> list[dt.datetime]:
+            return plan(schedule, asked)
+
+        planned = await store.plan_backfill(schedule_id, windows)
+        assert planned[1] == [at("2026-10-01T00:30:00+00:00"), at("2026-10-02T00:30:00+00:00")]
+        await h.client.update_schedule("s", cron="0 12 * * *")  # changed meanwhile
+        found = await store.backfill(schedule_id, windows, NOW, planned=planned)
+        assert [w.fire_time for w in found] == [
+            at("2026-10-01T10:00:00+00:00"),
+            at("2026-10-02T10:00:00+00:00"),
+        ]

@@ -52,7 +52,7 @@ from scheduler_svc.store import (
     schedules,
     tasks,
 )
-from scheduler_svc.store.backfill import PlanWindows, Window
+from scheduler_svc.store.backfill import Planned, PlanWindows, Window
 from scheduler_svc.store.config import Applied, ScheduleItem
 from scheduler_svc.store.finish import LEASE_LOST, backoff_delay_s
 from scheduler_svc.store.locks import LOCK_ORDER
@@ -380,6 +380,7 @@ class Store:
         *,
         overlap_policy: str | None = None,
         dry_run: bool = False,
+        planned: Planned | None = None,
         remember: Remember | None = None,
     ) -> list[Window]:
         """Backfill a schedule: its windows ``plan_windows(schedule)`` (aware UTC, oldest
@@ -389,6 +390,9 @@ class Store:
         one transaction. A window that already has a fire is left alone (``already_fired``).
         ``overlap_policy``: a stored policy name, or None for the schedule's own.
         ``dry_run``: a read; nothing is written (the windows carry no fire nor runs).
+        ``planned``: windows planned before (see :meth:`plan_backfill`), used when the
+        schedule's expression, zone and tasks are still those they were planned from, so
+        that a long range is not walked while the transaction holds the writer.
 
         Raises NotFound(field="id"), and whatever ``plan_windows`` raises; nothing is
         written when it raises.
@@ -404,11 +408,23 @@ class Store:
                 now,
                 overlap_policy=overlap_policy,
                 dry_run=dry_run,
+                planned=planned,
             )
 
         if dry_run:
             return await self.db.read(run)
         return await self.db.write(_once(run, remember))
+
+    async def plan_backfill(self, schedule_id: int, plan_windows: PlanWindows) -> Planned:
+        """The schedule and its windows ``plan_windows(schedule)``, in a read (for
+        :meth:`backfill`'s ``planned``). Raises NotFound(field="id"), and whatever
+        ``plan_windows`` raises."""
+
+        def run(conn: Connection) -> Planned:
+            schedule = backfill.schedule_of(conn, schedule_id)
+            return schedule, plan_windows(schedule)
+
+        return await self.db.read(run)
 
     async def list_fires(
         self, schedule_id: int, limit: int, before: dt.datetime | None = None

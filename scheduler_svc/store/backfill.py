@@ -23,6 +23,18 @@ from scheduler_svc.values import Trigger
 #: The windows of a schedule (as it is in the transaction) that a backfill covers, oldest
 #: first; raises (InvalidArgument, FailedPrecondition) to refuse the backfill.
 PlanWindows = Callable[[ScheduleRecord], list[dt.datetime]]
+#: Windows planned before the transaction, from the schedule as it was then.
+Planned = tuple[ScheduleRecord, list[dt.datetime]]
+
+
+def _same_windows(a: ScheduleRecord, b: ScheduleRecord) -> bool:
+    """Whether two reads of a schedule have the same windows and tasks."""
+    return (a.cron_expression, a.timezone, a.task_ids, a.task_names) == (
+        b.cron_expression,
+        b.timezone,
+        b.task_ids,
+        b.task_names,
+    )
 
 
 @dataclass(frozen=True)
@@ -46,7 +58,7 @@ def _no_schedule(schedule_id: int) -> NotFound:
     )
 
 
-def _schedule(conn: Connection, schedule_id: int) -> ScheduleRecord:
+def schedule_of(conn: Connection, schedule_id: int) -> ScheduleRecord:
     """The schedule with its tasks. Raises NotFound naming ``id`` (the request's field)."""
     try:
         return schedules.get_schedule(conn, schedule_id)
@@ -95,10 +107,14 @@ def backfill(
     *,
     overlap_policy: str | None,
     dry_run: bool,
+    planned: Planned | None = None,
 ) -> list[Window]:
     """See :meth:`scheduler_svc.store.Store.backfill`."""
-    schedule = _schedule(conn, schedule_id)
-    times = plan_windows(schedule)
+    schedule = schedule_of(conn, schedule_id)
+    if planned is not None and _same_windows(planned[0], schedule):
+        times = planned[1]
+    else:
+        times = plan_windows(schedule)
     fired = _fired(conn, schedule_id, times)
     if dry_run:
         return [Window(t, t in fired) for t in times]
