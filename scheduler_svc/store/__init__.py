@@ -3,10 +3,10 @@
 :class:`Store` is the one interface; its body is the index of every operation, each
 docstring the operation's contract. The operations live in one module per concern:
 :mod:`.tasks`, :mod:`.schedules`, :mod:`.queue` (runs in, jobs out), :mod:`.finish`
-(outcomes, retries, recovery), :mod:`.fires`, :mod:`.leases`, :mod:`.retention`; they
-share :mod:`.rows` (row and record conversions), :mod:`.locks` (the lock order) and
-:mod:`.hot` (the statements every job and fire runs, on the driver through
-:mod:`.driver`).
+(outcomes, retries, recovery), :mod:`.fires`, :mod:`.backfill`, :mod:`.leases`,
+:mod:`.retention`; they share :mod:`.rows` (row and record conversions), :mod:`.locks`
+(the lock order) and :mod:`.hot` (the statements every job and fire runs, on the driver
+through :mod:`.driver`).
 
 Every operation is one transaction and takes ``now`` (aware UTC) from its caller; the
 store never reads the clock. Unique violations become :class:`AlreadyExists` naming the
