@@ -17,10 +17,18 @@ from scheduler_svc.records import ScheduleRecord
 from tests.inprocess import Harness, inprocess
 from tests.queue_helpers import claim, finish
 from tickwork import FailedPrecondition, InvalidArgument, JobStatus, SkipReason, Trigger
+from tickwork._channel import auth_metadata
 from tickwork._context import FIRE_TIME, TRIGGER
 from tickwork.cli._main import main
 from tickwork.cron import CronSchedule
-from tickwork.v1 import schedule_pb2, schedule_pb2_grpc, worker_pb2
+from tickwork.v1 import (
+    common_pb2,
+    queue_pb2,
+    queue_pb2_grpc,
+    schedule_pb2,
+    schedule_pb2_grpc,
+    worker_pb2,
+)
 from tickwork.v1.schedule_pb2 import BackfillScheduleResponse, FireOutcome
 from worker_svc._supervisor import job_window
 
@@ -391,3 +399,20 @@ async def test_windows_planned_before_a_schedule_change_are_planned_again(
             at("2026-10-01T10:00:00+00:00"),
             at("2026-10-02T10:00:00+00:00"),
         ]
+
+
+async def test_the_queue_service_refuses_a_backfill_trigger(
+    tmp_path: Path, database_url: str
+) -> None:
+    async with inprocess(tmp_path, database_url, NOW) as h:
+        task = await h.client.create_task("a", "shell", {"argv": ["true"]})
+        async with grpc.aio.insecure_channel(h.service.address) as channel:
+            queue = queue_pb2_grpc.QueueServiceStub(channel)
+            request = queue_pb2.EnqueueRequest(
+                task_ids=[task.id], trigger=common_pb2.TRIGGER_BACKFILL
+            )
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                await queue.Enqueue(request, metadata=auth_metadata(h.service.internal_token))
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert (err.value.details() or "").startswith("trigger")
+        assert await h.client.list_jobs() == []
