@@ -23,7 +23,7 @@ from scheduler_svc.storage_health import StorageHealth
 #: How often the database-backed gauges are refreshed, seconds.
 REFRESH_S = 2.0
 
-LANES = {0: "manual", 1: "scheduler"}
+LANES = {0: "manual", 1: "scheduler", 2: "backfill"}
 
 _DURATION_BUCKETS = (0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 4 * 3600)
 _LATENESS_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300)
@@ -87,6 +87,13 @@ class Metrics:
         self.fires = Counter(
             "tickwork_fires",
             "Schedule fires recorded, by outcome (enqueued, skipped, missed).",
+            ["outcome"],
+            registry=r,
+        )
+        self.backfill_windows = Counter(
+            "tickwork_backfill_windows",
+            "Windows of schedules backfilled (BackfillSchedule, not dry runs), by outcome "
+            "(enqueued, skipped, already_fired).",
             ["outcome"],
             registry=r,
         )
@@ -156,6 +163,8 @@ class Metrics:
             self.workers.labels(state)
         for outcome in ("enqueued", "skipped", "missed"):
             self.fires.labels(outcome)
+        for outcome in ("enqueued", "skipped", "already_fired"):
+            self.backfill_windows.labels(outcome)
         self.snapshot = _Snapshot()
         r.register(self.snapshot)
 

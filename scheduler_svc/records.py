@@ -9,7 +9,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler_svc.values import FireOutcome, SkipReason
+from scheduler_svc.values import FireOutcome, SkipReason, Trigger
 
 
 @dataclass(frozen=True)
@@ -210,6 +210,8 @@ class FireRecord:
     recorded_at: dt.datetime
     start_at: dt.datetime | None = None
     """When its jobs may start (the fire time plus jitter); None: at its fire time."""
+    trigger: str = Trigger.SCHEDULER
+    """Who caused it (:class:`values.Trigger`): SCHEDULER, or BACKFILL."""
 
 
 @dataclass(frozen=True)
@@ -231,6 +233,9 @@ class FireRequest:
     start_at: dt.datetime | None = None
     """When its jobs may start (the fire time plus the schedule's jitter; its jobs' not
     before); None: at once."""
+    trigger: Trigger = Trigger.SCHEDULER
+    """Who caused it: its jobs carry it, in the lane of :func:`fires.lane_of` (the
+    scheduler lane for SCHEDULER, the backfill lane for BACKFILL)."""
 
 
 @dataclass(frozen=True)
@@ -242,6 +247,12 @@ class FireResult:
     runs: tuple[TaskRunResult, ...]
     duplicate_fire: bool = False
     schedule_found: bool = True
+    outcome: str = ""
+    """The fire's :class:`~scheduler_svc.values.FireOutcome` (empty when not found)."""
+    fire_id: int = 0
+    """The fire's row (0 when not found)."""
+    recorded_at: dt.datetime | None = None
+    """When the fire was recorded (None when not found)."""
 
 
 @dataclass(frozen=True)

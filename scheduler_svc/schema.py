@@ -197,6 +197,9 @@ fires = sa.Table(
     sa.Column("recorded_at", UTCDateTime, nullable=False),
     # When its jobs may start: the fire time plus the schedule's jitter; NULL: the fire time.
     sa.Column("start_at", UTCDateTime, nullable=True),
+    # Who caused it (values.Trigger): SCHEDULER for the loop's fires, BACKFILL for a
+    # backfill's windows.
+    sa.Column("trigger", sa.String(16), nullable=False, server_default="SCHEDULER"),
     # Every fire is idempotent: one row per (schedule, fire time).
     sa.UniqueConstraint("schedule_id", "fire_time", name="uq_fires_schedule_fire_time"),
     **_NEVER_REUSE_IDS,

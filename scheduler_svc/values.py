@@ -9,6 +9,7 @@ from enum import IntEnum, StrEnum
 __all__ = [
     "ACTIVE_STATES",
     "FINAL_STATES",
+    "FIRED_LANES",
     "AbortAction",
     "DeliveryStatus",
     "EventKind",
@@ -45,13 +46,21 @@ class Trigger(StrEnum):
     MANUAL = "MANUAL"
     API = "API"
     SCHEDULER = "SCHEDULER"
+    BACKFILL = "BACKFILL"
 
 
 class Lane(IntEnum):
-    """``jobs.lane``, the queue's first sort key: manual and API jobs before the scheduler's."""
+    """``jobs.lane``, the queue's first sort key: manual and API jobs first, then the
+    scheduler's, then a backfill's (so fresh scheduled work never waits behind one)."""
 
     MANUAL = 0
     SCHEDULER = 1
+    BACKFILL = 2
+
+
+#: The lanes of jobs a schedule fired (for its fire time or a backfilled window): a
+#: disabled task's jobs in them are cancelled and never started, unlike a manual run's.
+FIRED_LANES = (Lane.SCHEDULER, Lane.BACKFILL)
 
 
 class SkipReason(StrEnum):

@@ -44,6 +44,7 @@ def test_active_and_standby_workers_and_the_queue_by_lane(tmp_path: Path) -> Non
         assert [(q.lane, q.queued_jobs) for q in empty.queue] == [
             (system_pb2.QUEUE_LANE_MANUAL, 0),
             (system_pb2.QUEUE_LANE_SCHEDULER, 0),
+            (system_pb2.QUEUE_LANE_BACKFILL, 0),
         ]
         with Client(api.address) as tw:
             tw.create_task("sleepy", "shell", {"argv": ["sleep", "30"]})

@@ -63,8 +63,8 @@ class JobContext:
         task_id (int): its task's id (``TICKWORK_TASK_ID``).
         task (str): its task's name (``TICKWORK_TASK``).
         attempt (int): 1 for the first run, 2 for the first retry, ... (``TICKWORK_ATTEMPT``).
-        trigger (str): ``"MANUAL"``, ``"API"`` or ``"SCHEDULER"`` (``TICKWORK_TRIGGER``); a
-            retry keeps its first attempt's.
+        trigger (str): ``"MANUAL"``, ``"API"``, ``"SCHEDULER"`` or ``"BACKFILL"``
+            (``TICKWORK_TRIGGER``); a retry keeps its first attempt's.
         schedule (str | None): the name of the schedule that fired it; None unless
             scheduled (``TICKWORK_SCHEDULE``).
         fire_time (datetime | None): the fire time it was enqueued for, aware UTC; a retry

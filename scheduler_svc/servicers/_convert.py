@@ -228,6 +228,7 @@ def fire(r: FireRecord) -> schedule_pb2.Fire:
         runs=[task_run(x) for x in r.runs],
         record_time=ts(r.recorded_at),
         start_time=ts(r.start_at or r.fire_time),
+        trigger=trigger(r.trigger),  # type: ignore[arg-type]
     )
 
 

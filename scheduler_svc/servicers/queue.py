@@ -29,6 +29,10 @@ class QueueServicer(queue_pb2_grpc.QueueServiceServicer):
     ) -> queue_pb2.EnqueueResponse:
         if request.trigger == common_pb2.TRIGGER_UNSPECIFIED:
             raise InvalidArgument("required", field="trigger", reason=Reason.FIELD_REQUIRED)
+        if request.trigger == common_pb2.TRIGGER_BACKFILL:
+            raise InvalidArgument(
+                "a backfill is BackfillSchedule's, not an enqueue", field="trigger"
+            )
         trigger = cv.trigger_name(request.trigger)  # an undefined value is INVALID_ARGUMENT
         scheduled = request.trigger == common_pb2.TRIGGER_SCHEDULER
         if scheduled and (not request.schedule_id or not request.HasField("fire_time")):

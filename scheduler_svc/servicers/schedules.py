@@ -21,6 +21,7 @@ from scheduler_svc.servicers import _paging as paging
 from scheduler_svc.servicers._errors import rpc_errors
 from scheduler_svc.servicers._masks import update_paths, writable_fields
 from scheduler_svc.servicers._request_ids import once
+from scheduler_svc.servicers.backfill import BackfillRpc
 from scheduler_svc.store import Remember
 from tickwork.cron import DST_NOTE_TEXT, CronError
 from tickwork.v1 import schedule_pb2, schedule_pb2_grpc
@@ -228,14 +229,6 @@ class _PlannedScheduleRpcs:
         raise AssertionError
 
     @rpc_errors
-    async def BackfillSchedule(
-        self, request: schedule_pb2.BackfillScheduleRequest, context: Ctx
-    ) -> schedule_pb2.BackfillScheduleResponse:
-        cv.required_id(request.id, "id")
-        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "BackfillSchedule is not served yet")
-        raise AssertionError
-
-    @rpc_errors
     async def TriggerSchedule(
         self, request: schedule_pb2.TriggerScheduleRequest, context: Ctx
     ) -> schedule_pb2.TriggerScheduleResponse:
@@ -244,7 +237,9 @@ class _PlannedScheduleRpcs:
         raise AssertionError
 
 
-class ScheduleServicer(_PlannedScheduleRpcs, schedule_pb2_grpc.ScheduleServiceServicer):
+class ScheduleServicer(
+    BackfillRpc, _PlannedScheduleRpcs, schedule_pb2_grpc.ScheduleServiceServicer
+):
     """tickwork.v1.ScheduleService."""
 
     def __init__(self, app: App) -> None:

@@ -19,6 +19,7 @@ Ctx = grpc.aio.ServicerContext[Any, Any]
 _LANES = (
     (Lane.MANUAL, system_pb2.QUEUE_LANE_MANUAL),
     (Lane.SCHEDULER, system_pb2.QUEUE_LANE_SCHEDULER),
+    (Lane.BACKFILL, system_pb2.QUEUE_LANE_BACKFILL),
 )
 
 

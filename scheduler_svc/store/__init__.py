@@ -3,10 +3,10 @@
 :class:`Store` is the one interface; its body is the index of every operation, each
 docstring the operation's contract. The operations live in one module per concern:
 :mod:`.tasks`, :mod:`.schedules`, :mod:`.queue` (runs in, jobs out), :mod:`.finish`
-(outcomes, retries, recovery), :mod:`.fires`, :mod:`.leases`, :mod:`.retention`; they
-share :mod:`.rows` (row and record conversions), :mod:`.locks` (the lock order) and
-:mod:`.hot` (the statements every job and fire runs, on the driver through
-:mod:`.driver`).
+(outcomes, retries, recovery), :mod:`.fires`, :mod:`.backfill`, :mod:`.leases`,
+:mod:`.retention`; they share :mod:`.rows` (row and record conversions), :mod:`.locks`
+(the lock order) and :mod:`.hot` (the statements every job and fire runs, on the driver
+through :mod:`.driver`).
 
 Every operation is one transaction and takes ``now`` (aware UTC) from its caller; the
 store never reads the clock. Unique violations become :class:`AlreadyExists` naming the
@@ -40,6 +40,7 @@ from scheduler_svc.records import (
     TaskRecord,
 )
 from scheduler_svc.store import (
+    backfill,
     config,
     finish,
     fires,
@@ -51,6 +52,7 @@ from scheduler_svc.store import (
     schedules,
     tasks,
 )
+from scheduler_svc.store.backfill import Planned, PlanWindows, Window
 from scheduler_svc.store.config import Applied, ScheduleItem
 from scheduler_svc.store.finish import LEASE_LOST, backoff_delay_s
 from scheduler_svc.store.locks import LOCK_ORDER
@@ -76,6 +78,7 @@ __all__ = [
     "RequestRaced",
     "ScheduleItem",
     "Store",
+    "Window",
     "backoff_delay_s",
     "due_schedules_query",
     "job_error",
@@ -166,8 +169,9 @@ class Store:
 
         Turning ``enabled`` from false to true resets consecutive_failure_count to 0 and
         clears disabled_reason. Setting it false cancels the task's queued scheduler-lane
-        jobs (a scheduled run or its retry; not one a manual or API run asked for or
-        promoted), error :data:`TASK_DISABLED`; a running job is left to finish.
+        and backfill-lane jobs (a scheduled or backfilled run or its retry; not one a
+        manual or API run asked for or promoted), error :data:`TASK_DISABLED`; a running
+        job is left to finish.
         Raises NotFound(field="task.id"), AlreadyExists(field="task.name").
         """
         dialect = self.db.dialect
@@ -373,6 +377,60 @@ class Store:
         dialect = self.db.dialect
         return await self.db.write(lambda conn: fires.enqueue_fire(conn, dialect, request, now))
 
+    async def backfill(
+        self,
+        schedule_id: int,
+        plan_windows: PlanWindows,
+        now: dt.datetime,
+        *,
+        overlap_policy: str | None = None,
+        dry_run: bool = False,
+        planned: Planned | None = None,
+        remember: Remember | None = None,
+    ) -> list[Window]:
+        """Backfill a schedule: its windows ``plan_windows(schedule)`` (aware UTC, oldest
+        first, from the schedule as read in this transaction; it raises to refuse), each
+        recorded as a fire with trigger BACKFILL as :meth:`enqueue_fires` records one (its
+        jobs in the backfill lane, with the window as their fire time), in window order, in
+        one transaction. A window that already has a fire is left alone (``already_fired``).
+        ``overlap_policy``: a stored policy name, or None for the schedule's own.
+        ``dry_run``: a read; nothing is written (the windows carry no fire nor runs).
+        ``planned``: windows planned before (see :meth:`plan_backfill`), used when the
+        schedule's expression, zone and tasks are still those they were planned from, so
+        that a long range is not walked while the transaction holds the writer.
+
+        Raises NotFound(field="id"), and whatever ``plan_windows`` raises; nothing is
+        written when it raises.
+        """
+        dialect = self.db.dialect
+
+        def run(conn: Connection) -> list[Window]:
+            return backfill.backfill(
+                conn,
+                dialect,
+                schedule_id,
+                plan_windows,
+                now,
+                overlap_policy=overlap_policy,
+                dry_run=dry_run,
+                planned=planned,
+            )
+
+        if dry_run:
+            return await self.db.read(run)
+        return await self.db.write(_once(run, remember))
+
+    async def plan_backfill(self, schedule_id: int, plan_windows: PlanWindows) -> Planned:
+        """The schedule and its windows ``plan_windows(schedule)``, in a read (for
+        :meth:`backfill`'s ``planned``). Raises NotFound(field="id"), and whatever
+        ``plan_windows`` raises."""
+
+        def run(conn: Connection) -> Planned:
+            schedule = backfill.schedule_of(conn, schedule_id)
+            return schedule, plan_windows(schedule)
+
+        return await self.db.read(run)
+
     async def list_fires(
         self, schedule_id: int, limit: int, before: dt.datetime | None = None
     ) -> list[FireRecord]:
@@ -479,10 +537,11 @@ class Store:
         """Take the next ready job and lease it to ``worker_id`` in worker slot ``slot``
         (>= 0): the job (as started) and its task; None when none is ready.
 
-        Order: manual/API lane first, task_priority descending, enqueue time, insertion
-        order. Ready: QUEUED, not_before unset or <= now, and not a scheduler-lane job of a
-        disabled task; a job whose task's non-empty concurrency_group has a RUNNING job is
-        passed over. The job becomes RUNNING in ``slot`` with a fresh lease token, its
+        Order: manual/API lane first, then the scheduler lane, then the backfill lane;
+        task_priority descending, enqueue time, insertion order. Ready: QUEUED, not_before
+        unset or <= now, and not a scheduler-lane or backfill-lane job of a disabled task;
+        a job whose task's non-empty concurrency_group has a RUNNING job is passed over.
+        The job becomes RUNNING in ``slot`` with a fresh lease token, its
         task's concurrency group, started_at ``now`` (never before its enqueue time) and
         lease_expires_at = now + lease_ttl_s. Never returns a job while another job is
         RUNNING in ``slot`` (one job per slot): claims of a slot are serialized on its
@@ -563,9 +622,10 @@ class Store:
         and nothing else changes (accepted=False); a repeat of the outcome already recorded
         under ``token`` (same status and error) changes nothing (accepted, ``repeat``). A
         failure with attempts left queues a retry (not ready before now + backoff), unless
-        it is a scheduler-lane job whose task is disabled (it simply ends). A final failure
-        of a scheduler-triggered job increments the task's consecutive_failure_count and,
-        when it reaches ``auto_disable_count`` (> 0), disables the task (``disabled_task``).
+        it is a scheduler-lane or backfill-lane job whose task is disabled (it simply
+        ends). A final failure of a scheduler-triggered job (not a backfilled one)
+        increments the task's consecutive_failure_count and, when it reaches
+        ``auto_disable_count`` (> 0), disables the task (``disabled_task``).
         Any success resets the count. An interval schedule's next run is anchored to this
         finish. ``error`` is stored as :func:`job_error` gives it, ``output_tail`` as its
         last :data:`OUTPUT_TAIL_CHARS` (empty keeps the tail LogLines stored), a NUL

@@ -268,11 +268,11 @@ def _notify(
 
 def _retries(conn: Connection, dialect: Dialect, job: JobRecord, task: FinishingTask) -> bool:
     """Whether a failed ``job`` with attempts left is retried: always, unless it is a
-    scheduler-lane job (a scheduled run, not promoted by a manual run) and its task is
-    disabled now. The task is read FOR KEY SHARE where rows are locked, so a DisableTask
+    scheduler-lane or backfill-lane job (a fired run, not promoted by a manual run) and its
+    task is disabled now. The task is read FOR KEY SHARE where rows are locked, so a DisableTask
     under way (FOR UPDATE) is waited for and seen, and one after it sees (and cancels) the
     retry."""
-    if job.lane != Lane.SCHEDULER:
+    if job.lane == Lane.MANUAL:
         return True
     query = locks.key_share(dialect, sa.select(tasks.c.enabled).where(tasks.c.id == task.id))
     return bool(conn.scalar(query))

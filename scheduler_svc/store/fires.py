@@ -110,7 +110,7 @@ def _record_new_fires(
     active = _active(conn, dialect, wanted)
     plan, new_rows = _plan_jobs(claimed, tasks_by_id, active, now)
     inserted = _insert_jobs(conn, dialect, bulk, new_rows, active)
-    return _store_outcomes(bulk, plan, inserted, active, fire_ids)
+    return _store_outcomes(bulk, plan, inserted, active, fire_ids, now)
 
 
 def _claim_fires(
@@ -129,6 +129,7 @@ def _claim_fires(
                 "[]",
                 recorded_at,
                 bulk.when(r.start_at),
+                r.trigger,
             )
             for r in requests
         ],
@@ -139,7 +140,7 @@ def _record_missed(bulk: Bulk, claimed: Sequence[FireRequest], now: dt.datetime)
     """Record each claimed fire's missed windows (catch-up SKIP) as MISSED fires."""
     recorded_at = bulk.when(now)
     missed_rows = [
-        (r.schedule_id, bulk.when(t), FireOutcome.MISSED, "[]", recorded_at, None)
+        (r.schedule_id, bulk.when(t), FireOutcome.MISSED, "[]", recorded_at, None, r.trigger)
         for r in claimed
         for t in r.missed_fire_times
     ]
@@ -154,6 +155,12 @@ def _active(
     """The (job id, status) of the active job of each of ``task_ids`` that has one."""
     found = locks.active_jobs(conn, dialect, task_ids) if task_ids else {}
     return {t: (row.id, row.status) for t, row in found.items()}
+
+
+def lane_of(trigger: Trigger | str) -> Lane:
+    """The lane of a fire's jobs: the scheduler's for its loop's fires, the backfill lane
+    (below it) for a backfill's windows."""
+    return Lane.BACKFILL if trigger == Trigger.BACKFILL else Lane.SCHEDULER
 
 
 def _plan_jobs(
@@ -186,8 +193,8 @@ def _plan_jobs(
                     new_rows.append(
                         rows.job_row(
                             task,
-                            trigger=Trigger.SCHEDULER,
-                            lane=Lane.SCHEDULER,
+                            trigger=r.trigger,
+                            lane=lane_of(r.trigger),
                             now=now,
                             schedule_id=r.schedule_id,
                             fire_time=r.fire_time,
@@ -229,6 +236,7 @@ def _store_outcomes(
     inserted: dict[int, int],
     active: dict[int, tuple[int, str]],
     fire_ids: dict[_FireKey, int],
+    now: dt.datetime,
 ) -> dict[_FireKey, FireResult]:
     """Each planned fire's runs and outcome, written to its row; the results by key."""
     out: dict[_FireKey, FireResult] = {}
@@ -255,7 +263,9 @@ def _store_outcomes(
             outcome = FireOutcome.SKIPPED
         fire_id = fire_ids[(r.schedule_id, r.fire_time)]
         updates.append((outcome, bulk.json([x.to_json() for x in runs]), fire_id))
-        out[(r.schedule_id, r.fire_time)] = FireResult(r, tuple(runs))
+        out[(r.schedule_id, r.fire_time)] = FireResult(
+            r, tuple(runs), outcome=outcome, fire_id=fire_id, recorded_at=now
+        )
     hot.set_fire_outcomes(bulk, updates)
     return out
 
@@ -272,7 +282,15 @@ def _recorded_fire(conn: Connection, request: FireRequest) -> FireResult:
         "fire already recorded; not enqueued again",
         extra={"schedule_id": request.schedule_id, "fire_time": request.fire_time.isoformat()},
     )
-    return FireResult(request, rows.fire(existing).runs, duplicate_fire=True)
+    record = rows.fire(existing)
+    return FireResult(
+        request,
+        record.runs,
+        duplicate_fire=True,
+        outcome=record.outcome,
+        fire_id=record.id,
+        recorded_at=record.recorded_at,
+    )
 
 
 def list_fires(

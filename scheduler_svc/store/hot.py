@@ -34,16 +34,16 @@ _running_in_group = jobs.alias("running_in_group")
 
 
 def queue_order(query: sa.Select[Any]) -> sa.Select[Any]:
-    """The queue order: lane (manual first), task_priority descending, enqueue time,
-    insertion order; index ix_jobs_queue is in this order."""
+    """The queue order: lane (manual, then scheduler, then backfill), task_priority
+    descending, enqueue time, insertion order; index ix_jobs_queue is in this order."""
     return query.order_by(jobs.c.lane, jobs.c.task_priority.desc(), jobs.c.enqueued_at, jobs.c.id)
 
 
 def ready(now: Any) -> sa.ColumnElement[bool]:
-    """Queued, not held back by a retry's not_before, and not a scheduler-lane job of a
-    disabled task.
+    """Queued, not held back by a retry's not_before, and not a scheduler-lane or
+    backfill-lane job of a disabled task.
 
-    Disabling a task cancels its scheduler-lane jobs in the same transaction (see
+    Disabling a task cancels its jobs in those lanes in the same transaction (see
     :func:`scheduler_svc.store.tasks.update_task`), but on PostgreSQL a fire that read the
     task as enabled just before an auto-disable committed may still insert one (its FOR KEY
     SHARE read does not wait for that UPDATE): such a job stays queued, never started, until
@@ -57,7 +57,7 @@ def ready(now: Any) -> sa.ColumnElement[bool]:
     return sa.and_(
         jobs.c.status == JobStatus.QUEUED,
         sa.or_(jobs.c.not_before.is_(None), jobs.c.not_before <= now),
-        sa.or_(jobs.c.lane != Lane.SCHEDULER, task_enabled.is_(True)),
+        sa.or_(jobs.c.lane == Lane.MANUAL, task_enabled.is_(True)),
     )
 
 
@@ -350,7 +350,15 @@ JOB_COLUMNS = (
 )
 #: A job whose task already has an active one is left out (uq_jobs_one_active_per_task).
 _ACTIVE_JOB_CONFLICT = f"ON CONFLICT (task_id) WHERE {ACTIVE_JOB_PREDICATE.text} DO NOTHING"
-FIRE_COLUMNS = ("schedule_id", "fire_time", "outcome", "runs", "recorded_at", "start_at")
+FIRE_COLUMNS = (
+    "schedule_id",
+    "fire_time",
+    "outcome",
+    "runs",
+    "recorded_at",
+    "start_at",
+    "trigger",
+)
 #: A fire already recorded for its (schedule, fire time) is left out.
 _FIRE_CONFLICT = "ON CONFLICT (schedule_id, fire_time) DO NOTHING"
 

@@ -24,7 +24,7 @@ from scheduler_svc.records import (
 )
 from scheduler_svc.schema import ACTIVE_JOB_PREDICATE, jobs, slot_lease_name, tasks
 from scheduler_svc.store import hot, locks, rows
-from scheduler_svc.values import AbortAction, JobStatus, Lane, SkipReason, Trigger
+from scheduler_svc.values import FIRED_LANES, AbortAction, JobStatus, Lane, SkipReason, Trigger
 
 #: Rounds of a manual enqueue before it gives up on tasks another transaction keeps
 #: queueing meanwhile (each round re-reads the tasks' active jobs).
@@ -121,9 +121,9 @@ def _enqueue_distinct(
                 # was asked for (not_before_time) and stays.
                 held_back = row.not_before is not None and row.not_before > now
                 held_back = held_back and row.attempt > 1
-                if row.lane == Lane.SCHEDULER or held_back:
+                if row.lane in FIRED_LANES or held_back:
                     run_now.append(row.id)
-                if row.lane == Lane.SCHEDULER:
+                if row.lane in FIRED_LANES:
                     result = TaskRunResult(task.id, task.name, row.id, promoted=True)
                 else:
                     result = TaskRunResult(task.id, task.name, row.id, SkipReason.ALREADY_QUEUED)

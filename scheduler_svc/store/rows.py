@@ -64,6 +64,7 @@ def fire(row: sa.Row[Any]) -> FireRecord:
         runs=tuple(TaskRunResult.from_json(r) for r in m["runs"]),
         recorded_at=m["recorded_at"],
         start_at=m["start_at"],
+        trigger=m["trigger"],
     )
 
 

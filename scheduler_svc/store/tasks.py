@@ -15,7 +15,7 @@ from scheduler_svc.errors import AlreadyExists, FailedPrecondition, NotFound, Re
 from scheduler_svc.records import TaskRecord
 from scheduler_svc.schema import jobs, schedule_tasks, schedules, tasks
 from scheduler_svc.store import locks, rows
-from scheduler_svc.values import JobStatus, Lane
+from scheduler_svc.values import FIRED_LANES, JobStatus
 
 TASK_DISABLED = "task disabled"
 """The error of a scheduler job cancelled because its task was disabled."""
@@ -140,7 +140,7 @@ def update_task(
                 .where(
                     jobs.c.task_id == task_id,
                     jobs.c.status == JobStatus.QUEUED,
-                    jobs.c.lane == Lane.SCHEDULER,
+                    jobs.c.lane.in_(FIRED_LANES),
                 )
                 .values(status=JobStatus.CANCELLED, finished_at=now, error=TASK_DISABLED)
                 .returning(jobs.c.id)

@@ -1,5 +1,5 @@
-"""``tickwork schedules``: list, fires, enable, disable, delete (create, update, get and
-preview are in :mod:`tickwork.cli._schedule_edit`)."""
+"""``tickwork schedules``: list, fires, enable, disable, delete, backfill (create, update,
+get and preview are in :mod:`tickwork.cli._schedule_edit`)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import argparse
 from typing import Any, TextIO
 
 from tickwork import _requests as rq
+from tickwork.cli import _backfill, _schedule_edit
 from tickwork.cli import _output as o
-from tickwork.cli import _schedule_edit
 from tickwork.cli._common import EXIT_OK, client_from_args, positive_int
 from tickwork.v1.schedule_pb2 import FireOutcome
 
@@ -47,6 +47,7 @@ def add_parsers(sub: argparse._SubParsersAction[Any], net: argparse.ArgumentPars
     p.add_argument("name", metavar="NAME", help="schedule name")
     p.set_defaults(func=_delete)
     _schedule_edit.add_parsers(ssub, net)
+    _backfill.add_parser(ssub, net)
 
 
 def _list(args: argparse.Namespace, out: TextIO) -> int:

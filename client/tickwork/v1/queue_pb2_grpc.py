@@ -59,7 +59,8 @@ class QueueServiceServicer:
         (trigger SCHEDULER) names its schedule and fire time and is recorded as a fire, once per
         (schedule, fire time): repeating it returns the recorded result and enqueues nothing.
         The scheduler never enqueues a disabled task.
-        Errors: INVALID_ARGUMENT (no tasks or more than 1,000, no trigger, a scheduler enqueue
+        Errors: INVALID_ARGUMENT (no tasks or more than 1,000, no trigger or TRIGGER_BACKFILL
+        (ScheduleService.BackfillSchedule's), a scheduler enqueue
         without schedule and fire time), NOT_FOUND (unknown task or schedule).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)

@@ -41,7 +41,8 @@ class QueueServiceStub:
     (trigger SCHEDULER) names its schedule and fire time and is recorded as a fire, once per
     (schedule, fire time): repeating it returns the recorded result and enqueues nothing.
     The scheduler never enqueues a disabled task.
-    Errors: INVALID_ARGUMENT (no tasks or more than 1,000, no trigger, a scheduler enqueue
+    Errors: INVALID_ARGUMENT (no tasks or more than 1,000, no trigger or TRIGGER_BACKFILL
+    (ScheduleService.BackfillSchedule's), a scheduler enqueue
     without schedule and fire time), NOT_FOUND (unknown task or schedule).
     """
     EnqueueFires: _grpc.UnaryUnaryMultiCallable[_queue_pb2.EnqueueFiresRequest, _queue_pb2.EnqueueFiresResponse]
@@ -66,7 +67,8 @@ class QueueServiceAsyncStub(QueueServiceStub):
     (trigger SCHEDULER) names its schedule and fire time and is recorded as a fire, once per
     (schedule, fire time): repeating it returns the recorded result and enqueues nothing.
     The scheduler never enqueues a disabled task.
-    Errors: INVALID_ARGUMENT (no tasks or more than 1,000, no trigger, a scheduler enqueue
+    Errors: INVALID_ARGUMENT (no tasks or more than 1,000, no trigger or TRIGGER_BACKFILL
+    (ScheduleService.BackfillSchedule's), a scheduler enqueue
     without schedule and fire time), NOT_FOUND (unknown task or schedule).
     """
     EnqueueFires: _aio.UnaryUnaryMultiCallable[_queue_pb2.EnqueueFiresRequest, _queue_pb2.EnqueueFiresResponse]  # type: ignore[assignment]
@@ -94,7 +96,8 @@ class QueueServiceServicer(metaclass=_abc_1.ABCMeta):
         (trigger SCHEDULER) names its schedule and fire time and is recorded as a fire, once per
         (schedule, fire time): repeating it returns the recorded result and enqueues nothing.
         The scheduler never enqueues a disabled task.
-        Errors: INVALID_ARGUMENT (no tasks or more than 1,000, no trigger, a scheduler enqueue
+        Errors: INVALID_ARGUMENT (no tasks or more than 1,000, no trigger or TRIGGER_BACKFILL
+        (ScheduleService.BackfillSchedule's), a scheduler enqueue
         without schedule and fire time), NOT_FOUND (unknown task or schedule).
         """
 

@@ -200,12 +200,20 @@ class ScheduleServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def BackfillSchedule(self, request, context):
-        """Enqueues the windows the schedule would have fired in [start_time, end_time), each
-        with its own fire time (a job's TICKWORK_FIRE_TIME is its window) and trigger
-        BACKFILL, in the backfill lane below scheduled jobs. A window that already has a fire
-        record is not enqueued again (reported as such). With dry_run nothing is written.
-        Errors: NOT_FOUND, INVALID_ARGUMENT (end_time not after start_time, a range over
-        10,000 windows, an unknown overlap_policy; the message names the field).
+        """Enqueues the windows the schedule would have fired in [start_time, end_time) (its
+        cron expression in its time zone, with the DST rules of DescribeCron), oldest first,
+        each recorded as a fire with trigger BACKFILL and its own fire time (a job's
+        TICKWORK_FIRE_TIME and Job.fire_time are its window), its jobs in the backfill lane
+        below scheduled jobs. Each window goes through the overlap policy: with SKIP (today's
+        only one) a task whose job is queued or running is skipped for that window, so a
+        backfill of one task enqueues its first window and records the others SKIPPED
+        (ALREADY_QUEUED). A window that already has a fire record (any trigger) is not
+        enqueued again (already_fired). All windows or none are written.
+        Errors: NOT_FOUND, INVALID_ARGUMENT (start_time or end_time missing, end_time not after
+        start_time or after now, a range over 10,000 windows or whose reply could pass 4 MiB,
+        an overlap_policy other than UNSPECIFIED or SKIP; the message names the field),
+        FAILED_PRECONDITION (an interval schedule: its fire times follow each run's finish, so
+        it has no past windows).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18tickwork/v1/system.proto\x12\x0btickwork.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa7\x02\n\x0cWorkerStatus\x12\x11\n\tworker_id\x18\x01 \x01(\t\x12\'\n\x05state\x18\x02 \x01(\x0e\x32\x18.tickwork.v1.WorkerState\x12\x30\n\x0c\x63onnect_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nstate_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x37\n\x13last_heartbeat_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05slots\x18\x06 \x01(\x05\x12\x17\n\x0frunning_job_ids\x18\x07 \x03(\x03\x12\x18\n\x10only_lease_known\x18\x08 \x01(\x08\"F\n\tLaneDepth\x12$\n\x04lane\x18\x01 \x01(\x0e\x32\x16.tickwork.v1.QueueLane\x12\x13\n\x0bqueued_jobs\x18\x02 \x01(\x03\"\x12\n\x10GetStatusRequest\"\xf2\x01\n\x11GetStatusResponse\x12*\n\x07workers\x18\x01 \x03(\x0b\x32\x19.tickwork.v1.WorkerStatus\x12%\n\x05queue\x18\x02 \x03(\x0b\x32\x16.tickwork.v1.LaneDepth\x12-\n\tread_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12-\n\x08\x64\x61tabase\x18\x04 \x01(\x0b\x32\x1b.tickwork.v1.DatabaseStatus\x12,\n\x0bqueue_stall\x18\x05 \x01(\x0b\x32\x17.tickwork.v1.QueueStall\"M\n\x0e\x44\x61tabaseStatus\x12\x11\n\twrites_ok\x18\x01 \x01(\x08\x12\r\n\x05\x65rror\x18\x02 \x01(\t\x12\x19\n\x11\x66\x61iled_operations\x18\x03 \x01(\x03\"7\n\nQueueStall\x12)\n\x05since\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp*^\n\x0bWorkerState\x12\x1c\n\x18WORKER_STATE_UNSPECIFIED\x10\x00\x12\x17\n\x13WORKER_STATE_ACTIVE\x10\x01\x12\x18\n\x14WORKER_STATE_STANDBY\x10\x02*X\n\tQueueLane\x12\x1a\n\x16QUEUE_LANE_UNSPECIFIED\x10\x00\x12\x15\n\x11QUEUE_LANE_MANUAL\x10\x01\x12\x18\n\x14QUEUE_LANE_SCHEDULER\x10\x02\x32[\n\rSystemService\x12J\n\tGetStatus\x12\x1d.tickwork.v1.GetStatusRequest\x1a\x1e.tickwork.v1.GetStatusResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18tickwork/v1/system.proto\x12\x0btickwork.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa7\x02\n\x0cWorkerStatus\x12\x11\n\tworker_id\x18\x01 \x01(\t\x12\'\n\x05state\x18\x02 \x01(\x0e\x32\x18.tickwork.v1.WorkerState\x12\x30\n\x0c\x63onnect_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nstate_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x37\n\x13last_heartbeat_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05slots\x18\x06 \x01(\x05\x12\x17\n\x0frunning_job_ids\x18\x07 \x03(\x03\x12\x18\n\x10only_lease_known\x18\x08 \x01(\x08\"F\n\tLaneDepth\x12$\n\x04lane\x18\x01 \x01(\x0e\x32\x16.tickwork.v1.QueueLane\x12\x13\n\x0bqueued_jobs\x18\x02 \x01(\x03\"\x12\n\x10GetStatusRequest\"\xf2\x01\n\x11GetStatusResponse\x12*\n\x07workers\x18\x01 \x03(\x0b\x32\x19.tickwork.v1.WorkerStatus\x12%\n\x05queue\x18\x02 \x03(\x0b\x32\x16.tickwork.v1.LaneDepth\x12-\n\tread_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12-\n\x08\x64\x61tabase\x18\x04 \x01(\x0b\x32\x1b.tickwork.v1.DatabaseStatus\x12,\n\x0bqueue_stall\x18\x05 \x01(\x0b\x32\x17.tickwork.v1.QueueStall\"M\n\x0e\x44\x61tabaseStatus\x12\x11\n\twrites_ok\x18\x01 \x01(\x08\x12\r\n\x05\x65rror\x18\x02 \x01(\t\x12\x19\n\x11\x66\x61iled_operations\x18\x03 \x01(\x03\"7\n\nQueueStall\x12)\n\x05since\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp*^\n\x0bWorkerState\x12\x1c\n\x18WORKER_STATE_UNSPECIFIED\x10\x00\x12\x17\n\x13WORKER_STATE_ACTIVE\x10\x01\x12\x18\n\x14WORKER_STATE_STANDBY\x10\x02*q\n\tQueueLane\x12\x1a\n\x16QUEUE_LANE_UNSPECIFIED\x10\x00\x12\x15\n\x11QUEUE_LANE_MANUAL\x10\x01\x12\x18\n\x14QUEUE_LANE_SCHEDULER\x10\x02\x12\x17\n\x13QUEUE_LANE_BACKFILL\x10\x03\x32[\n\rSystemService\x12J\n\tGetStatus\x12\x1d.tickwork.v1.GetStatusRequest\x1a\x1e.tickwork.v1.GetStatusResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,7 +35,7 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_WORKERSTATE']._serialized_start=845
   _globals['_WORKERSTATE']._serialized_end=939
   _globals['_QUEUELANE']._serialized_start=941
-  _globals['_QUEUELANE']._serialized_end=1029
+  _globals['_QUEUELANE']._serialized_end=1054
   _globals['_WORKERSTATUS']._serialized_start=75
   _globals['_WORKERSTATUS']._serialized_end=370
   _globals['_LANEDEPTH']._serialized_start=372
@@ -48,6 +48,6 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_DATABASESTATUS']._serialized_end=786
   _globals['_QUEUESTALL']._serialized_start=788
   _globals['_QUEUESTALL']._serialized_end=843
-  _globals['_SYSTEMSERVICE']._serialized_start=1031
-  _globals['_SYSTEMSERVICE']._serialized_end=1122
+  _globals['_SYSTEMSERVICE']._serialized_start=1056
+  _globals['_SYSTEMSERVICE']._serialized_end=1147
 # @@protoc_insertion_point(module_scope)

@@ -21,12 +21,14 @@ class QueueLane(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     QUEUE_LANE_UNSPECIFIED: _ClassVar[QueueLane]
     QUEUE_LANE_MANUAL: _ClassVar[QueueLane]
     QUEUE_LANE_SCHEDULER: _ClassVar[QueueLane]
+    QUEUE_LANE_BACKFILL: _ClassVar[QueueLane]
 WORKER_STATE_UNSPECIFIED: WorkerState
 WORKER_STATE_ACTIVE: WorkerState
 WORKER_STATE_STANDBY: WorkerState
 QUEUE_LANE_UNSPECIFIED: QueueLane
 QUEUE_LANE_MANUAL: QueueLane
 QUEUE_LANE_SCHEDULER: QueueLane
+QUEUE_LANE_BACKFILL: QueueLane
 
 class WorkerStatus(_message.Message):
     __slots__ = ("worker_id", "state", "connect_time", "state_time", "last_heartbeat_time", "slots", "running_job_ids", "only_lease_known")

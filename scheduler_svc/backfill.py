@@ -1,0 +1,216 @@
+"""Backfills: a schedule's past windows in a range, enqueued as fires of their own.
+
+The windows of a backfill are the fire times of the schedule's cron expression in its time
+zone within [start, end), with the DST rules of :mod:`tickwork.cron` (a time skipped by
+spring forward fires once at the first instant after the gap; a repeated hour fires once),
+oldest first. An interval schedule has no windows to backfill: its fire times follow the
+finish of each run, so a past window is not defined (FAILED_PRECONDITION).
+
+Each window is recorded as a fire with trigger BACKFILL through the fire path
+(:func:`scheduler_svc.store.fires.enqueue_fires`): a window that already has a fire is left
+alone (reported already fired), the others go through the overlap policy, and their jobs
+carry the window as their fire time, in the backfill lane (below the scheduler's).
+
+This module holds the pure part (which windows, the limits) and the one entry point
+(:func:`backfill_schedule`) the servicer calls; the transaction is
+:func:`scheduler_svc.store.backfill.backfill`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from scheduler_svc.app import App
+from scheduler_svc.errors import FailedPrecondition, InvalidArgument, Reason
+from scheduler_svc.firing import next_cron_fire
+from scheduler_svc.records import ScheduleRecord
+from scheduler_svc.store import Remember
+from scheduler_svc.store.backfill import Window
+
+#: The most windows one backfill may cover.
+MAX_WINDOWS = 10_000
+
+#: The overlap policies a backfill accepts today (stored names): SKIP, which the fire path
+#: applies. The others (BUFFER_ALL, the policy a backfill wants once it is served) are
+#: refused until the fire path serves them.
+SERVED_POLICIES = frozenset({"SKIP"})
+
+#: The largest reply a backfill may build, in bytes: a gRPC client accepts 4 MiB by
+#: default, less room for the envelope.
+MAX_REPLY_BYTES = 4 * 1024 * 1024 - 64 * 1024
+#: At least the encoded size of one window without its runs (fire time, flag, fire id, tags).
+_WINDOW_BYTES = 40
+#: At least the encoded size of one run without its task name (ids, flags, tags).
+_RUN_BYTES = 36
+
+_TICK = dt.timedelta(microseconds=1)
+
+
+@dataclass(frozen=True)
+class Range:
+    """What a backfill asks for: the windows in [start, end) (aware UTC), through
+    ``overlap_policy`` (a stored policy name; None: the schedule's own), written or not."""
+
+    start: dt.datetime
+    end: dt.datetime
+    overlap_policy: str | None
+    dry_run: bool
+
+
+def check_range(start: dt.datetime, end: dt.datetime, now: dt.datetime) -> None:
+    """A backfill's range must be forward and in the past.
+
+    Raises:
+        InvalidArgument: naming ``end_time`` when it is not after ``start_time``, or when it
+            is after ``now`` (the scheduler fires the windows still to come).
+    """
+    if end <= start:
+        raise InvalidArgument(
+            f"must be after start_time ({start.isoformat()}), got {end.isoformat()}",
+            field="end_time",
+        )
+    if end > now:
+        raise InvalidArgument(
+            f"is after now ({now.isoformat()}); a backfill covers past windows only, the "
+            "scheduler fires the ones to come",
+            field="end_time",
+        )
+
+
+def windows(schedule: ScheduleRecord, start: dt.datetime, end: dt.datetime) -> list[dt.datetime]:
+    """The schedule's fire times in [``start``, ``end``) (aware UTC), oldest first.
+
+    Raises:
+        FailedPrecondition: an interval schedule (its windows follow each run's finish).
+        InvalidArgument: naming ``end_time`` when the range holds more than
+            :data:`MAX_WINDOWS` windows.
+    """
+    if not schedule.cron_expression:
+        raise FailedPrecondition(
+            f"schedule {schedule.name!r} is an interval schedule (every "
+            f"{schedule.interval_seconds} s after its previous run finished): it has no fixed "
+            "windows to backfill; only a cron schedule can be backfilled",
+            field="id",
+        )
+    out: list[dt.datetime] = []
+    nxt = next_cron_fire(schedule, start - _TICK)
+    while nxt is not None and nxt < end:
+        if len(out) == MAX_WINDOWS:
+            raise InvalidArgument(
+                f"the range holds more than {MAX_WINDOWS:,} windows of {schedule.name!r} "
+                f"(the first after {MAX_WINDOWS:,} is {nxt.isoformat()}); backfill a "
+                "shorter range",
+                field="end_time",
+                reason=Reason.TOO_MANY_ITEMS,
+            )
+        out.append(nxt)
+        nxt = next_cron_fire(schedule, nxt)
+    return out
+
+
+def reply_bytes_bound(task_names: Sequence[str], count: int) -> int:
+    """At least the encoded size of a backfill's reply of ``count`` windows, each with a
+    run of every task named (the largest ids, every flag set)."""
+    per_window = _WINDOW_BYTES + sum(_RUN_BYTES + len(name.encode()) for name in task_names)
+    return count * per_window
+
+
+def check_reply_size(schedule: ScheduleRecord, count: int) -> None:
+    """Refuse a backfill whose reply could pass :data:`MAX_REPLY_BYTES` (``count``
+    windows, each with a run per task of the schedule) before anything is written: the
+    client could not read it and would take enqueued windows for a failed call.
+
+    Raises:
+        InvalidArgument: naming ``end_time``.
+    """
+    size = reply_bytes_bound(schedule.task_names, count)
+    if size > MAX_REPLY_BYTES:
+        raise InvalidArgument(
+            f"the reply for {count:,} windows of {len(schedule.task_names)} tasks could reach "
+            f"{size:,} bytes, over the {MAX_REPLY_BYTES:,} a client accepts; backfill a "
+            "shorter range",
+            field="end_time",
+            reason=Reason.TOO_MANY_ITEMS,
+        )
+
+
+def plan(schedule: ScheduleRecord, asked: Range) -> list[dt.datetime]:
+    """The windows of ``asked`` for ``schedule`` as it is in the backfill's transaction,
+    within the limits (see :func:`windows`, :func:`check_reply_size`)."""
+    found = windows(schedule, asked.start, asked.end)
+    check_reply_size(schedule, len(found))
+    return found
+
+
+def check_policy(policy: str | None) -> None:
+    """Only the overlap policies the fire path serves (:data:`SERVED_POLICIES`).
+
+    Raises:
+        InvalidArgument: naming ``overlap_policy``.
+    """
+    if policy is not None and policy not in SERVED_POLICIES:
+        raise InvalidArgument(
+            f"{policy} is not served for backfills yet; give OVERLAP_POLICY_SKIP or leave "
+            "it unspecified",
+            field="overlap_policy",
+        )
+
+
+def counts(found: Sequence[Window]) -> dict[str, int]:
+    """The windows of a written backfill by what came of them: ``enqueued`` (a task got a
+    job), ``skipped`` (every task was skipped), ``already_fired``."""
+    out = {"enqueued": 0, "skipped": 0, "already_fired": 0}
+    for w in found:
+        if w.already_fired:
+            out["already_fired"] += 1
+        elif any(r.skip_reason is None for r in w.runs):
+            out["enqueued"] += 1
+        else:
+            out["skipped"] += 1
+    return out
+
+
+async def backfill_schedule(
+    app: App, schedule_id: int, asked: Range, remember: Remember | None
+) -> list[Window]:
+    """Backfill ``schedule_id`` over ``asked`` (see the module's rules); the windows oldest
+    first. A written backfill wakes the workers and is counted (metric
+    ``tickwork_backfill_windows``, by outcome).
+
+    Raises:
+        NotFound: naming ``id``.
+        FailedPrecondition, InvalidArgument: see :func:`plan`, :func:`check_range` and
+            :func:`check_policy`; nothing is written.
+    """
+    check_policy(asked.overlap_policy)
+    now = remember.now if remember is not None else app.clock()
+    check_range(asked.start, asked.end, now)
+
+    def plan_windows(schedule: ScheduleRecord) -> list[dt.datetime]:
+        return plan(schedule, asked)
+
+    # A written backfill plans in a read first: the transaction then does not walk the
+    # range while it holds the writer (SQLite's, which scheduled fires and claims share).
+    planned = None if asked.dry_run else await app.store.plan_backfill(schedule_id, plan_windows)
+    found = await app.store.backfill(
+        schedule_id,
+        plan_windows,
+        now,
+        overlap_policy=asked.overlap_policy,
+        dry_run=asked.dry_run,
+        planned=planned,
+        remember=remember,
+    )
+    if not asked.dry_run:
+        runs = [r for w in found for r in w.runs]
+        for run in runs:
+            if run.job_id:
+                app.hub.job_changed(run.job_id)
+        if any(r.skip_reason is None for r in runs):
+            app.queue_changed()
+        for outcome, count in counts(found).items():
+            if count:
+                app.metrics.backfill_windows.labels(outcome).inc(count)
+    return found
