@@ -45,6 +45,7 @@ if TYPE_CHECKING:
         Fire,
         FireOutcome,
         FireTimePreview,
+        OverlapPolicy,
         Schedule,
     )
     from tickwork.v1.task_pb2 import RetryPolicy, Task, TaskAbort
@@ -81,6 +82,7 @@ _EXPORTS = {
     "Fire": "tickwork.v1.schedule_pb2",
     "FireOutcome": "tickwork.v1.schedule_pb2",
     "FireTimePreview": "tickwork.v1.schedule_pb2",
+    "OverlapPolicy": "tickwork.v1.schedule_pb2",
     "Schedule": "tickwork.v1.schedule_pb2",
     "RetryPolicy": "tickwork.v1.task_pb2",
     "Task": "tickwork.v1.task_pb2",
@@ -107,6 +109,7 @@ __all__ = [
     "JobTimeout",
     "NewSchedule",
     "NotFound",
+    "OverlapPolicy",
     "PermissionDenied",
     "Reason",
     "ResourceRef",

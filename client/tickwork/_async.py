@@ -48,6 +48,7 @@ from tickwork.v1.schedule_pb2 import (
     Fire,
     ListFiresRequest,
     ListSchedulesRequest,
+    OverlapPolicy,
     Schedule,
 )
 from tickwork.v1.task_pb2 import (
@@ -556,6 +557,8 @@ class AsyncClient:
         catch_up_policy: CatchUpPolicy | str = "SKIP",
         description: str = "",
         enabled: bool = True,
+        overlap_policy: OverlapPolicy | str = "SKIP",
+        max_buffered: int = 0,
     ) -> Schedule:
         """Create a schedule and return it with its id, next run time (UTC) and description.
 
@@ -570,10 +573,15 @@ class AsyncClient:
                 windows or ``"RUN_ONCE"``.
             description (str): free text.
             enabled (bool): a disabled schedule does not fire.
+            overlap_policy (OverlapPolicy | str): what a fire does while a job of its task is
+                queued or running: ``"SKIP"`` it (default), ``"BUFFER_ONE"``,
+                ``"BUFFER_ALL"`` (wait), ``"REPLACE"`` the running job, ``"ALLOW"`` both.
+            max_buffered (int): BUFFER_ALL's cap on waiting fires; 0 means 100, at most
+                10,000.
 
         Raises:
             InvalidArgument: no cron nor interval; an invalid or never-firing expression or an
-                unknown zone (the message names the field).
+                unknown zone, overlap policy or max_buffered (the message names the field).
             AlreadyExists: the name is taken.
             NotFound: an unknown task.
         """
@@ -586,6 +594,8 @@ class AsyncClient:
             catch_up_policy=catch_up_policy,
             description=description,
             enabled=enabled,
+            overlap_policy=overlap_policy,
+            max_buffered=max_buffered,
         )
         request = CreateScheduleRequest(schedule=schedule)
         response = await self._call(self._stubs().schedules.CreateSchedule, request)
@@ -599,7 +609,7 @@ class AsyncClient:
             schedules (Sequence[NewSchedule]): mappings with ``create_schedule``'s arguments:
                 ``name`` and ``tasks`` (ids or names) required; ``cron`` or
                 ``interval_seconds``; ``timezone``, ``catch_up_policy``, ``description``,
-                ``enabled`` optional.
+                ``enabled``, ``overlap_policy``, ``max_buffered`` optional.
 
         Raises:
             InvalidArgument: a bad item or field, an empty batch or more than 1,000; the
@@ -648,7 +658,8 @@ class AsyncClient:
         """Change the given fields of a schedule and return the stored schedule.
 
         Keywords: ``name``, ``description``, ``cron``, ``interval_seconds``, ``timezone``,
-        ``catch_up_policy``, ``enabled``, ``tasks`` (ids or names, replacing the list).
+        ``catch_up_policy``, ``enabled``, ``tasks`` (ids or names, replacing the list),
+        ``overlap_policy``, ``max_buffered``.
         ``interval_seconds`` without ``cron`` also clears the cron expression. The server
         recomputes the next run time (UTC) when the timing or enabled state changes.
 
@@ -683,6 +694,36 @@ class AsyncClient:
         """
         request = DeleteScheduleRequest(schedule_id=await self._schedule_id(schedule))
         await self._call(self._stubs().schedules.DeleteSchedule, request)
+
+    async def trigger_schedule(
+        self,
+        schedule: int | str,
+        *,
+        trigger: Trigger = Trigger.TRIGGER_API,
+        request_id: str = "",
+    ) -> Fire:
+        """Fire a schedule now: all its tasks, as its next fire would, through its overlap
+        policy, in the manual lane; its next run time is unchanged. A paused or disabled
+        schedule fires too.
+
+        Args:
+            schedule (int | str): the schedule's id or name.
+            trigger (Trigger): ``TRIGGER_API`` (default) or ``TRIGGER_MANUAL`` (a person);
+                the fire and its jobs carry it.
+            request_id (str): makes the call safe to retry: a repeat with the same id
+                within 24 hours returns the first call's fire and fires nothing. "": none.
+
+        Returns:
+            Fire: the fire recorded (fire time: the server's now, UTC), with its runs.
+
+        Raises:
+            NotFound: no such schedule.
+            InvalidArgument: a bad trigger, reference or request_id.
+        """
+        schedule_id = await self._schedule_id(schedule)
+        request = rq.trigger_schedule_request(schedule_id, trigger, request_id)
+        response = await self._call(self._stubs().schedules.TriggerSchedule, request)
+        return response.fire
 
     async def list_fires(self, schedule: int | str, limit: int = 100) -> list[Fire]:
         """Return a schedule's recorded fires, newest fire time first: what came of each

@@ -350,23 +350,32 @@ class Store:
         ``missed_fire_times`` as a MISSED fire: a repeat (in this call or a later one)
         returns the recorded result with duplicate_fire=True and changes nothing. A fire
         that is not ``missed`` enqueues the schedule's enabled tasks in ascending task-name
-        order (trigger SCHEDULER, scheduler lane); a disabled task is skipped TASK_DISABLED,
-        one with a queued or running job ALREADY_QUEUED / ALREADY_RUNNING naming that job.
-        The fire's outcome is ENQUEUED when a job was created, SKIPPED otherwise, MISSED when
-        ``missed``. A fire of a schedule that no longer exists is not recorded and gets
-        schedule_found=False.
+        order, with the request's trigger (SCHEDULER: scheduler lane; MANUAL, API: manual
+        lane); a disabled task is skipped TASK_DISABLED. A task with an active job goes
+        through the fire's overlap policy (the request's, else the schedule's; see
+        :func:`scheduler_svc.store.overlap.decide`): skipped ALREADY_QUEUED /
+        ALREADY_RUNNING / BUFFER_FULL naming a job, or a new job that waits (BUFFERED), or
+        one that replaces the running job (whose abort is asked for, REPLACED), or one that
+        runs alongside (ALLOW). The fire's outcome is REPLACED, BUFFERED, ENQUEUED (a job
+        was created), SKIPPED otherwise, MISSED when ``missed``. A fire of a schedule that
+        no longer exists is not recorded and gets schedule_found=False.
         """
         dialect = self.db.dialect
         return await self.db.write(lambda conn: fires.enqueue_fires(conn, dialect, requests, now))
 
-    async def enqueue_fire(self, request: FireRequest, now: dt.datetime) -> FireResult:
-        """Record one scheduler fire, as :meth:`enqueue_fires` does.
+    async def enqueue_fire(
+        self, request: FireRequest, now: dt.datetime, *, remember: Remember | None = None
+    ) -> FireResult:
+        """Record one fire, as :meth:`enqueue_fires` does (its answer stored under
+        ``remember`` in the same transaction, when given).
 
         Raises NotFound(field="schedule_id") when the schedule does not exist (nothing is
         recorded).
         """
         dialect = self.db.dialect
-        return await self.db.write(lambda conn: fires.enqueue_fire(conn, dialect, request, now))
+        return await self.db.write(
+            _once(lambda conn: fires.enqueue_fire(conn, dialect, request, now), remember)
+        )
 
     async def list_fires(
         self, schedule_id: int, limit: int, before: dt.datetime | None = None

@@ -63,6 +63,7 @@ def fire(row: sa.Row[Any]) -> FireRecord:
         outcome=FireOutcome(m["outcome"]),
         runs=tuple(TaskRunResult.from_json(r) for r in m["runs"]),
         recorded_at=m["recorded_at"],
+        trigger=m["trigger"],
     )
 
 
@@ -122,6 +123,7 @@ def job_row(
     schedule_id: int | None = None,
     fire_time: dt.datetime | None = None,
     retry_of_job_id: int | None = None,
+    overlap: str = "",
 ) -> dict[str, Any]:
     """The row of a new QUEUED job of ``task``; its keys are
     :data:`scheduler_svc.store.hot.JOB_COLUMNS`, in that order."""
@@ -142,6 +144,7 @@ def job_row(
         "output_tail": "",
         "abort_requested": False,
         "late_outcome": "",
+        "overlap": overlap,
     }
 
 

@@ -30,6 +30,7 @@ from tickwork._requests.checks import (
     enum_label,
     parse_catch_up_policy,
     parse_job_status,
+    parse_overlap_policy,
     task_refs,
 )
 from tickwork._requests.convert import MAX_NESTING, to_datetime, to_struct, to_timestamp
@@ -54,6 +55,7 @@ from tickwork._requests.schedules import (
     describe_cron_request,
     get_schedule_request,
     new_schedule_refs,
+    trigger_schedule_request,
     update_schedule_request,
 )
 from tickwork._requests.tasks import (
@@ -97,6 +99,7 @@ __all__ = [
     "page_size",
     "parse_catch_up_policy",
     "parse_job_status",
+    "parse_overlap_policy",
     "remaining_s",
     "resolve_server",
     "resume_delay_s",
@@ -106,6 +109,7 @@ __all__ = [
     "to_datetime",
     "to_struct",
     "to_timestamp",
+    "trigger_schedule_request",
     "update_schedule_request",
     "update_task_request",
     "wait_timeout",

@@ -11,7 +11,7 @@ from google.protobuf.descriptor import FieldDescriptor
 
 from tickwork.errors import InvalidArgument
 from tickwork.v1.job_pb2 import JobStatus
-from tickwork.v1.schedule_pb2 import CatchUpPolicy
+from tickwork.v1.schedule_pb2 import CatchUpPolicy, OverlapPolicy
 
 Ref = int | str
 """A task or schedule reference: an id (int) or a name (str)."""
@@ -136,6 +136,17 @@ def parse_catch_up_policy(value: CatchUpPolicy | str | int) -> CatchUpPolicy:
     """
     policy = _parse_enum(CatchUpPolicy, "CATCH_UP_POLICY_", value, "catch_up_policy")
     return cast("CatchUpPolicy", policy)
+
+
+def parse_overlap_policy(value: OverlapPolicy | str | int) -> OverlapPolicy:
+    """Turn ``"BUFFER_ALL"``, ``"buffer-all"``, ``"OVERLAP_POLICY_BUFFER_ALL"`` or the enum
+    into an OverlapPolicy.
+
+    Raises:
+        InvalidArgument: an unknown name or number, or UNSPECIFIED.
+    """
+    policy = _parse_enum(OverlapPolicy, "OVERLAP_POLICY_", value, "overlap_policy")
+    return cast("OverlapPolicy", policy)
 
 
 def _parse_enum(enum: Any, prefix: str, value: object, field: str) -> int:

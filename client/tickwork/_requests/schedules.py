@@ -15,17 +15,21 @@ from tickwork._requests.checks import (
     check_ref,
     check_type,
     parse_catch_up_policy,
+    parse_overlap_policy,
     task_refs,
 )
 from tickwork._requests.convert import to_timestamp
 from tickwork.errors import InvalidArgument
+from tickwork.v1.common_pb2 import Trigger
 from tickwork.v1.schedule_pb2 import (
     BatchCreateSchedulesRequest,
     CatchUpPolicy,
     CreateScheduleRequest,
     DescribeCronRequest,
     GetScheduleRequest,
+    OverlapPolicy,
     Schedule,
+    TriggerScheduleRequest,
     UpdateScheduleRequest,
 )
 
@@ -46,6 +50,8 @@ class ScheduleFields(TypedDict, total=False):
     catch_up_policy: CatchUpPolicy | str
     enabled: bool
     tasks: Sequence[Ref]
+    overlap_policy: OverlapPolicy | str
+    max_buffered: int
 
 
 class NewSchedule(TypedDict, total=False):
@@ -59,6 +65,8 @@ class NewSchedule(TypedDict, total=False):
     catch_up_policy: CatchUpPolicy | str
     description: str
     enabled: bool
+    overlap_policy: OverlapPolicy | str
+    max_buffered: int
 
 
 _NEW_SCHEDULE_KEYS = frozenset(NewSchedule.__annotations__)
@@ -75,6 +83,8 @@ SCHEDULE_MASK = (
     "catch_up_policy",
     "enabled",
     "task_ids",
+    "overlap_policy",
+    "max_buffered",
 )
 """Every writable Schedule field: the full update mask."""
 
@@ -97,6 +107,8 @@ def build_schedule(
     catch_up_policy: CatchUpPolicy | str,
     description: str,
     enabled: bool,
+    overlap_policy: OverlapPolicy | str = "SKIP",
+    max_buffered: int = 0,
 ) -> Schedule:
     """Build a Schedule with every writable field set explicitly (see ``create_schedule``).
 
@@ -112,8 +124,9 @@ def build_schedule(
     if not cron and not interval_seconds:
         raise InvalidArgument("schedule: give cron or interval_seconds")
     policy = parse_catch_up_policy(catch_up_policy)
-    schedule = Schedule(catch_up_policy=policy)
+    schedule = Schedule(catch_up_policy=policy, overlap_policy=parse_overlap_policy(overlap_policy))
     for field, value in (
+        ("max_buffered", max_buffered),
         ("name", name),
         ("description", description),
         ("cron_expression", cron or ""),
@@ -171,6 +184,8 @@ def batch_create_schedules_request(
                 catch_up_policy=item.get("catch_up_policy", "SKIP"),
                 description=item.get("description", ""),
                 enabled=item.get("enabled", True),
+                overlap_policy=item.get("overlap_policy", "SKIP"),
+                max_buffered=item.get("max_buffered", 0),
             )
         except InvalidArgument as err:
             raise InvalidArgument(f"schedules[{i}]: {err.details}") from None
@@ -208,6 +223,8 @@ def update_schedule_request(
             schedule.task_ids.extend(task_ids or [])
         elif key == "catch_up_policy":
             schedule.catch_up_policy = parse_catch_up_policy(fields["catch_up_policy"])
+        elif key == "overlap_policy":
+            schedule.overlap_policy = parse_overlap_policy(fields["overlap_policy"])
         else:
             assign_field(schedule, path, value, key)
         paths.append(path)
@@ -215,6 +232,22 @@ def update_schedule_request(
         schedule.cron_expression = ""
         paths.append("cron_expression")
     return UpdateScheduleRequest(schedule=schedule, update_mask=FieldMask(paths=paths))
+
+
+def trigger_schedule_request(
+    schedule_id: int, trigger: Trigger | int, request_id: str
+) -> TriggerScheduleRequest:
+    """Build TriggerSchedule; ``trigger`` TRIGGER_API or TRIGGER_MANUAL.
+
+    Raises:
+        InvalidArgument: another trigger, or a request_id that is not text.
+    """
+    if trigger not in (Trigger.TRIGGER_API, Trigger.TRIGGER_MANUAL):
+        raise InvalidArgument(f"trigger: give TRIGGER_API or TRIGGER_MANUAL, not {trigger!r:.40}")
+    check_type(request_id, str, "request_id")
+    request = TriggerScheduleRequest(id=schedule_id, trigger=trigger)  # type: ignore[arg-type]
+    assign_field(request, "request_id", request_id)
+    return request
 
 
 def describe_cron_request(
