@@ -95,7 +95,7 @@ async def test_buffer_one_keeps_one_fire_waiting_behind_the_running_job(
         # A job of another task queued behind it is not held up by it.
         await h.client.create_task("u", "shell", {"argv": ["true"]})
         other = await h.client.create_schedule("s2", ["u"], cron="0 0 1 1 *")
-        await h.service.app.enqueue_fires([FireRequest(other.id, h.clock(), other.task_ids)])
+        await h.service.app.enqueue_fires([FireRequest(other.id, h.clock(), tuple(other.task_ids))])
         behind = await claim(h, slot=1)
         assert behind is not None and behind.task_name == "u"
         await finish(h, behind, "SUCCEEDED")
@@ -270,7 +270,10 @@ async def test_bad_overlap_values_are_refused_naming_the_field(
         async with grpc.aio.insecure_channel(h.service.address) as channel:
             stub = schedule_pb2_grpc.ScheduleServiceStub(channel)
             bad = schedule_pb2.Schedule(
-                name="s", cron_expression="* * * * *", task_ids=[task.id], overlap_policy=42
+                name="s",
+                cron_expression="* * * * *",
+                task_ids=[task.id],
+                overlap_policy=42,  # type: ignore[arg-type]
             )
             with pytest.raises(grpc.aio.AioRpcError) as raw:
                 await stub.CreateSchedule(schedule_pb2.CreateScheduleRequest(schedule=bad))
