@@ -1,4 +1,5 @@
-"""``tickwork schedules``: list, fires, enable, disable, delete."""
+"""``tickwork schedules``: list, fires, trigger, update (overlap policy), enable, disable,
+delete."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from typing import Any, TextIO
 from tickwork import _requests as rq
 from tickwork.cli import _output as o
 from tickwork.cli._common import EXIT_OK, client_from_args, positive_int
-from tickwork.v1.schedule_pb2 import FireOutcome
+from tickwork.errors import InvalidArgument
+from tickwork.v1.common_pb2 import Trigger
+from tickwork.v1.schedule_pb2 import FireOutcome, OverlapPolicy
 
 
 def add_parsers(sub: argparse._SubParsersAction[Any], net: argparse.ArgumentParser) -> None:
@@ -26,6 +29,25 @@ def add_parsers(sub: argparse._SubParsersAction[Any], net: argparse.ArgumentPars
     p.add_argument("name", metavar="NAME", help="schedule name")
     p.add_argument("--limit", type=positive_int, default=20, metavar="N", help="default 20")
     p.set_defaults(func=_fires)
+    p = ssub.add_parser(
+        "trigger",
+        parents=[net],
+        help="fire a schedule now (its next run is unchanged)",
+        description="Fire a schedule now: all its tasks, as its next fire would, through "
+        "its overlap policy, in the manual lane. Recorded as a fire with trigger MANUAL; "
+        "its next run is unchanged. A paused or disabled schedule fires too.",
+    )
+    p.add_argument("name", metavar="NAME", help="schedule name")
+    p.set_defaults(func=_trigger)
+    p = ssub.add_parser(
+        "update",
+        parents=[net],
+        help="change a schedule's overlap policy",
+        description="Change the given fields of a schedule (the others stay).",
+    )
+    p.add_argument("name", metavar="NAME", help="schedule name")
+    _overlap_options(p)
+    p.set_defaults(func=_update)
     for action, enabled in (("enable", True), ("disable", False)):
         p = ssub.add_parser(
             action,
@@ -43,6 +65,32 @@ def add_parsers(sub: argparse._SubParsersAction[Any], net: argparse.ArgumentPars
     )
     p.add_argument("name", metavar="NAME", help="schedule name")
     p.set_defaults(func=_delete)
+
+
+def _overlap_options(p: argparse.ArgumentParser) -> None:
+    """The overlap options of a schedule: ``--overlap-policy``, ``--max-buffered``."""
+    p.add_argument(
+        "--overlap-policy",
+        type=_policy,
+        metavar="POLICY",
+        help="what a fire does while a job of its task is queued or running: SKIP, "
+        "BUFFER_ONE, BUFFER_ALL, REPLACE or ALLOW",
+    )
+    p.add_argument(
+        "--max-buffered",
+        type=int,
+        metavar="N",
+        help="BUFFER_ALL's cap on waiting fires: 0 (meaning 100) to 10000",
+    )
+
+
+def _policy(text: str) -> str:
+    """An overlap policy's name, checked (``buffer-all`` and ``BUFFER_ALL`` alike)."""
+    try:
+        policy = rq.parse_overlap_policy(text)
+    except InvalidArgument as err:
+        raise argparse.ArgumentTypeError(err.details.split(": ", 1)[-1]) from None
+    return OverlapPolicy.Name(policy).removeprefix("OVERLAP_POLICY_")
 
 
 def _list(args: argparse.Namespace, out: TextIO) -> int:
@@ -72,11 +120,42 @@ def _fires(args: argparse.Namespace, out: TextIO) -> int:
         [
             o.when(f, "fire_time"),
             rq.enum_label(FireOutcome, f.outcome),
+            rq.enum_label(Trigger, f.trigger) if f.trigger else "-",
             "; ".join(o.run_text(r) for r in f.runs) or "-",
         ]
         for f in fires
     ]
-    o.table(["FIRE TIME (UTC)", "OUTCOME", "TASKS"], rows, out)
+    o.table(["FIRE TIME (UTC)", "OUTCOME", "TRIGGER", "TASKS"], rows, out)
+    return EXIT_OK
+
+
+def _trigger(args: argparse.Namespace, out: TextIO) -> int:
+    with client_from_args(args) as client:
+        fire = client.trigger_schedule(args.name, trigger=Trigger.TRIGGER_MANUAL)
+    runs = "; ".join(o.run_text(r) for r in fire.runs) or "-"
+    outcome = rq.enum_label(FireOutcome, fire.outcome)
+    print(
+        f"schedule {args.name}: fired at {o.when(fire, 'fire_time')}, {outcome}: {runs}", file=out
+    )
+    return EXIT_OK
+
+
+def _update(args: argparse.Namespace, out: TextIO) -> int:
+    fields: dict[str, Any] = {}
+    if args.overlap_policy is not None:
+        fields["overlap_policy"] = args.overlap_policy
+    if args.max_buffered is not None:
+        fields["max_buffered"] = args.max_buffered
+    if not fields:
+        raise InvalidArgument("give at least one of --overlap-policy, --max-buffered")
+    with client_from_args(args) as client:
+        schedule = client.update_schedule(args.name, **fields)
+    policy = rq.enum_label(OverlapPolicy, schedule.overlap_policy)
+    print(
+        f"schedule {schedule.name}: overlap policy {policy}, max buffered "
+        f"{schedule.max_buffered or 100}",
+        file=out,
+    )
     return EXIT_OK
 
 

@@ -1,0 +1,57 @@
+"""``tickwork schedules update --overlap-policy/--max-buffered``, ``schedules trigger`` and
+the outcome and trigger of each fire in ``schedules fires``, against an in-process service
+with an injected clock (the CLI runs in a thread: it is a blocking client)."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from pathlib import Path
+
+import pytest
+
+from tests.inprocess import inprocess
+from tickwork.cli import main
+
+T0 = dt.datetime(2026, 6, 1, 10, 0, 30, tzinfo=dt.UTC)
+
+
+async def test_cli_sets_the_policy_triggers_and_shows_each_fire(
+    tmp_path: Path, database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async with inprocess(tmp_path, database_url, T0) as h:
+        await h.client.create_task("t", "shell", {"argv": ["true"]})
+        await h.client.create_schedule("s", ["t"], cron="0 3 * * *")
+        base = ["--server", h.service.address]
+
+        async def cli(*args: str) -> tuple[int, str, str]:
+            code = await asyncio.to_thread(main, [*args, *base])
+            captured = capsys.readouterr()
+            return code, captured.out, captured.err
+
+        code, out, _ = await cli(
+            "schedules", "update", "s", "--overlap-policy", "buffer-one", "--max-buffered", "5"
+        )
+        assert (code, out) == (0, "schedule s: overlap policy BUFFER_ONE, max buffered 5\n")
+        code, _, err = await cli("schedules", "update", "s", "--max-buffered", "20000")
+        assert code == 2 and "schedule.max_buffered" in err
+        code, _, err = await cli("schedules", "update", "s", "--overlap-policy", "sometimes")
+        assert code == 2 and "--overlap-policy" in err
+        assert (await h.client.get_schedule("s")).max_buffered == 5
+
+        code, out, _ = await cli("schedules", "trigger", "s")
+        assert code == 0
+        assert out.startswith("schedule s: fired at 2026-06-01T10:00:30Z, ENQUEUED: t: job ")
+        assert await h.service.app.store.claim_next_job("w", h.clock(), 30.0) is not None
+        for _ in range(2):
+            h.clock.advance(1)
+            assert (await cli("schedules", "trigger", "s"))[0] == 0
+        code, out, _ = await cli("schedules", "fires", "s")
+        lines = [line.split()[:3] for line in out.splitlines()]
+        assert lines == [
+            ["FIRE", "TIME", "(UTC)"],
+            ["2026-06-01T10:00:32Z", "SKIPPED", "MANUAL"],
+            ["2026-06-01T10:00:31Z", "BUFFERED", "MANUAL"],
+            ["2026-06-01T10:00:30Z", "ENQUEUED", "MANUAL"],
+        ]
+        assert "skipped (already queued, job" in out.splitlines()[1]
