@@ -20,6 +20,8 @@ File format (every key but ``name``, ``handler`` and the schedule's timing is op
     cron = "*/10 * * * * *"        # or: interval_seconds = 30
     timezone = "UTC"
     catch_up_policy = "SKIP"       # or "RUN_ONCE"
+    overlap_policy = "BUFFER_ALL"  # SKIP (default) | BUFFER_ONE | BUFFER_ALL | REPLACE | ALLOW
+    max_buffered = 20              # BUFFER_ALL's cap; 0 (default) means 100, at most 10000
     tasks = ["health-check"]
     description = "..."
     enabled = true
@@ -57,7 +59,7 @@ from tickwork._sync import Client
 from tickwork.apply_notifiers import NotifierSpec, apply_notifiers, parse_notifiers
 from tickwork.errors import InvalidArgument, TickworkError
 from tickwork.v1.config_pb2 import ApplyConfigRequest, ConfigChange, ConfigSchedule
-from tickwork.v1.schedule_pb2 import CatchUpPolicy, Schedule
+from tickwork.v1.schedule_pb2 import CatchUpPolicy, OverlapPolicy, Schedule
 from tickwork.v1.task_pb2 import RetryPolicy, Task
 
 __all__ = [
@@ -125,8 +127,9 @@ class TaskSpec:
 class ScheduleSpec:
     """A schedule as the file describes it: ``cron`` or ``interval_seconds`` (both given:
     cron wins, the interval is not sent); ``tasks`` are task names; ``catch_up_policy`` is
-    ``"SKIP"`` or ``"RUN_ONCE"``; ``enabled=None`` means unmanaged (new schedules are
-    created enabled)."""
+    ``"SKIP"`` or ``"RUN_ONCE"``; ``overlap_policy`` an OverlapPolicy's short name and
+    ``max_buffered`` its BUFFER_ALL cap (0 means 100); ``enabled=None`` means unmanaged
+    (new schedules are created enabled)."""
 
     name: str
     tasks: tuple[str, ...]
@@ -136,6 +139,8 @@ class ScheduleSpec:
     catch_up_policy: str = "SKIP"
     description: str = ""
     enabled: bool | None = None
+    overlap_policy: str = "SKIP"
+    max_buffered: int = 0
 
 
 @dataclass(frozen=True)
@@ -314,6 +319,8 @@ _SCHEDULE_KEYS = (
     "tasks",
     "description",
     "enabled",
+    "overlap_policy",
+    "max_buffered",
 )
 
 
@@ -439,6 +446,20 @@ def _schedule(i: int, item: Mapping[str, Any], problems: _Problems) -> ScheduleS
     policy = _get(item, prefix, "catch_up_policy", "str", problems)
     description = _get(item, prefix, "description", "str", problems)
     enabled = _get(item, prefix, "enabled", "bool", problems)
+    overlap = _get(item, prefix, "overlap_policy", "str", problems)
+    max_buffered = _get(item, prefix, "max_buffered", "int", problems)
+    if overlap is not None:
+        try:
+            overlap = OverlapPolicy.Name(rq.parse_overlap_policy(overlap)).removeprefix(
+                "OVERLAP_POLICY_"
+            )
+        except InvalidArgument as err:
+            problems.add(f"{prefix}.overlap_policy", err.details.split(": ", 1)[1])
+    if max_buffered is not None and not 0 <= max_buffered <= 10_000:
+        problems.add(
+            f"{prefix}.max_buffered",
+            f"must be between 0 (meaning 100) and 10000, got {max_buffered}",
+        )
     if "cron" not in item and "interval_seconds" not in item:
         problems.add(prefix, "give cron or interval_seconds")
     if cron is not None and not cron.strip():
@@ -477,6 +498,8 @@ def _schedule(i: int, item: Mapping[str, Any], problems: _Problems) -> ScheduleS
         catch_up_policy=policy or "SKIP",
         description=description or "",
         enabled=enabled,
+        overlap_policy=overlap or "SKIP",
+        max_buffered=max_buffered or 0,
     )
 
 
@@ -526,6 +549,8 @@ def config_request(config: Config, *, dry_run: bool = False) -> ApplyConfigReque
             interval_seconds=0 if sched.cron else sched.interval_seconds or 0,
             timezone=sched.timezone,
             catch_up_policy=rq.parse_catch_up_policy(sched.catch_up_policy),
+            overlap_policy=rq.parse_overlap_policy(sched.overlap_policy),
+            max_buffered=sched.max_buffered,
         )
         if sched.enabled is not None:
             schedule.enabled = sched.enabled
