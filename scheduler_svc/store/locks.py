@@ -77,10 +77,13 @@ def active_jobs(conn: Connection, dialect: Dialect, task_ids: Iterable[int]) -> 
     :func:`all_active_jobs` reads (and locks) them: of several (a fire's job waiting behind
     another, or running alongside), a running one that is not ALLOW, else the plain one,
     else the oldest."""
-    out = {}
-    for task_id, found in all_active_jobs(conn, dialect, task_ids).items():
-        out[task_id] = min(found, key=_precedence)
-    return out
+    return active_jobs_of(all_active_jobs(conn, dialect, task_ids))
+
+
+def active_jobs_of(found: dict[int, list[Any]]) -> dict[int, Any]:
+    """The job :func:`active_jobs` names for each task, of the jobs
+    :func:`all_active_jobs` found."""
+    return {task_id: min(rows, key=_precedence) for task_id, rows in found.items()}
 
 
 def _precedence(row: Any) -> tuple[int, int, int]:
