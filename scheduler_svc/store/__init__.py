@@ -441,12 +441,15 @@ class Store:
         stopped_by: str = "",
         remember: Remember | None = None,
     ) -> list[tuple[int, int, AbortAction]]:
-        """For each task: cancel its queued job (error "aborted by operator") or flag its
-        running job for abort (abort_requested), recording ``stopped_by`` (the caller's
-        token label) on the job.
+        """For each task: cancel its queued jobs (error "aborted by operator") and flag its
+        running jobs for abort (abort_requested), recording ``stopped_by`` (the caller's
+        token label) on each; a task has several when an overlap policy let a fire's job
+        wait behind the running one or run alongside.
 
-        Returns (task_id, job_id, action) in request order; action NONE (job_id 0) when
-        the task has no active job, or when it is named again after its job was cancelled.
+        Returns (task_id, job_id, action) in request order, naming the job
+        :func:`locks.active_jobs` names (ABORT_REQUESTED when it runs, CANCELLED when
+        queued); action NONE (job_id 0) when the task has no active job, or when it is
+        named again in the request.
         Raises NotFound(field="task_ids") for an unknown task (nothing changes).
         """
         dialect = self.db.dialect
@@ -486,7 +489,8 @@ class Store:
         Order: manual/API lane first, task_priority descending, enqueue time, insertion
         order. Ready: QUEUED, not_before unset or <= now, and not a scheduler-lane job of a
         disabled task; a job whose task's non-empty concurrency_group has a RUNNING job is
-        passed over. The job becomes RUNNING in ``slot`` with a fresh lease token, its
+        passed over, and so is one (not ALLOW) whose task has a RUNNING job that is not ALLOW
+        (uq_jobs_running_task refuses two). The job becomes RUNNING in ``slot`` with a fresh lease token, its
         task's concurrency group, started_at ``now`` (never before its enqueue time) and
         lease_expires_at = now + lease_ttl_s. Never returns a job while another job is
         RUNNING in ``slot`` (one job per slot): claims of a slot are serialized on its
