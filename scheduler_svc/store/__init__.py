@@ -489,17 +489,18 @@ class Store:
         Order: manual/API lane first, task_priority descending, enqueue time, insertion
         order. Ready: QUEUED, not_before unset or <= now, and not a scheduler-lane job of a
         disabled task; a job whose task's non-empty concurrency_group has a RUNNING job is
-        passed over, and so is one (not ALLOW) whose task has a RUNNING job that is not ALLOW
-        (uq_jobs_running_task refuses two). The job becomes RUNNING in ``slot`` with a fresh lease token, its
-        task's concurrency group, started_at ``now`` (never before its enqueue time) and
-        lease_expires_at = now + lease_ttl_s. Never returns a job while another job is
-        RUNNING in ``slot`` (one job per slot): claims of a slot are serialized on its
-        ``worker`` lease row (:func:`scheduler_svc.schema.slot_lease_name`), and the database
-        refuses a second running job in a slot or a group (uq_jobs_running_slot,
-        uq_jobs_running_group; a claim so refused is tried again, up to
-        :data:`CLAIM_ATTEMPTS` times in all). With ``worker_lease_holder``, None unless that
-        holder holds the slot's lease, under ``lease_token`` when given (fencing a session
-        that believes it still holds the slot).
+        passed over, and so is one (not ALLOW) whose task has a RUNNING job that is not
+        ALLOW (uq_jobs_running_task refuses two). The job becomes RUNNING in ``slot`` with a
+        fresh lease token, its task's concurrency group, started_at ``now`` (never before
+        its enqueue time) and lease_expires_at = now + lease_ttl_s. Never returns a job
+        while another job is RUNNING in ``slot`` (one job per slot): claims of a slot are
+        serialized on its ``worker`` lease row
+        (:func:`scheduler_svc.schema.slot_lease_name`), and the database refuses a second
+        running job in a slot or a group (uq_jobs_running_slot, uq_jobs_running_group; a
+        claim so refused is tried again, up to :data:`CLAIM_ATTEMPTS` times in all). With
+        ``worker_lease_holder``, None unless that holder holds the slot's lease, under
+        ``lease_token`` when given (fencing a session that believes it still holds the
+        slot).
         """
         dialect = self.db.dialect
         for attempt in range(1, CLAIM_ATTEMPTS + 1):
