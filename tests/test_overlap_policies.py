@@ -295,3 +295,46 @@ async def test_bad_overlap_values_are_refused_naming_the_field(
             OverlapPolicy.OVERLAP_POLICY_BUFFER_ALL,
             7,
         )
+
+
+async def test_a_buffered_fire_runs_after_the_running_job_on_a_real_worker(
+    tmp_path: Path, database_url: str
+) -> None:
+    # The worker asks for its next job with each outcome (on PostgreSQL one statement
+    # records a success and starts the next job): the buffered job is that next job.
+    async with inprocess(tmp_path, database_url, T0, worker_poll_interval_s=0.5) as h:
+        await h.client.create_task("t", "shell", {"argv": ["sleep", "1"]})
+        await h.client.create_schedule("s", ["t"], cron="* * * * *", overlap_policy="BUFFER_ONE")
+        await h.tick(minute(1))
+        (first,) = await h.client.list_jobs()
+        async with inprocess_worker(h.service.address):
+
+            async def running(job_id: int) -> bool:
+                job = await h.client.get_job(job_id)
+                return job.status == JobStatus.JOB_STATUS_RUNNING
+
+            await eventually(lambda: running(first.id), what="the first job to start")
+            await h.tick(minute(2))
+            outcome, runs = await last_fire(h)
+            assert outcome == "FIRE_OUTCOME_BUFFERED"
+            second = await h.client.wait(runs[0][0], timeout=15)
+        assert second.status == JobStatus.JOB_STATUS_SUCCEEDED
+        assert (await h.client.get_job(first.id)).status == JobStatus.JOB_STATUS_SUCCEEDED
+
+
+async def test_aborting_the_task_stops_the_buffered_jobs_too(
+    tmp_path: Path, database_url: str
+) -> None:
+    async with inprocess(tmp_path, database_url, T0) as h:
+        await setup(h, "BUFFER_ALL")
+        await h.tick(minute(1))
+        running = await claim(h)
+        assert running is not None
+        for n in (2, 3):
+            await h.tick(minute(n))
+        (abort,) = await h.client.abort("t")
+        assert abort.job_id == running.id
+        jobs = {j.id: j for j in await h.client.list_jobs()}
+        waiting = sorted(set(jobs) - {running.id})
+        assert [jobs[j].status for j in waiting] == [JobStatus.JOB_STATUS_CANCELLED] * 2
+        assert (await h.service.app.store.get_job(running.id)).abort_requested
