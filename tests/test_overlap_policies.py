@@ -12,8 +12,10 @@ from pathlib import Path
 
 import grpc
 import pytest
+import sqlalchemy as sa
 
 from scheduler_svc.records import FireRequest, JobRecord
+from tests.databases import run_sql_async
 from tests.inprocess import Harness, inprocess
 from tests.queue_helpers import eventually, finish, inprocess_worker
 from tickwork import FireOutcome, InvalidArgument, JobStatus, OverlapPolicy, SkipReason
@@ -338,3 +340,21 @@ async def test_aborting_the_task_stops_the_buffered_jobs_too(
         waiting = sorted(set(jobs) - {running.id})
         assert [jobs[j].status for j in waiting] == [JobStatus.JOB_STATUS_CANCELLED] * 2
         assert (await h.service.app.store.get_job(running.id)).abort_requested
+
+
+async def test_the_database_refuses_a_second_running_job_of_a_task(
+    tmp_path: Path, database_url: str
+) -> None:
+    # Whatever a claim believes, two jobs of one task that are not ALLOW never run at once.
+    async with inprocess(tmp_path, database_url, T0) as h:
+        await setup(h, "BUFFER_ONE")
+        await h.tick(minute(1))
+        assert await claim(h) is not None
+        await h.tick(minute(2))
+        waiting = (await last_fire(h))[1][0][0]
+        url = h.service.settings.database_url
+        start = "UPDATE jobs SET status = 'RUNNING', slot = 1 WHERE id = :id"
+        with pytest.raises(sa.exc.IntegrityError):
+            await run_sql_async(url, start, id=waiting)
+        await run_sql_async(url, "UPDATE jobs SET overlap = 'ALLOW' WHERE id = :id", id=waiting)
+        await run_sql_async(url, start, id=waiting)  # an ALLOW job may run alongside
