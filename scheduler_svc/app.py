@@ -30,7 +30,8 @@ from scheduler_svc.records import (
 from scheduler_svc.replicas import ReplicaWakeups
 from scheduler_svc.settings import Settings
 from scheduler_svc.store import Remember, Store
-from scheduler_svc.values import JobStatus, Trigger
+from scheduler_svc.store.overlap import replaced_reason
+from scheduler_svc.values import FireOutcome, JobStatus, Trigger
 
 log = logging.getLogger(__name__)
 
@@ -85,11 +86,13 @@ class App:
         self._enqueued(result.runs)
         return result
 
-    async def enqueue_fire(self, fire: FireRequest) -> FireResult:
-        """Record one scheduler fire (see :meth:`Store.enqueue_fire`), wake an idle worker,
-        and count the fire unless it was recorded already."""
-        now = self.clock()
-        result = await self.store.enqueue_fire(fire, now)
+    async def enqueue_fire(
+        self, fire: FireRequest, *, remember: Remember | None = None
+    ) -> FireResult:
+        """Record one fire (see :meth:`Store.enqueue_fire`, ``remember`` too), wake an idle
+        worker, and count the fire unless it was recorded already."""
+        now = remember.now if remember is not None else self.clock()
+        result = await self.store.enqueue_fire(fire, now, remember=remember)
         self._enqueued(result.runs)
         if not result.duplicate_fire:
             self._observe_fires([result], now)
@@ -120,22 +123,26 @@ class App:
             self.replicas.queue_changed()
 
     def _observe_fires(self, recorded: Sequence[FireResult], now: dt.datetime) -> None:
-        """Count newly recorded fires by outcome (one increment per outcome and batch) and
+        """Count newly recorded fires by outcome (one increment per outcome and batch),
         observe the enqueue lateness of each fire that enqueued a job (from its start: the
-        fire time plus its jitter)."""
-        counts = {"missed": 0, "enqueued": 0, "skipped": 0}
+        fire time plus its jitter), and tell this process's worker streams to abort the jobs
+        a REPLACE fire replaced (a job on another replica's stream hears it at its next
+        heartbeat)."""
+        counts = {"missed": 0, "enqueued": 0, "skipped": 0, "buffered": 0, "replaced": 0}
         for result in recorded:
             req = result.request
             counts["missed"] += len(req.missed_fire_times) + req.missed
             if req.missed:
                 continue
-            if any(r.skip_reason is None for r in result.runs):
-                counts["enqueued"] += 1
+            fired = FireOutcome(result.outcome)
+            counts[fired.lower()] += 1
+            if fired != FireOutcome.SKIPPED:
                 # Measured from the fire's jittered start: jitter is not lateness.
                 lateness = (now - (req.start_at or req.fire_time)).total_seconds()
                 self.metrics.fire_lateness.observe(max(0.0, lateness))
-            else:
-                counts["skipped"] += 1
+            for run in result.runs:
+                if run.replaced_job_id:
+                    self.hub.request_abort(run.replaced_job_id, replaced_reason(req.fire_time))
         for outcome, count in counts.items():
             if count:
                 self.metrics.fires.labels(outcome).inc(count)

@@ -63,6 +63,7 @@ RPC_ROLES: Mapping[str, frozenset[str]] = {
     "/tickwork.v1.ScheduleService/DeleteSchedule": _ADMINISTER,
     "/tickwork.v1.ScheduleService/DescribeCron": _VIEW,
     "/tickwork.v1.ScheduleService/ListFires": _VIEW,
+    "/tickwork.v1.ScheduleService/TriggerSchedule": _OPERATE,
     "/tickwork.v1.ConfigService/ApplyConfig": _ADMINISTER,
     "/tickwork.v1.JobService/GetJob": _VIEW,
     "/tickwork.v1.JobService/ListJobs": _VIEW,

@@ -32,11 +32,6 @@ from scheduler_svc.store.backfill import Window
 #: The most windows one backfill may cover.
 MAX_WINDOWS = 10_000
 
-#: The overlap policies a backfill accepts today (stored names): SKIP, which the fire path
-#: applies. The others (BUFFER_ALL, the policy a backfill wants once it is served) are
-#: refused until the fire path serves them.
-SERVED_POLICIES = frozenset({"SKIP"})
-
 #: The largest reply a backfill may build, in bytes: a gRPC client accepts 4 MiB by
 #: default, less room for the envelope.
 MAX_REPLY_BYTES = 4 * 1024 * 1024 - 64 * 1024
@@ -144,20 +139,6 @@ def plan(schedule: ScheduleRecord, asked: Range) -> list[dt.datetime]:
     return found
 
 
-def check_policy(policy: str | None) -> None:
-    """Only the overlap policies the fire path serves (:data:`SERVED_POLICIES`).
-
-    Raises:
-        InvalidArgument: naming ``overlap_policy``.
-    """
-    if policy is not None and policy not in SERVED_POLICIES:
-        raise InvalidArgument(
-            f"{policy} is not served for backfills yet; give OVERLAP_POLICY_SKIP or leave "
-            "it unspecified",
-            field="overlap_policy",
-        )
-
-
 def counts(found: Sequence[Window]) -> dict[str, int]:
     """The windows of a written backfill by what came of them: ``enqueued`` (a task got a
     job), ``skipped`` (every task was skipped), ``already_fired``."""
@@ -184,7 +165,6 @@ async def backfill_schedule(
         FailedPrecondition, InvalidArgument: see :func:`plan`, :func:`check_range` and
             :func:`check_policy`; nothing is written.
     """
-    check_policy(asked.overlap_policy)
     now = remember.now if remember is not None else app.clock()
     check_range(asked.start, asked.end, now)
 

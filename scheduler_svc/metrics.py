@@ -86,7 +86,7 @@ class Metrics:
         )
         self.fires = Counter(
             "tickwork_fires",
-            "Schedule fires recorded, by outcome (enqueued, skipped, missed).",
+            "Schedule fires recorded, by outcome (enqueued, skipped, missed, buffered, replaced).",
             ["outcome"],
             registry=r,
         )
@@ -161,7 +161,7 @@ class Metrics:
         self._errors_seen = 0
         for state in ("active", "standby"):
             self.workers.labels(state)
-        for outcome in ("enqueued", "skipped", "missed"):
+        for outcome in ("enqueued", "skipped", "missed", "buffered", "replaced"):
             self.fires.labels(outcome)
         for outcome in ("enqueued", "skipped", "already_fired"):
             self.backfill_windows.labels(outcome)

@@ -9,7 +9,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler_svc.values import FireOutcome, SkipReason, Trigger
+from scheduler_svc.values import FireOutcome, OverlapPolicy, SkipReason, Trigger
 
 
 @dataclass(frozen=True)
@@ -73,6 +73,20 @@ class ScheduleRecord:
     """No fire before this instant (aware UTC); None: no bound."""
     end_at: dt.datetime | None = None
     """No fire at or after this instant (aware UTC); None: no bound."""
+    overlap_policy: str = "SKIP"
+    """What a fire does while a job of its task is active (:class:`values.OverlapPolicy`)."""
+    max_buffered: int = 0
+    """BUFFER_ALL's cap on waiting fires; 0 means :data:`DEFAULT_MAX_BUFFERED`."""
+
+    @property
+    def buffer_cap(self) -> int:
+        """How many fires may wait under BUFFER_ALL."""
+        return self.max_buffered or DEFAULT_MAX_BUFFERED
+
+
+#: BUFFER_ALL's cap when a schedule's max_buffered is 0, and the largest one may give.
+DEFAULT_MAX_BUFFERED = 100
+MAX_MAX_BUFFERED = 10_000
 
 
 @dataclass(frozen=True)
@@ -116,6 +130,8 @@ class JobRecord:
     for a scheduled job."""
     stopped_by: str = ""
     """The token label of who cancelled it or asked for its abort; empty otherwise."""
+    overlap: str = ""
+    """How it stands to its task's other active jobs (:class:`values.QueuedBehind`)."""
 
     def run_params(self, task_params: dict[str, Any]) -> dict[str, Any]:
         """The params the job runs with: ``params_override`` merged shallowly over
@@ -175,16 +191,24 @@ class TaskRunResult:
     skip_reason: SkipReason | None = None
     promoted: bool = False
     made_ready: bool = False
+    overlap: str = ""
+    """For a fire's task: BUFFERED (its new job waits behind the task's running job) or
+    REPLACED (it aborted the running job ``replaced_job_id``); empty otherwise."""
+    replaced_job_id: int = 0
 
     def to_json(self) -> dict[str, Any]:
         """The form stored in ``fires.runs``."""
-        return {
+        out: dict[str, Any] = {
             "task_id": self.task_id,
             "task_name": self.task_name,
             "job_id": self.job_id,
             "skip_reason": self.skip_reason,
             "promoted": self.promoted,
         }
+        if self.overlap:
+            out["overlap"] = self.overlap
+            out["replaced_job_id"] = self.replaced_job_id
+        return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TaskRunResult:
@@ -195,6 +219,8 @@ class TaskRunResult:
             job_id=int(data.get("job_id", 0)),
             skip_reason=SkipReason(data["skip_reason"]) if data.get("skip_reason") else None,
             promoted=bool(data.get("promoted", False)),
+            overlap=str(data.get("overlap", "")),
+            replaced_job_id=int(data.get("replaced_job_id", 0)),
         )
 
 
@@ -235,7 +261,10 @@ class FireRequest:
     before); None: at once."""
     trigger: Trigger = Trigger.SCHEDULER
     """Who caused it: its jobs carry it, in the lane of :func:`fires.lane_of` (the
-    scheduler lane for SCHEDULER, the backfill lane for BACKFILL)."""
+    scheduler lane for SCHEDULER, the backfill lane for BACKFILL, the manual lane for
+    MANUAL and API (TriggerSchedule))."""
+    overlap_policy: OverlapPolicy | None = None
+    """The overlap policy its tasks go through; None: the schedule's own."""
 
 
 @dataclass(frozen=True)

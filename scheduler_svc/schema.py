@@ -83,6 +83,10 @@ schedules = sa.Table(
     sa.Column("jitter_mode", sa.String(16), nullable=False, server_default="RANDOM"),
     sa.Column("start_at", UTCDateTime, nullable=True),
     sa.Column("end_at", UTCDateTime, nullable=True),
+    # What a fire does while a job of its task is active (values.OverlapPolicy), and
+    # BUFFER_ALL's cap on the fires waiting (stored as given; 0 means 100).
+    sa.Column("overlap_policy", sa.String(16), nullable=False, server_default="SKIP"),
+    sa.Column("max_buffered", sa.Integer, nullable=False, server_default="0"),
     # Due schedules are found through this index: the cost grows with the due ones only.
     sa.Index("ix_schedules_due", "enabled", "next_run_at"),
     **_NEVER_REUSE_IDS,
@@ -106,6 +110,11 @@ schedule_tasks = sa.Table(
 #: and their migration).
 RUNNING_SLOT_PREDICATE = "status = 'RUNNING'"
 RUNNING_GROUP_PREDICATE = "status = 'RUNNING' AND concurrency_group <> ''"
+#: The rows of uq_jobs_one_active_per_task: a task's plainly queued or running jobs (not a
+#: fire's job that waits behind another, nor one that runs alongside; values.QueuedBehind).
+ACTIVE_PLAIN_PREDICATE = "status IN ('QUEUED', 'RUNNING') AND overlap = ''"
+#: The rows of uq_jobs_running_task: running jobs other than those that run alongside.
+RUNNING_TASK_PREDICATE = "status = 'RUNNING' AND overlap <> 'ALLOW'"
 
 jobs = sa.Table(
     "jobs",
@@ -144,13 +153,25 @@ jobs = sa.Table(
     sa.Column("stopped_by", sa.String(200), nullable=False, server_default=""),
     # Whether this running job's long run (its task's warn_after_seconds) was notified.
     sa.Column("long_run_notified", sa.Boolean, nullable=False, server_default=sa.false()),
-    # At most one queued or running job per task: the database enforces the skip logic.
+    # How the job stands to its task's other active jobs (values.QueuedBehind): '' plain,
+    # WAIT (a fire's job queued behind the task's running job), ALLOW (runs alongside).
+    sa.Column("overlap", sa.String(8), nullable=False, server_default=""),
+    # At most one plain queued or running job per task: the database enforces the skip
+    # logic.
     sa.Index(
         "uq_jobs_one_active_per_task",
         "task_id",
         unique=True,
-        sqlite_where=sa.text("status IN ('QUEUED', 'RUNNING')"),
-        postgresql_where=sa.text("status IN ('QUEUED', 'RUNNING')"),
+        sqlite_where=sa.text(ACTIVE_PLAIN_PREDICATE),
+        postgresql_where=sa.text(ACTIVE_PLAIN_PREDICATE),
+    ),
+    # Two running jobs of one task, unless one runs alongside (ALLOW): refused.
+    sa.Index(
+        "uq_jobs_running_task",
+        "task_id",
+        unique=True,
+        sqlite_where=sa.text(RUNNING_TASK_PREDICATE),
+        postgresql_where=sa.text(RUNNING_TASK_PREDICATE),
     ),
     # At most one running job per slot, and per non-empty concurrency group: the database
     # enforces the slot limit and the groups, whatever a replica or a worker believes.
@@ -198,7 +219,7 @@ fires = sa.Table(
     # When its jobs may start: the fire time plus the schedule's jitter; NULL: the fire time.
     sa.Column("start_at", UTCDateTime, nullable=True),
     # Who caused it (values.Trigger): SCHEDULER for the loop's fires, BACKFILL for a
-    # backfill's windows.
+    # backfill's windows, MANUAL or API for TriggerSchedule.
     sa.Column("trigger", sa.String(16), nullable=False, server_default="SCHEDULER"),
     # Every fire is idempotent: one row per (schedule, fire time).
     sa.UniqueConstraint("schedule_id", "fire_time", name="uq_fires_schedule_fire_time"),
@@ -302,4 +323,4 @@ def slot_lease_name(slot: int) -> str:
 
 
 #: The predicate of uq_jobs_one_active_per_task, for ON CONFLICT against it.
-ACTIVE_JOB_PREDICATE = sa.text("status IN ('QUEUED', 'RUNNING')")
+ACTIVE_JOB_PREDICATE = sa.text(ACTIVE_PLAIN_PREDICATE)

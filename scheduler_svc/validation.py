@@ -16,6 +16,8 @@ from typing import Any
 
 from scheduler_svc.errors import InvalidArgument, Reason
 from scheduler_svc.firing import DEFAULT_MAX_CATCH_UP_RUNS, MAX_CATCH_UP_RUNS, cron_schedule
+from scheduler_svc.records import DEFAULT_MAX_BUFFERED, MAX_MAX_BUFFERED
+from scheduler_svc.values import OverlapPolicy
 from tickwork.cron import CronError, CronSchedule, validate_timezone
 from tickwork.jitter import MAX_JITTER_S
 from worker_svc.handlers import InvalidParams, UnknownHandler, get_handler, unsupported_limit
@@ -302,6 +304,27 @@ def jitter_mode(value: str) -> str:
     if value not in JITTER_MODES:
         raise InvalidArgument(
             f"must be one of {', '.join(JITTER_MODES)}", field="schedule.jitter_mode"
+        )
+    return value
+
+
+def overlap_policy(value: str, field: str = "schedule.overlap_policy") -> str:
+    """One of :class:`~scheduler_svc.values.OverlapPolicy`; INVALID_ARGUMENT naming
+    ``field`` otherwise."""
+    names = [p.value for p in OverlapPolicy]
+    if value not in names:
+        raise InvalidArgument(f"must be one of {', '.join(names)}", field=field)
+    return value
+
+
+def max_buffered(value: int, field: str = "schedule.max_buffered") -> int:
+    """BUFFER_ALL's cap: 0 (meaning 100) to 10,000; INVALID_ARGUMENT naming ``field``
+    otherwise."""
+    if not 0 <= value <= MAX_MAX_BUFFERED:
+        raise InvalidArgument(
+            f"must be between 0 (meaning {DEFAULT_MAX_BUFFERED}) and {MAX_MAX_BUFFERED:,},"
+            f" got {value}",
+            field=field,
         )
     return value
 

@@ -17,6 +17,8 @@ __all__ = [
     "JobStatus",
     "Lane",
     "NotifierType",
+    "OverlapPolicy",
+    "QueuedBehind",
     "SkipReason",
     "Trigger",
 ]
@@ -34,7 +36,8 @@ class JobStatus(StrEnum):
     CANCELLED = "CANCELLED"
 
 
-#: A job in one of these states is active: at most one per task (uq_jobs_one_active_per_task).
+#: A job in one of these states is active: at most one per task (uq_jobs_one_active_per_task)
+#: among the jobs queued plainly (``jobs.overlap`` empty, see :class:`QueuedBehind`).
 ACTIVE_STATES = (JobStatus.QUEUED, JobStatus.RUNNING)
 #: A job in one of these states is ended: it never changes again.
 FINAL_STATES = (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.ABORTED, JobStatus.CANCELLED)
@@ -70,6 +73,7 @@ class SkipReason(StrEnum):
     ALREADY_QUEUED = "ALREADY_QUEUED"
     ALREADY_RUNNING = "ALREADY_RUNNING"
     TASK_DISABLED = "TASK_DISABLED"
+    BUFFER_FULL = "BUFFER_FULL"
 
     @classmethod
     def active(cls, status: str) -> SkipReason:
@@ -79,11 +83,40 @@ class SkipReason(StrEnum):
 
 class FireOutcome(StrEnum):
     """``fires.outcome``: ENQUEUED when the fire created a job, SKIPPED when every task was
-    skipped, MISSED when the catch-up policy passed the window over."""
+    skipped, MISSED when the catch-up policy passed the window over; BUFFERED when a job it
+    created waits behind its task's running job, REPLACED when it aborted one."""
 
     ENQUEUED = "ENQUEUED"
     SKIPPED = "SKIPPED"
     MISSED = "MISSED"
+    BUFFERED = "BUFFERED"
+    REPLACED = "REPLACED"
+
+
+class OverlapPolicy(StrEnum):
+    """``schedules.overlap_policy``: what a fire does while a job of its task is queued or
+    running (the names of the OverlapPolicy enum without the ``OVERLAP_POLICY_`` prefix)."""
+
+    SKIP = "SKIP"
+    BUFFER_ONE = "BUFFER_ONE"
+    BUFFER_ALL = "BUFFER_ALL"
+    REPLACE = "REPLACE"
+    ALLOW = "ALLOW"
+
+
+class QueuedBehind(StrEnum):
+    """``jobs.overlap``: how a job stands to the other active jobs of its task.
+
+    PLAIN jobs are at most one queued or running per task (uq_jobs_one_active_per_task).
+    A WAIT job (a fire buffered, or the one that replaces a running job) is not counted by
+    that rule: it may be queued beside the task's active job, and starts only while no
+    other job of the task that is not ALLOW runs. An ALLOW job is counted by neither rule:
+    it runs alongside the task's other jobs. Whatever the kinds, two jobs of one task that
+    are not ALLOW never run at once (uq_jobs_running_task)."""
+
+    PLAIN = ""
+    WAIT = "WAIT"
+    ALLOW = "ALLOW"
 
 
 class AbortAction(StrEnum):

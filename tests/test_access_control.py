@@ -45,6 +45,7 @@ ADMIN_ONLY = {
 OPERATE = {
     "TaskService/RunTasks",
     "TaskService/AbortTasks",
+    "ScheduleService/TriggerSchedule",
     "JobService/CancelJob",
     "NotifierService/TestNotifier",
 }

@@ -228,6 +228,16 @@ name = "c"
             '[[schedules]]\nname = "s"\ncron = "@daily"\ncatch_up_policy = "ALWAYS"\ntasks = ["a"]',
             "schedules[0].catch_up_policy: expected one of SKIP, RUN_ONCE, RUN_ALL, got 'ALWAYS'",
         ),
+        (
+            '[[schedules]]\nname = "s"\ncron = "@daily"\noverlap_policy = "SOMETIMES"\n'
+            'tasks = ["a"]',
+            "schedules[0].overlap_policy: expected one of SKIP, BUFFER_ONE, BUFFER_ALL, REPLACE,"
+            " ALLOW, got 'SOMETIMES'",
+        ),
+        (
+            '[[schedules]]\nname = "s"\ncron = "@daily"\nmax_buffered = 10001\ntasks = ["a"]',
+            "schedules[0].max_buffered: must be between 0 (meaning 100) and 10000, got 10001",
+        ),
         ('[[schedules]]\nname = "s"\ncron = "@daily"', "schedules[0].tasks: required"),
         (
             '[[schedules]]\nname = "s"\ncron = "@daily"\ntasks = []',

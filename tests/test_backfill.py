@@ -236,7 +236,7 @@ async def test_bad_ranges_and_policies_are_refused_and_write_nothing(
         assert await refused(start - dt.timedelta(hours=1)) == "end_time"
         assert await refused(NOW + dt.timedelta(seconds=1)) == "end_time"  # the future
         window = start + dt.timedelta(minutes=1)
-        assert await refused(window, "BUFFER_ALL") == "overlap_policy"
+        assert await refused(window, "SOMETIMES") == "overlap_policy"
         stub = schedule_pb2_grpc.ScheduleServiceStub(h.client._channel)
         schedule_id = (await h.client.get_schedule("s")).id
         for request, field in (
@@ -416,3 +416,24 @@ async def test_the_queue_service_refuses_a_backfill_trigger(
         assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert (err.value.details() or "").startswith("trigger")
         assert await h.client.list_jobs() == []
+
+
+async def test_buffer_all_queues_every_window_of_one_task_oldest_first(
+    tmp_path: Path, database_url: str
+) -> None:
+    async with inprocess(tmp_path, database_url, NOW) as h:
+        await nightly(h, "a")
+        start, end = at("2026-10-01T00:00:00+00:00"), at("2026-10-04T00:00:00+00:00")
+        skipped = await h.client.backfill_schedule("s", start, end, dry_run=True)
+        assert len(skipped.windows) == 3
+        done = await h.client.backfill_schedule("s", start, end, overlap_policy="BUFFER_ALL")
+        jobs = [w.runs[0].job_id for w in done.windows]
+        assert all(jobs) and not any(w.runs[0].skipped for w in done.windows), done
+        # One at a time, in window order: each waits behind the one before it.
+        ran = []
+        for _ in jobs:
+            job = await claim(h)
+            assert await h.service.app.store.claim_next_job("w2", h.clock(), 30.0) is None
+            await finish(h, job, "SUCCEEDED")
+            ran.append(job.id)
+        assert ran == jobs

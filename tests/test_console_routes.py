@@ -14,7 +14,7 @@ import pytest
 
 from tests.console_harness import Console, Visitor, console_server
 from tests.harness import REPO, Proc, base_env, free_port, wait_for
-from tickwork import Client
+from tickwork import Client, JobStatus
 
 
 @pytest.fixture(scope="module")
@@ -128,6 +128,7 @@ def post_routes(ids: dict[str, int], role: str) -> list[tuple[str, Form, tuple[i
         (f"/schedules/{s}", edit, (403, 403, 303)),
         (f"/schedules/{s}/disable", {}, (403, 303, 303)),
         (f"/schedules/{s}/enable", {}, (403, 303, 303)),
+        (f"/schedules/{s}/trigger", {}, (403, 303, 303)),
     ]
 
 
@@ -280,3 +281,25 @@ def test_the_job_page_shows_who_ran_it_and_its_labels(console: Console) -> None:
     assert page.status == 200
     assert re.search(r"<dt>Requested by</dt><dd>operator-test</dd>", page.body), page.body
     assert "<code>run=7</code> <code>team=data</code>" in page.body
+
+
+def test_the_schedule_page_shows_the_overlap_policy_and_each_fire(console: Console) -> None:
+    with Client(console.server.address, token=console.tokens["admin"]) as admin:
+        admin.create_task("held", "shell", {"argv": ["sleep", "30"]})
+        schedule = admin.create_schedule(
+            "held-nightly", ["held"], cron="0 4 * * *", overlap_policy="BUFFER_ALL", max_buffered=3
+        )
+    v = visitor(console, "operator")
+    csrf = v.csrf()
+    for _ in range(2):  # the second fire waits behind the first one's job
+        reply = v.post(f"/schedules/{schedule.id}/trigger", {"csrf": csrf})
+        assert reply.status == 303, reply.body
+    page = visitor(console, "viewer").get(f"/schedules/{schedule.id}")
+    assert page.status == 200
+    assert "<dt>Overlap</dt><dd>buffer all (at most 3 waiting)</dd>" in page.body
+    assert "pill-fire-buffered" in page.body and "pill-fire-enqueued" in page.body
+    assert page.body.count("<td>manual</td>") == 2
+    with Client(console.server.address, token=console.tokens["operator"]) as tw:
+        tw.abort("held")  # the running job and the one waiting behind it
+        jobs = [tw.wait(j.id, timeout=30) for j in tw.list_jobs(task="held")]
+    assert len(jobs) == 2 and all(j.status != JobStatus.JOB_STATUS_QUEUED for j in jobs)

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
         FireOutcome,
         FireTimePreview,
         JitterMode,
+        OverlapPolicy,
         Schedule,
     )
     from tickwork.v1.task_pb2 import RetryPolicy, Task, TaskAbort
@@ -83,6 +84,7 @@ _EXPORTS = {
     "FireOutcome": "tickwork.v1.schedule_pb2",
     "FireTimePreview": "tickwork.v1.schedule_pb2",
     "JitterMode": "tickwork.v1.schedule_pb2",
+    "OverlapPolicy": "tickwork.v1.schedule_pb2",
     "Schedule": "tickwork.v1.schedule_pb2",
     "RetryPolicy": "tickwork.v1.task_pb2",
     "Task": "tickwork.v1.task_pb2",
@@ -110,6 +112,7 @@ __all__ = [
     "JobTimeout",
     "NewSchedule",
     "NotFound",
+    "OverlapPolicy",
     "PermissionDenied",
     "Reason",
     "ResourceRef",

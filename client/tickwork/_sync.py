@@ -562,6 +562,8 @@ class Client:
         jitter_mode: JitterMode | str = "RANDOM",
         start_time: datetime | None = None,
         end_time: datetime | None = None,
+        overlap_policy: OverlapPolicy | str = "SKIP",
+        max_buffered: int = 0,
     ) -> Schedule:
         """Create a schedule and return it with its id, next run time (UTC) and description.
 
@@ -588,11 +590,17 @@ class Client:
             start_time (datetime | None): no fire before this aware instant.
             end_time (datetime | None): no fire at or after this aware instant; after
                 ``start_time``.
+            overlap_policy (OverlapPolicy | str): what a fire does while a job of its task is
+                queued or running: ``"SKIP"`` it (default), ``"BUFFER_ONE"``,
+                ``"BUFFER_ALL"`` (wait), ``"REPLACE"`` the running job, ``"ALLOW"`` both.
+            max_buffered (int): BUFFER_ALL's cap on waiting fires; 0 means 100, at most
+                10,000.
 
         Raises:
             InvalidArgument: no cron nor interval; an invalid or never-firing expression or an
                 unknown zone; a negative catch-up window, a jitter over 86400 s, an unknown
-                jitter mode, an end_time not after start_time (the message names the field).
+                jitter mode or overlap policy, a max_buffered outside 0..10000, an end_time
+                not after start_time (the message names the field).
             AlreadyExists: the name is taken.
             NotFound: an unknown task.
         """
@@ -611,6 +619,8 @@ class Client:
             jitter_mode=jitter_mode,
             start_time=start_time,
             end_time=end_time,
+            overlap_policy=overlap_policy,
+            max_buffered=max_buffered,
         )
         request = CreateScheduleRequest(schedule=schedule)
         response = self._call(self._stubs().schedules.CreateSchedule, request)
@@ -624,7 +634,8 @@ class Client:
             schedules (Sequence[NewSchedule]): mappings with ``create_schedule``'s arguments:
                 ``name`` and ``tasks`` (ids or names) required; ``cron`` or
                 ``interval_seconds``; ``timezone``, ``catch_up_policy``, ``description``,
-                ``enabled`` and the catch-up, jitter and bounds keywords optional.
+                ``enabled``, ``overlap_policy``, ``max_buffered`` and the catch-up, jitter and
+                bounds keywords optional.
 
         Raises:
             InvalidArgument: a bad item or field, an empty batch or more than 1,000; the
@@ -672,8 +683,9 @@ class Client:
 
         Keywords: ``name``, ``description``, ``cron``, ``interval_seconds``, ``timezone``,
         ``catch_up_policy``, ``enabled``, ``tasks`` (ids or names, replacing the list),
-        ``catch_up_window_seconds``, ``max_catch_up_runs``, ``jitter_seconds``,
-        ``jitter_mode``, ``start_time``, ``end_time`` (as in :meth:`create_schedule`; None
+        ``overlap_policy``, ``max_buffered``, ``catch_up_window_seconds``,
+        ``max_catch_up_runs``, ``jitter_seconds``, ``jitter_mode``, ``start_time``,
+        ``end_time`` (as in :meth:`create_schedule`; None
         resets the catch-up window to 5 s and removes a bound).
         ``interval_seconds`` without ``cron`` also clears the cron expression. The server
         recomputes the next run time (UTC) when the timing or enabled state changes.
@@ -707,6 +719,36 @@ class Client:
         """
         request = DeleteScheduleRequest(schedule_id=self._schedule_id(schedule))
         self._call(self._stubs().schedules.DeleteSchedule, request)
+
+    def trigger_schedule(
+        self,
+        schedule: int | str,
+        *,
+        trigger: Trigger = Trigger.TRIGGER_API,
+        request_id: str = "",
+    ) -> Fire:
+        """Fire a schedule now: all its tasks, as its next fire would, through its overlap
+        policy, in the manual lane; its next run time is unchanged. A paused or disabled
+        schedule fires too.
+
+        Args:
+            schedule (int | str): the schedule's id or name.
+            trigger (Trigger): ``TRIGGER_API`` (default) or ``TRIGGER_MANUAL`` (a person);
+                the fire and its jobs carry it.
+            request_id (str): makes the call safe to retry: a repeat with the same id
+                within 24 hours returns the first call's fire and fires nothing. "": none.
+
+        Returns:
+            Fire: the fire recorded (fire time: the server's now, UTC), with its runs.
+
+        Raises:
+            NotFound: no such schedule.
+            InvalidArgument: a bad trigger, reference or request_id.
+        """
+        schedule_id = self._schedule_id(schedule)
+        request = rq.trigger_schedule_request(schedule_id, trigger, request_id)
+        response = self._call(self._stubs().schedules.TriggerSchedule, request)
+        return response.fire
 
     def list_fires(self, schedule: int | str, limit: int = 100) -> list[Fire]:
         """Return a schedule's recorded fires, newest fire time first: what came of each

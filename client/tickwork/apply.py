@@ -26,6 +26,8 @@ File format (every key but ``name``, ``handler`` and the schedule's timing is op
     jitter_mode = "RANDOM"         # or "STABLE" (one delay from the name)
     start_time = 2026-06-01T00:00:00Z  # no fire before (a TOML date-time with an offset)
     end_time = 2027-01-01T00:00:00Z    # no fire at or after; after start_time
+    overlap_policy = "BUFFER_ALL"  # SKIP (default) | BUFFER_ONE | BUFFER_ALL | REPLACE | ALLOW
+    max_buffered = 20              # BUFFER_ALL's cap; 0 (default) means 100, at most 10000
     tasks = ["health-check"]
     description = "..."
     enabled = true
@@ -64,7 +66,7 @@ from tickwork.apply_notifiers import NotifierSpec, apply_notifiers, parse_notifi
 from tickwork.errors import InvalidArgument, TickworkError
 from tickwork.jitter import MAX_JITTER_S, jitter_text
 from tickwork.v1.config_pb2 import ApplyConfigRequest, ConfigChange, ConfigSchedule
-from tickwork.v1.schedule_pb2 import CatchUpPolicy, JitterMode, Schedule
+from tickwork.v1.schedule_pb2 import CatchUpPolicy, JitterMode, OverlapPolicy, Schedule
 from tickwork.v1.task_pb2 import RetryPolicy, Task
 
 __all__ = [
@@ -132,8 +134,9 @@ class TaskSpec:
 class ScheduleSpec:
     """A schedule as the file describes it: ``cron`` or ``interval_seconds`` (both given:
     cron wins, the interval is not sent); ``tasks`` are task names; ``catch_up_policy`` is
-    ``"SKIP"`` or ``"RUN_ONCE"``; ``enabled=None`` means unmanaged (new schedules are
-    created enabled)."""
+    ``"SKIP"`` or ``"RUN_ONCE"``; ``overlap_policy`` an OverlapPolicy's short name and
+    ``max_buffered`` its BUFFER_ALL cap (0 means 100); ``enabled=None`` means unmanaged
+    (new schedules are created enabled)."""
 
     name: str
     tasks: tuple[str, ...]
@@ -150,6 +153,8 @@ class ScheduleSpec:
     jitter_mode: str = "RANDOM"
     start_time: dt.datetime | None = None
     end_time: dt.datetime | None = None
+    overlap_policy: str = "SKIP"
+    max_buffered: int = 0
 
 
 @dataclass(frozen=True)
@@ -333,6 +338,8 @@ _SCHEDULE_KEYS = (
     "description",
     "enabled",
     *rq.TIMING_KEYWORDS,
+    "overlap_policy",
+    "max_buffered",
 )
 
 
@@ -459,6 +466,20 @@ def _schedule(i: int, item: Mapping[str, Any], problems: _Problems) -> ScheduleS
     description = _get(item, prefix, "description", "str", problems)
     enabled = _get(item, prefix, "enabled", "bool", problems)
     timing = _schedule_timing(prefix, item, problems)
+    overlap = _get(item, prefix, "overlap_policy", "str", problems)
+    max_buffered = _get(item, prefix, "max_buffered", "int", problems)
+    if overlap is not None:
+        try:
+            overlap = OverlapPolicy.Name(rq.parse_overlap_policy(overlap)).removeprefix(
+                "OVERLAP_POLICY_"
+            )
+        except InvalidArgument as err:
+            problems.add(f"{prefix}.overlap_policy", err.details.split(": ", 1)[1])
+    if max_buffered is not None and not 0 <= max_buffered <= 10_000:
+        problems.add(
+            f"{prefix}.max_buffered",
+            f"must be between 0 (meaning 100) and 10000, got {max_buffered}",
+        )
     if "cron" not in item and "interval_seconds" not in item:
         problems.add(prefix, "give cron or interval_seconds")
     if cron is not None and not cron.strip():
@@ -498,6 +519,8 @@ def _schedule(i: int, item: Mapping[str, Any], problems: _Problems) -> ScheduleS
         description=description or "",
         enabled=enabled,
         **timing,
+        overlap_policy=overlap or "SKIP",
+        max_buffered=max_buffered or 0,
     )
 
 
@@ -589,6 +612,8 @@ def config_request(config: Config, *, dry_run: bool = False) -> ApplyConfigReque
             interval_seconds=0 if sched.cron else sched.interval_seconds or 0,
             timezone=sched.timezone,
             catch_up_policy=rq.parse_catch_up_policy(sched.catch_up_policy),
+            overlap_policy=rq.parse_overlap_policy(sched.overlap_policy),
+            max_buffered=sched.max_buffered,
         )
         rq.set_timing(
             schedule,

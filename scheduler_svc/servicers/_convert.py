@@ -121,7 +121,24 @@ def schedule(r: ScheduleRecord, description: str) -> schedule_pb2.Schedule:
         jitter_mode=_JITTER.get(r.jitter_mode, schedule_pb2.JITTER_MODE_RANDOM),
         start_time=ts(r.start_at),
         end_time=ts(r.end_at),
+        overlap_policy=overlap_policy_value(r.overlap_policy),  # type: ignore[arg-type]
+        max_buffered=r.max_buffered,
     )
+
+
+def overlap_policy(value: int) -> str:
+    """The stored form of an OverlapPolicy enum value (UNSPECIFIED is SKIP); unknown values
+    stay unknown (``UNKNOWN(n)``, refused by validation)."""
+    if value == schedule_pb2.OVERLAP_POLICY_UNSPECIFIED:
+        return "SKIP"
+    if value in schedule_pb2.OverlapPolicy.values():
+        return schedule_pb2.OverlapPolicy.Name(value).removeprefix("OVERLAP_POLICY_")
+    return f"UNKNOWN({value})"
+
+
+def overlap_policy_value(name: str) -> int:
+    """A stored overlap policy as an OverlapPolicy enum value."""
+    return int(schedule_pb2.OverlapPolicy.Value(f"OVERLAP_POLICY_{name}"))
 
 
 def catch_up_policy(value: int) -> str:

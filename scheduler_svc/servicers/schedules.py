@@ -13,9 +13,16 @@ from google.protobuf import timestamp_pb2
 
 from scheduler_svc import validation
 from scheduler_svc.app import App
-from scheduler_svc.errors import AlreadyExists, InvalidArgument, Reason, Resource, ServiceError
+from scheduler_svc.errors import (
+    AlreadyExists,
+    InvalidArgument,
+    NotFound,
+    Reason,
+    Resource,
+    ServiceError,
+)
 from scheduler_svc.firing import DEFAULT_CATCH_UP_WINDOW_S, cron_schedule
-from scheduler_svc.records import ScheduleRecord
+from scheduler_svc.records import FireRecord, FireRequest, FireResult, ScheduleRecord
 from scheduler_svc.servicers import _convert as cv
 from scheduler_svc.servicers import _paging as paging
 from scheduler_svc.servicers._errors import rpc_errors
@@ -23,8 +30,9 @@ from scheduler_svc.servicers._masks import update_paths, writable_fields
 from scheduler_svc.servicers._request_ids import once
 from scheduler_svc.servicers.backfill import BackfillRpc
 from scheduler_svc.store import Remember
+from scheduler_svc.values import FireOutcome
 from tickwork.cron import DST_NOTE_TEXT, CronError
-from tickwork.v1 import schedule_pb2, schedule_pb2_grpc
+from tickwork.v1 import common_pb2, schedule_pb2, schedule_pb2_grpc
 
 Ctx = grpc.aio.ServicerContext[Any, Any]
 
@@ -117,6 +125,10 @@ def schedule_values(s: schedule_pb2.Schedule, paths: tuple[str, ...]) -> dict[st
             column = "start_at" if path == "start_time" else "end_at"
             field = f"schedule.{path}"
             out[column] = cv.from_ts(getattr(s, path), field) if s.HasField(path) else None
+        elif path == "overlap_policy":
+            out["overlap_policy"] = validation.overlap_policy(cv.overlap_policy(s.overlap_policy))
+        elif path == "max_buffered":
+            out["max_buffered"] = validation.max_buffered(s.max_buffered)
         elif path in PLANNED_FIELDS:
             _refuse_planned(s, path)
         elif path != "task_ids":
@@ -192,8 +204,6 @@ def check_task_ids(task_ids: list[int]) -> list[int]:
 #: Writable Schedule fields whose behaviour is still being built: refused when set.
 PLANNED_FIELDS = frozenset(
     {
-        "overlap_policy",
-        "max_buffered",
         "labels",
         "catch_up_on_resume",
         "start_deadline_seconds",
@@ -226,14 +236,6 @@ class _PlannedScheduleRpcs:
     ) -> schedule_pb2.ResumeScheduleResponse:
         cv.required_id(request.id, "id")
         await context.abort(grpc.StatusCode.UNIMPLEMENTED, "ResumeSchedule is not served yet")
-        raise AssertionError
-
-    @rpc_errors
-    async def TriggerSchedule(
-        self, request: schedule_pb2.TriggerScheduleRequest, context: Ctx
-    ) -> schedule_pb2.TriggerScheduleResponse:
-        cv.required_id(request.id, "id")
-        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "TriggerSchedule is not served yet")
         raise AssertionError
 
 
@@ -454,6 +456,43 @@ class ScheduleServicer(
         )
 
     @rpc_errors
+    async def TriggerSchedule(
+        self, request: schedule_pb2.TriggerScheduleRequest, context: Ctx
+    ) -> schedule_pb2.TriggerScheduleResponse:
+        def answer(result: FireResult) -> schedule_pb2.TriggerScheduleResponse:
+            return schedule_pb2.TriggerScheduleResponse(fire=cv.fire(fire_record(result)))
+
+        async def run(remember: Remember | None) -> schedule_pb2.TriggerScheduleResponse:
+            sid = cv.required_id(request.id, "id")
+            trigger = request.trigger or common_pb2.TRIGGER_API
+            if trigger not in (common_pb2.TRIGGER_MANUAL, common_pb2.TRIGGER_API):
+                raise InvalidArgument("must be TRIGGER_MANUAL or TRIGGER_API", field="trigger")
+            found = await self.app.store.get_schedule(sid)
+            now = remember.now if remember else self.app.clock()
+            fire = FireRequest(
+                schedule_id=sid,
+                fire_time=now,
+                task_ids=found.task_ids,
+                trigger=cv.trigger_name(trigger),
+            )
+            try:
+                result = await self.app.enqueue_fire(fire, remember=remember)
+            except NotFound as err:  # deleted since it was read
+                raise NotFound(
+                    str(err.args[0]), field="id", reason=err.reason, resource=err.resource
+                ) from None
+            return answer(result)
+
+        return await once(
+            self.app,
+            "ScheduleService/TriggerSchedule",
+            request,
+            schedule_pb2.TriggerScheduleResponse,
+            run,
+            answer,
+        )
+
+    @rpc_errors
     async def ListFires(
         self, request: schedule_pb2.ListFiresRequest, context: Ctx
     ) -> schedule_pb2.ListFiresResponse:
@@ -470,6 +509,20 @@ class ScheduleServicer(
             micros = page.last.fire_time - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
             token = paging.encode(request, str(micros // dt.timedelta(microseconds=1)))
         return schedule_pb2.ListFiresResponse(fires=page.items, next_page_token=token)
+
+
+def fire_record(result: FireResult) -> FireRecord:
+    """The fire ``result`` recorded (or found recorded), as a record."""
+    req = result.request
+    return FireRecord(
+        id=result.fire_id,
+        schedule_id=req.schedule_id,
+        fire_time=req.fire_time,
+        outcome=FireOutcome(result.outcome),
+        runs=result.runs,
+        recorded_at=result.recorded_at or req.fire_time,
+        trigger=req.trigger,
+    )
 
 
 def _micros_ts(micros: int) -> timestamp_pb2.Timestamp:

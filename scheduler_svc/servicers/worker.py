@@ -273,12 +273,16 @@ class WorkerSession:
 
     async def _heartbeat(self, job_id: int, token: str) -> None:
         abort_requested = False
+        reason = "aborted by operator"
         try:
             ok = await self.app.store.renew_job_lease(
                 job_id, token, self.app.clock(), self._s.lease_ttl_s
             )
             if ok:
-                abort_requested = (await self.app.store.get_job(job_id)).abort_requested
+                job = await self.app.store.get_job(job_id)
+                # A running job's error holds why its abort was asked for, when it was not
+                # an operator (a REPLACE fire: "replaced by the fire of ...").
+                abort_requested, reason = job.abort_requested, job.error or reason
         except Exception as err:
             # A storage hiccup must not end the stream (and with it the running job): the
             # next heartbeat renews the lease; if none can, the lease expires as it should.
@@ -287,7 +291,7 @@ class WorkerSession:
         if not ok:
             self._abort(job_id, "lease lost")
         elif abort_requested:
-            self._abort(job_id, "aborted by operator")
+            self._abort(job_id, reason)
 
     async def _outcome(self, m: Req.Outcome) -> None:
         status = cv.job_status_name(m.status, "outcome.status")

@@ -359,23 +359,32 @@ class Store:
         ``missed_fire_times`` as a MISSED fire: a repeat (in this call or a later one)
         returns the recorded result with duplicate_fire=True and changes nothing. A fire
         that is not ``missed`` enqueues the schedule's enabled tasks in ascending task-name
-        order (trigger SCHEDULER, scheduler lane); a disabled task is skipped TASK_DISABLED,
-        one with a queued or running job ALREADY_QUEUED / ALREADY_RUNNING naming that job.
-        The fire's outcome is ENQUEUED when a job was created, SKIPPED otherwise, MISSED when
-        ``missed``. A fire of a schedule that no longer exists is not recorded and gets
-        schedule_found=False.
+        order, with the request's trigger (SCHEDULER: scheduler lane; MANUAL, API: manual
+        lane); a disabled task is skipped TASK_DISABLED. A task with an active job goes
+        through the fire's overlap policy (the request's, else the schedule's; see
+        :func:`scheduler_svc.store.overlap.decide`): skipped ALREADY_QUEUED /
+        ALREADY_RUNNING / BUFFER_FULL naming a job, or a new job that waits (BUFFERED), or
+        one that replaces the running job (whose abort is asked for, REPLACED), or one that
+        runs alongside (ALLOW). The fire's outcome is REPLACED, BUFFERED, ENQUEUED (a job
+        was created), SKIPPED otherwise, MISSED when ``missed``. A fire of a schedule that
+        no longer exists is not recorded and gets schedule_found=False.
         """
         dialect = self.db.dialect
         return await self.db.write(lambda conn: fires.enqueue_fires(conn, dialect, requests, now))
 
-    async def enqueue_fire(self, request: FireRequest, now: dt.datetime) -> FireResult:
-        """Record one scheduler fire, as :meth:`enqueue_fires` does.
+    async def enqueue_fire(
+        self, request: FireRequest, now: dt.datetime, *, remember: Remember | None = None
+    ) -> FireResult:
+        """Record one fire, as :meth:`enqueue_fires` does (its answer stored under
+        ``remember`` in the same transaction, when given).
 
         Raises NotFound(field="schedule_id") when the schedule does not exist (nothing is
         recorded).
         """
         dialect = self.db.dialect
-        return await self.db.write(lambda conn: fires.enqueue_fire(conn, dialect, request, now))
+        return await self.db.write(
+            _once(lambda conn: fires.enqueue_fire(conn, dialect, request, now), remember)
+        )
 
     async def backfill(
         self,
@@ -495,12 +504,15 @@ class Store:
         stopped_by: str = "",
         remember: Remember | None = None,
     ) -> list[tuple[int, int, AbortAction]]:
-        """For each task: cancel its queued job (error "aborted by operator") or flag its
-        running job for abort (abort_requested), recording ``stopped_by`` (the caller's
-        token label) on the job.
+        """For each task: cancel its queued jobs (error "aborted by operator") and flag its
+        running jobs for abort (abort_requested), recording ``stopped_by`` (the caller's
+        token label) on each; a task has several when an overlap policy let a fire's job
+        wait behind the running one or run alongside.
 
-        Returns (task_id, job_id, action) in request order; action NONE (job_id 0) when
-        the task has no active job, or when it is named again after its job was cancelled.
+        Returns (task_id, job_id, action) in request order, naming the job
+        :func:`locks.active_jobs` names (ABORT_REQUESTED when it runs, CANCELLED when
+        queued); action NONE (job_id 0) when the task has no active job, or when it is
+        named again in the request.
         Raises NotFound(field="task_ids") for an unknown task (nothing changes).
         """
         dialect = self.db.dialect
@@ -540,17 +552,19 @@ class Store:
         Order: manual/API lane first, then the scheduler lane, then the backfill lane;
         task_priority descending, enqueue time, insertion order. Ready: QUEUED, not_before
         unset or <= now, and not a scheduler-lane or backfill-lane job of a disabled task;
-        a job whose task's non-empty concurrency_group has a RUNNING job is passed over.
-        The job becomes RUNNING in ``slot`` with a fresh lease token, its
-        task's concurrency group, started_at ``now`` (never before its enqueue time) and
-        lease_expires_at = now + lease_ttl_s. Never returns a job while another job is
-        RUNNING in ``slot`` (one job per slot): claims of a slot are serialized on its
-        ``worker`` lease row (:func:`scheduler_svc.schema.slot_lease_name`), and the database
-        refuses a second running job in a slot or a group (uq_jobs_running_slot,
-        uq_jobs_running_group; a claim so refused is tried again, up to
-        :data:`CLAIM_ATTEMPTS` times in all). With ``worker_lease_holder``, None unless that
-        holder holds the slot's lease, under ``lease_token`` when given (fencing a session
-        that believes it still holds the slot).
+        a job whose task's non-empty concurrency_group has a RUNNING job is passed over,
+        and so is one (not ALLOW) whose task has a RUNNING job that is not ALLOW
+        (uq_jobs_running_task refuses two). The job becomes RUNNING in ``slot`` with a
+        fresh lease token, its task's concurrency group, started_at ``now`` (never before
+        its enqueue time) and lease_expires_at = now + lease_ttl_s. Never returns a job
+        while another job is RUNNING in ``slot`` (one job per slot): claims of a slot are
+        serialized on its ``worker`` lease row
+        (:func:`scheduler_svc.schema.slot_lease_name`), and the database refuses a second
+        running job in a slot or a group (uq_jobs_running_slot, uq_jobs_running_group; a
+        claim so refused is tried again, up to :data:`CLAIM_ATTEMPTS` times in all). With
+        ``worker_lease_holder``, None unless that holder holds the slot's lease, under
+        ``lease_token`` when given (fencing a session that believes it still holds the
+        slot).
         """
         dialect = self.db.dialect
         for attempt in range(1, CLAIM_ATTEMPTS + 1):

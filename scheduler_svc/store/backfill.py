@@ -18,7 +18,7 @@ from scheduler_svc.records import FireRequest, FireResult, ScheduleRecord, TaskR
 from scheduler_svc.schema import fires
 from scheduler_svc.store import schedules
 from scheduler_svc.store.fires import enqueue_fires
-from scheduler_svc.values import Trigger
+from scheduler_svc.values import OverlapPolicy, Trigger
 
 #: The windows of a schedule (as it is in the transaction) that a backfill covers, oldest
 #: first; raises (InvalidArgument, FailedPrecondition) to refuse the backfill.
@@ -83,11 +83,15 @@ def _fired(conn: Connection, schedule_id: int, times: Sequence[dt.datetime]) -> 
 def _fire_request(
     schedule: ScheduleRecord, fire_time: dt.datetime, overlap_policy: str | None
 ) -> FireRequest:
-    """One window's fire. ``overlap_policy`` (a stored name; None: the schedule's own) is
-    SKIP or None today, which the fire path applies (the backfill refuses the others);
-    once the fire path takes a policy per fire, it is passed on here."""
-    del overlap_policy  # SKIP: the fire path's only policy
-    return FireRequest(schedule.id, fire_time, schedule.task_ids, trigger=Trigger.BACKFILL)
+    """One window's fire, through ``overlap_policy`` (a stored name; None: the schedule's
+    own)."""
+    return FireRequest(
+        schedule.id,
+        fire_time,
+        schedule.task_ids,
+        trigger=Trigger.BACKFILL,
+        overlap_policy=OverlapPolicy(overlap_policy) if overlap_policy else None,
+    )
 
 
 def _enqueue_windows(

@@ -4,7 +4,9 @@ time); a repeat is a logged no-op answered from the recorded row.
 
 Recording a minute's fires is a few set-based statements whatever their number
 (:class:`~.driver.Bulk`): claim every fire row, record the missed windows, read the active
-jobs of the tasks due, insert the new jobs, store each fire's outcome.
+jobs of the tasks due, decide each task's run through the fire's overlap policy
+(:mod:`.overlap`), insert the new jobs, ask for the abort of the jobs replaced, store each
+fire's outcome.
 """
 
 from __future__ import annotations
@@ -12,25 +14,31 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from collections.abc import Collection, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from scheduler_svc.db import Dialect
 from scheduler_svc.errors import NotFound, Reason, Resource
-from scheduler_svc.records import FireRecord, FireRequest, FireResult, TaskRunResult
+from scheduler_svc.records import (
+    DEFAULT_MAX_BUFFERED,
+    FireRecord,
+    FireRequest,
+    FireResult,
+    TaskRunResult,
+)
 from scheduler_svc.schema import fires, schedules
-from scheduler_svc.store import hot, locks, rows
+from scheduler_svc.store import hot, locks, overlap, rows
 from scheduler_svc.store.driver import Bulk
 from scheduler_svc.store.rows import FiringTask
-from scheduler_svc.values import FireOutcome, JobStatus, Lane, SkipReason, Trigger
+from scheduler_svc.values import FireOutcome, JobStatus, Lane, OverlapPolicy, SkipReason, Trigger
 
 log = logging.getLogger(__name__)
 
 _FireKey = tuple[int, dt.datetime]
-#: Each due task of a fire, and why it gets no new job (None: it gets one).
-_Decisions = list[tuple[FiringTask, SkipReason | None]]
+#: Each due task of a fire, what it gets, and the index of its new job's row (None: none).
+_Decisions = list[tuple[FiringTask, overlap.Decision, int | None]]
 
 
 def enqueue_fires(
@@ -47,14 +55,17 @@ def enqueue_fires(
     # The schedules after their tasks (LOCK_ORDER), FOR KEY SHARE where rows are locked: a
     # DeleteSchedule under way is waited for and its schedule then not found, so a fire's
     # row never fails its foreign key (which would fail every other fire of the call).
-    found_query = sa.select(schedules.c.id).where(
-        schedules.c.id.in_({r.schedule_id for r in requests})
-    )
+    found_query = sa.select(
+        schedules.c.id, schedules.c.overlap_policy, schedules.c.max_buffered
+    ).where(schedules.c.id.in_({r.schedule_id for r in requests}))
     if dialect.row_locks:
         found_query = locks.key_share(dialect, found_query.order_by(schedules.c.id))
-    found = set(conn.execute(found_query).scalars())
+    found = {
+        row.id: _Policy(OverlapPolicy(row.overlap_policy), row.max_buffered or DEFAULT_MAX_BUFFERED)
+        for row in conn.execute(found_query)
+    }
     live = [r for r in requests if r.schedule_id in found]
-    recorded = _record_new_fires(conn, dialect, live, by_id, now)
+    recorded = _record_new_fires(conn, dialect, live, by_id, found, now)
     out = []
     for request in requests:
         key = (request.schedule_id, request.fire_time)
@@ -84,11 +95,19 @@ def enqueue_fire(
     return result
 
 
+class _Policy(NamedTuple):
+    """A schedule's overlap policy and BUFFER_ALL cap (max_buffered, 0 read as 100)."""
+
+    policy: OverlapPolicy
+    cap: int
+
+
 def _record_new_fires(
     conn: Connection,
     dialect: Dialect,
     requests: Sequence[FireRequest],
     tasks_by_id: dict[int, FiringTask],
+    policies: dict[int, _Policy],
     now: dt.datetime,
 ) -> dict[_FireKey, FireResult]:
     """Record the fires of ``requests`` that are not recorded yet; their results by
@@ -108,8 +127,20 @@ def _record_new_fires(
     _record_missed(bulk, claimed, now)
     wanted = {t for r in claimed if not r.missed for t in r.task_ids if t in tasks_by_id}
     active = _active(conn, dialect, wanted)
-    plan, new_rows = _plan_jobs(claimed, tasks_by_id, active, now)
-    inserted = _insert_jobs(conn, dialect, bulk, new_rows, active)
+    plan, new_rows = _plan_jobs(claimed, tasks_by_id, policies, active, now)
+    inserted = _insert_jobs(bulk, new_rows)
+    overlap.request_replacements(
+        conn,
+        [
+            (d.replace_job_id, overlap.replaced_reason(r.fire_time))
+            for r, decisions in plan
+            for _, d, i in decisions
+            if d.replace_job_id and i is not None and i in inserted
+        ],
+    )
+    lost = {new_rows[i]["task_id"] for i in range(len(new_rows)) if i not in inserted}
+    if lost:  # another transaction queued a plain job meanwhile: the fire found it
+        active.update(_active(conn, dialect, lost))
     return _store_outcomes(bulk, plan, inserted, active, fire_ids, now)
 
 
@@ -151,57 +182,72 @@ def _record_missed(bulk: Bulk, claimed: Sequence[FireRequest], now: dt.datetime)
 
 def _active(
     conn: Connection, dialect: Dialect, task_ids: Collection[int]
-) -> dict[int, tuple[int, str]]:
-    """The (job id, status) of the active job of each of ``task_ids`` that has one."""
-    found = locks.active_jobs(conn, dialect, task_ids) if task_ids else {}
-    return {t: (row.id, row.status) for t, row in found.items()}
+) -> dict[int, list[overlap.ActiveJob]]:
+    """The active jobs of each of ``task_ids`` that has one, in job id order."""
+    found = locks.all_active_jobs(conn, dialect, task_ids) if task_ids else {}
+    return {
+        t: [overlap.ActiveJob(row.id, row.status, row.overlap) for row in found_rows]
+        for t, found_rows in found.items()
+    }
 
 
 def lane_of(trigger: Trigger | str) -> Lane:
     """The lane of a fire's jobs: the scheduler's for its loop's fires, the backfill lane
-    (below it) for a backfill's windows."""
-    return Lane.BACKFILL if trigger == Trigger.BACKFILL else Lane.SCHEDULER
+    (below it) for a backfill's windows, the manual lane for one a person or a program
+    asked for (TriggerSchedule)."""
+    if trigger == Trigger.SCHEDULER:
+        return Lane.SCHEDULER
+    return Lane.BACKFILL if trigger == Trigger.BACKFILL else Lane.MANUAL
 
 
 def _plan_jobs(
     claimed: Sequence[FireRequest],
     tasks_by_id: dict[int, FiringTask],
-    active: dict[int, tuple[int, str]],
+    policies: dict[int, _Policy],
+    active: dict[int, list[overlap.ActiveJob]],
     now: dt.datetime,
 ) -> tuple[list[tuple[FireRequest, _Decisions]], list[dict[str, Any]]]:
-    """Decide, in fire order and task-name order, which tasks get a new job: the
-    decisions of each fire, and the new job rows in that order (their insertion order)."""
+    """Decide, in fire order and task-name order, what each task of each fire gets, through
+    the fire's overlap policy (:func:`overlap.decide`): the decisions of each fire, and the
+    new job rows in that order (their insertion order). A job planned for an earlier fire
+    of the same call counts as the task's queued job (a negative id: -1 - its row's index)."""
     plan: list[tuple[FireRequest, _Decisions]] = []
     new_rows: list[dict[str, Any]] = []
-    new_for_task: set[int] = set()
+    planned: dict[int, list[overlap.ActiveJob]] = {}
     for r in claimed:
         decisions: _Decisions = []
+        policy = policies[r.schedule_id]
         if not r.missed:
             due = sorted(
                 (tasks_by_id[t] for t in r.task_ids if t in tasks_by_id), key=lambda t: t.name
             )
             for task in due:
                 if not task.enabled:
-                    decisions.append((task, SkipReason.TASK_DISABLED))
-                elif task.id in active:
-                    decisions.append((task, SkipReason.active(active[task.id][1])))
-                elif task.id in new_for_task:
-                    decisions.append((task, SkipReason.ALREADY_QUEUED))
-                else:
-                    new_for_task.add(task.id)
-                    decisions.append((task, None))
-                    new_rows.append(
-                        rows.job_row(
-                            task,
-                            trigger=r.trigger,
-                            lane=lane_of(r.trigger),
-                            now=now,
-                            schedule_id=r.schedule_id,
-                            fire_time=r.fire_time,
-                            # A jittered fire's jobs are not started before its start.
-                            not_before=_not_before(r, now),
-                        )
+                    decisions.append((task, overlap.Decision(SkipReason.TASK_DISABLED), None))
+                    continue
+                jobs_now = active.get(task.id, []) + planned.get(task.id, [])
+                decision = overlap.decide(r.overlap_policy or policy.policy, jobs_now, policy.cap)
+                if decision.skip is not None:
+                    decisions.append((task, decision, None))
+                    continue
+                index = len(new_rows)
+                planned.setdefault(task.id, []).append(
+                    overlap.ActiveJob(-1 - index, JobStatus.QUEUED, decision.behind)
+                )
+                decisions.append((task, decision, index))
+                new_rows.append(
+                    rows.job_row(
+                        task,
+                        trigger=r.trigger,
+                        lane=lane_of(r.trigger),
+                        now=now,
+                        schedule_id=r.schedule_id,
+                        fire_time=r.fire_time,
+                        overlap=decision.behind,
+                        # A jittered fire's jobs are not started before its start.
+                        not_before=_not_before(r, now),
                     )
+                )
         plan.append((r, decisions))
     return plan, new_rows
 
@@ -212,29 +258,25 @@ def _not_before(request: FireRequest, now: dt.datetime) -> dt.datetime | None:
     return start if start is not None and start > now else None
 
 
-def _insert_jobs(
-    conn: Connection,
-    dialect: Dialect,
-    bulk: Bulk,
-    new_rows: Sequence[dict[str, Any]],
-    active: dict[int, tuple[int, str]],
-) -> dict[int, int]:
-    """Insert ``new_rows``, leaving out a task whose job another transaction queued
-    meanwhile (that job is added to ``active``); the new job ids by task id."""
+def _insert_jobs(bulk: Bulk, new_rows: Sequence[dict[str, Any]]) -> dict[int, int]:
+    """Insert ``new_rows``, leaving out a plain job whose task another transaction gave a
+    plain job meanwhile; the new job ids by row index."""
     if not new_rows:
         return {}
-    inserted = hot.insert_jobs(bulk, new_rows)
-    lost = [row["task_id"] for row in new_rows if row["task_id"] not in inserted]
-    if lost:
-        active.update(_active(conn, dialect, lost))
-    return inserted
+    ids = hot.insert_jobs(bulk, new_rows)
+    out = {}
+    for i, row in enumerate(new_rows):
+        job_id = ids.get((row["task_id"], row["schedule_id"], row["fire_time"]))
+        if job_id is not None:
+            out[i] = job_id
+    return out
 
 
 def _store_outcomes(
     bulk: Bulk,
     plan: Sequence[tuple[FireRequest, _Decisions]],
     inserted: dict[int, int],
-    active: dict[int, tuple[int, str]],
+    active: dict[int, list[overlap.ActiveJob]],
     fire_ids: dict[_FireKey, int],
     now: dt.datetime,
 ) -> dict[_FireKey, FireResult]:
@@ -243,24 +285,27 @@ def _store_outcomes(
     updates = []
     for r, decisions in plan:
         runs = []
-        for task, skip in decisions:
-            if skip == SkipReason.TASK_DISABLED:
-                job_id = 0
-            elif task.id in inserted:
-                # The new job, or (ALREADY_QUEUED) the one an earlier fire of this batch
-                # created.
-                job_id = inserted[task.id]
-            else:
-                job_id, status = active.get(task.id, (0, JobStatus.QUEUED))
-                if skip is None:  # another transaction queued it since the plan
-                    skip = SkipReason.active(status)
-            runs.append(TaskRunResult(task.id, task.name, job_id, skip))
-        if r.missed:
-            outcome = FireOutcome.MISSED
-        elif any(x.skip_reason is None for x in runs):
-            outcome = FireOutcome.ENQUEUED
-        else:
-            outcome = FireOutcome.SKIPPED
+        for task, d, index in decisions:
+            skip, job_id, how = d.skip, d.job_id, d.outcome
+            if job_id < 0:  # the job an earlier fire of this call planned
+                job_id = inserted.get(-1 - job_id, 0)
+            if index is not None:
+                if index in inserted:
+                    job_id = inserted[index]
+                else:  # another transaction queued a plain job since the plan
+                    found = active.get(task.id) or [overlap.ActiveJob(0, JobStatus.QUEUED, "")]
+                    job_id, skip, how = found[0].id, SkipReason.active(found[0].status), ""
+            runs.append(
+                TaskRunResult(
+                    task.id,
+                    task.name,
+                    job_id,
+                    skip,
+                    overlap=how,
+                    replaced_job_id=d.replace_job_id if how == overlap.REPLACED else 0,
+                )
+            )
+        outcome = _outcome(r, runs)
         fire_id = fire_ids[(r.schedule_id, r.fire_time)]
         updates.append((outcome, bulk.json([x.to_json() for x in runs]), fire_id))
         out[(r.schedule_id, r.fire_time)] = FireResult(
@@ -268,6 +313,21 @@ def _store_outcomes(
         )
     hot.set_fire_outcomes(bulk, updates)
     return out
+
+
+def _outcome(request: FireRequest, runs: Sequence[TaskRunResult]) -> FireOutcome:
+    """A fire's outcome from its tasks': MISSED, else REPLACED when a task replaced its
+    running job, BUFFERED when a task's new job waits, ENQUEUED when a task got a job,
+    SKIPPED when none did."""
+    if request.missed:
+        return FireOutcome.MISSED
+    if any(x.overlap == overlap.REPLACED for x in runs):
+        return FireOutcome.REPLACED
+    if any(x.overlap == overlap.BUFFERED for x in runs):
+        return FireOutcome.BUFFERED
+    if any(x.skip_reason is None for x in runs):
+        return FireOutcome.ENQUEUED
+    return FireOutcome.SKIPPED
 
 
 def _recorded_fire(conn: Connection, request: FireRequest) -> FireResult:

@@ -23,7 +23,7 @@ from scheduler_svc.db import Dialect
 from scheduler_svc.schema import ACTIVE_JOB_PREDICATE, jobs, leases, schedules, tasks
 from scheduler_svc.store.driver import Bulk, Prepared
 from scheduler_svc.store.rows import FinishingTask
-from scheduler_svc.values import JobStatus, Lane
+from scheduler_svc.values import JobStatus, Lane, QueuedBehind
 
 # ---------------------------------------------------------------------- the queue's order
 
@@ -31,6 +31,7 @@ _task_of_job = tasks.alias("task_of_job")
 _task_of_group = tasks.alias("task_of_group")
 _running = jobs.alias("running")
 _running_in_group = jobs.alias("running_in_group")
+_running_of_task = jobs.alias("running_of_task")
 
 
 def queue_order(query: sa.Select[Any]) -> sa.Select[Any]:
@@ -78,12 +79,30 @@ def _group_is_running() -> sa.ColumnElement[bool]:
     )
 
 
+def _task_is_running(running_but: sa.ColumnElement[Any] | None) -> sa.ColumnElement[bool]:
+    """The job must wait for its task: it is not an ALLOW job, and a job of its task that
+    is not ALLOW (other than ``running_but``, a job id) is RUNNING. Read through
+    uq_jobs_running_task, whose rows these are."""
+    running = [
+        _running_of_task.c.task_id == jobs.c.task_id,
+        _running_of_task.c.status == JobStatus.RUNNING,
+        _running_of_task.c.overlap != QueuedBehind.ALLOW,
+    ]
+    if running_but is not None:
+        running.append(_running_of_task.c.id != running_but)
+    return sa.and_(
+        jobs.c.overlap != QueuedBehind.ALLOW,
+        sa.exists(sa.select(_running_of_task.c.id).where(*running)),
+    )
+
+
 def _next_ready(
     *, running_but: sa.ColumnElement[Any] | None = None, also: Sequence[sa.ColumnElement[bool]] = ()
 ) -> sa.Select[Any]:
     """The next ready job's id in the queue order, unless a job other than ``running_but``
     (a job id) is RUNNING in slot ``b_slot``, and only if every condition in ``also``
-    holds. A job whose task's concurrency group has a running job is passed over.
+    holds. A job whose task's concurrency group has a running job is passed over, and so
+    is one that must wait for its task's running job (:func:`_task_is_running`).
 
     Not correlated with the UPDATE that takes it: its own scan of the queue, run once
     (PostgreSQL plans an uncorrelated scalar subquery as an InitPlan; as a FROM item joined
@@ -101,6 +120,7 @@ def _next_ready(
                 ready(sa.bindparam("now")),
                 ~sa.exists(sa.select(_running.c.id).where(*running)),
                 ~_group_is_running(),
+                ~_task_is_running(running_but),
             )
         )
         .where(*also)
@@ -347,6 +367,7 @@ JOB_COLUMNS = (
     "output_tail",
     "abort_requested",
     "late_outcome",
+    "overlap",
 )
 #: A job whose task already has an active one is left out (uq_jobs_one_active_per_task).
 _ACTIVE_JOB_CONFLICT = f"ON CONFLICT (task_id) WHERE {ACTIVE_JOB_PREDICATE.text} DO NOTHING"
@@ -396,17 +417,25 @@ def insert_fires(
     return out
 
 
-def insert_jobs(bulk: Bulk, job_rows: Sequence[dict[str, Any]]) -> dict[int, int]:
-    """Insert new jobs (:func:`~scheduler_svc.store.rows.job_row`), leaving out a task that
-    already has an active job; the new jobs' ids by task id."""
+#: A new fire job's key: (task id, schedule id, fire time); unique among the jobs one
+#: call inserts, as a fire is unique on (schedule, fire time) and names a task once.
+JobKey = tuple[int, int | None, dt.datetime | None]
+
+
+def insert_jobs(bulk: Bulk, job_rows: Sequence[dict[str, Any]]) -> dict[JobKey, int]:
+    """Insert new jobs (:func:`~scheduler_svc.store.rows.job_row`), leaving out a plain one
+    whose task already has a plain active job; the new jobs' ids by :data:`JobKey`."""
     returned = bulk.insert(
         "jobs",
         JOB_COLUMNS,
         [driver_row(bulk, row) for row in job_rows],
         suffix=_ACTIVE_JOB_CONFLICT,
-        returning=("id", "task_id"),
+        returning=("id", "task_id", "schedule_id", "fire_time"),
     )
-    return {task_id: job_id for job_id, task_id in returned}
+    return {
+        (task_id, schedule_id, bulk.read_when(fire_time)): job_id
+        for job_id, task_id, schedule_id, fire_time in returned
+    }
 
 
 def set_fire_outcomes(bulk: Bulk, updates: Sequence[tuple[str, str, int]]) -> None:

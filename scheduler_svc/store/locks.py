@@ -21,7 +21,7 @@ from sqlalchemy.engine import Connection
 from scheduler_svc.db import Dialect
 from scheduler_svc.schema import jobs, tasks
 from scheduler_svc.store.rows import FiringTask
-from scheduler_svc.values import ACTIVE_STATES
+from scheduler_svc.values import ACTIVE_STATES, JobStatus, QueuedBehind
 
 LOCK_ORDER = "tasks (in id order), then schedules, then jobs (in id order)"
 """The order of every write transaction's row locks (see the module docstring)."""
@@ -45,16 +45,50 @@ FIRING_TASKS = (
 )
 
 
-def active_jobs(conn: Connection, dialect: Dialect, task_ids: Iterable[int]) -> dict[int, Any]:
-    """The queued or running job of each of ``task_ids`` that has one, by task id: rows of
-    (id, task_id, status, lane, not_before, attempt), locked FOR UPDATE in job id order
-    until the transaction ends where rows are locked."""
-    query = sa.select(
-        jobs.c.id, jobs.c.task_id, jobs.c.status, jobs.c.lane, jobs.c.not_before, jobs.c.attempt
-    ).where(jobs.c.status.in_(ACTIVE_STATES), jobs.c.task_id.in_(list(task_ids)))
+def all_active_jobs(
+    conn: Connection, dialect: Dialect, task_ids: Iterable[int]
+) -> dict[int, list[Any]]:
+    """Every queued or running job of each of ``task_ids`` that has one, by task id, in job
+    id order: rows of (id, task_id, status, lane, not_before, attempt, overlap), locked FOR
+    UPDATE in job id order until the transaction ends where rows are locked."""
+    query = (
+        sa.select(
+            jobs.c.id,
+            jobs.c.task_id,
+            jobs.c.status,
+            jobs.c.lane,
+            jobs.c.not_before,
+            jobs.c.attempt,
+            jobs.c.overlap,
+        )
+        .where(jobs.c.status.in_(ACTIVE_STATES), jobs.c.task_id.in_(list(task_ids)))
+        .order_by(jobs.c.id)
+    )
     if dialect.row_locks:
-        query = query.order_by(jobs.c.id).with_for_update()
-    return {row.task_id: row for row in conn.execute(query).all()}
+        query = query.with_for_update()
+    out: dict[int, list[Any]] = {}
+    for row in conn.execute(query).all():
+        out.setdefault(row.task_id, []).append(row)
+    return out
+
+
+def active_jobs(conn: Connection, dialect: Dialect, task_ids: Iterable[int]) -> dict[int, Any]:
+    """The active job of each of ``task_ids`` that has one, by task id, as
+    :func:`all_active_jobs` reads (and locks) them: of several (a fire's job waiting behind
+    another, or running alongside), a running one that is not ALLOW, else the plain one,
+    else the oldest."""
+    return active_jobs_of(all_active_jobs(conn, dialect, task_ids))
+
+
+def active_jobs_of(found: dict[int, list[Any]]) -> dict[int, Any]:
+    """The job :func:`active_jobs` names for each task, of the jobs
+    :func:`all_active_jobs` found."""
+    return {task_id: min(rows, key=_precedence) for task_id, rows in found.items()}
+
+
+def _precedence(row: Any) -> tuple[int, int, int]:
+    running = row.status == JobStatus.RUNNING and row.overlap != QueuedBehind.ALLOW
+    return (not running, row.overlap != QueuedBehind.PLAIN, row.id)
 
 
 def for_update(dialect: Dialect, query: sa.Select[Any]) -> sa.Select[Any]:

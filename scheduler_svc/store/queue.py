@@ -291,16 +291,23 @@ def abort_tasks(
         raise _no_task(task_ids, missing[0])
     # Every active job locked at once, in job id order (LOCK_ORDER): two aborts naming the
     # same tasks in other orders never wait for each other.
-    active = locks.active_jobs(conn, dialect, set(task_ids))
-    cancelled: set[int] = set()
+    found_jobs = locks.all_active_jobs(conn, dialect, set(task_ids))
+    active = locks.active_jobs_of(found_jobs)
+    done: set[int] = set()
     for task_id in task_ids:
         row = active.get(task_id)
-        if row is None or task_id in cancelled:
+        if row is None or task_id in done:
             out.append((task_id, 0, AbortAction.NONE))
-        elif row.status == JobStatus.QUEUED:
+            continue
+        done.add(task_id)
+        # Every job of the task stops (a fire's jobs waiting behind the running one, or
+        # running alongside); the answer names the one the task runs or runs next.
+        queued = [j.id for j in found_jobs[task_id] if j.status == JobStatus.QUEUED]
+        running = [j.id for j in found_jobs[task_id] if j.status == JobStatus.RUNNING]
+        if queued:
             conn.execute(
                 jobs.update()
-                .where(jobs.c.id == row.id)
+                .where(jobs.c.id.in_(queued))
                 .values(
                     status=JobStatus.CANCELLED,
                     finished_at=now,
@@ -308,15 +315,16 @@ def abort_tasks(
                     stopped_by=stopped_by,
                 )
             )
-            cancelled.add(task_id)
-            out.append((task_id, row.id, AbortAction.CANCELLED))
-        else:
+        if running:
             conn.execute(
                 jobs.update()
-                .where(jobs.c.id == row.id)
+                .where(jobs.c.id.in_(running))
                 .values(abort_requested=True, stopped_by=stopped_by)
             )
-            out.append((task_id, row.id, AbortAction.ABORT_REQUESTED))
+        action = (
+            AbortAction.CANCELLED if row.status == JobStatus.QUEUED else AbortAction.ABORT_REQUESTED
+        )
+        out.append((task_id, row.id, action))
     return out
 
 

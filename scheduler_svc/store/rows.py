@@ -124,6 +124,7 @@ def job_row(
     schedule_id: int | None = None,
     fire_time: dt.datetime | None = None,
     retry_of_job_id: int | None = None,
+    overlap: str = "",
 ) -> dict[str, Any]:
     """The row of a new QUEUED job of ``task``; its keys are
     :data:`scheduler_svc.store.hot.JOB_COLUMNS`, in that order."""
@@ -144,6 +145,7 @@ def job_row(
         "output_tail": "",
         "abort_requested": False,
         "late_outcome": "",
+        "overlap": overlap,
     }
 
 

@@ -31,6 +31,7 @@ from tickwork._requests.checks import (
     parse_catch_up_policy,
     parse_jitter_mode,
     parse_job_status,
+    parse_overlap_policy,
     task_refs,
 )
 from tickwork._requests.convert import MAX_NESTING, to_datetime, to_struct, to_timestamp
@@ -57,6 +58,7 @@ from tickwork._requests.schedules import (
     get_schedule_request,
     new_schedule_refs,
     set_timing,
+    trigger_schedule_request,
     update_schedule_request,
 )
 from tickwork._requests.tasks import (
@@ -102,6 +104,7 @@ __all__ = [
     "parse_catch_up_policy",
     "parse_jitter_mode",
     "parse_job_status",
+    "parse_overlap_policy",
     "remaining_s",
     "resolve_server",
     "resume_delay_s",
@@ -112,6 +115,7 @@ __all__ = [
     "to_datetime",
     "to_struct",
     "to_timestamp",
+    "trigger_schedule_request",
     "update_schedule_request",
     "update_task_request",
     "wait_timeout",

@@ -11,7 +11,7 @@ from google.protobuf.descriptor import FieldDescriptor
 
 from tickwork.errors import InvalidArgument
 from tickwork.v1.job_pb2 import JobStatus
-from tickwork.v1.schedule_pb2 import CatchUpPolicy, JitterMode
+from tickwork.v1.schedule_pb2 import CatchUpPolicy, JitterMode, OverlapPolicy
 
 Ref = int | str
 """A task or schedule reference: an id (int) or a name (str)."""
@@ -146,6 +146,17 @@ def parse_jitter_mode(value: JitterMode | str | int) -> JitterMode:
         InvalidArgument: an unknown name or number, or UNSPECIFIED.
     """
     return cast("JitterMode", _parse_enum(JitterMode, "JITTER_MODE_", value, "jitter_mode"))
+
+
+def parse_overlap_policy(value: OverlapPolicy | str | int) -> OverlapPolicy:
+    """Turn ``"BUFFER_ALL"``, ``"buffer-all"``, ``"OVERLAP_POLICY_BUFFER_ALL"`` or the enum
+    into an OverlapPolicy.
+
+    Raises:
+        InvalidArgument: an unknown name or number, or UNSPECIFIED.
+    """
+    policy = _parse_enum(OverlapPolicy, "OVERLAP_POLICY_", value, "overlap_policy")
+    return cast("OverlapPolicy", policy)
 
 
 def _parse_enum(enum: Any, prefix: str, value: object, field: str) -> int:

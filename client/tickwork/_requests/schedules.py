@@ -16,10 +16,12 @@ from tickwork._requests.checks import (
     check_type,
     parse_catch_up_policy,
     parse_jitter_mode,
+    parse_overlap_policy,
     task_refs,
 )
 from tickwork._requests.convert import to_timestamp
 from tickwork.errors import InvalidArgument
+from tickwork.v1.common_pb2 import Trigger
 from tickwork.v1.schedule_pb2 import (
     BatchCreateSchedulesRequest,
     CatchUpPolicy,
@@ -27,7 +29,9 @@ from tickwork.v1.schedule_pb2 import (
     DescribeCronRequest,
     GetScheduleRequest,
     JitterMode,
+    OverlapPolicy,
     Schedule,
+    TriggerScheduleRequest,
     UpdateScheduleRequest,
 )
 
@@ -54,6 +58,8 @@ class ScheduleFields(TypedDict, total=False):
     jitter_mode: JitterMode | str
     start_time: datetime | None
     end_time: datetime | None
+    overlap_policy: OverlapPolicy | str
+    max_buffered: int
 
 
 class NewSchedule(TypedDict, total=False):
@@ -73,6 +79,8 @@ class NewSchedule(TypedDict, total=False):
     jitter_mode: JitterMode | str
     start_time: datetime | None
     end_time: datetime | None
+    overlap_policy: OverlapPolicy | str
+    max_buffered: int
 
 
 #: The catch-up, jitter and bounds keywords, Schedule fields of the same names.
@@ -100,6 +108,8 @@ SCHEDULE_MASK = (
     "enabled",
     "task_ids",
     *TIMING_KEYWORDS,
+    "overlap_policy",
+    "max_buffered",
 )
 """Every writable Schedule field this SDK sets: the full update mask."""
 
@@ -128,6 +138,8 @@ def build_schedule(
     jitter_mode: JitterMode | str = "RANDOM",
     start_time: datetime | None = None,
     end_time: datetime | None = None,
+    overlap_policy: OverlapPolicy | str = "SKIP",
+    max_buffered: int = 0,
 ) -> Schedule:
     """Build a Schedule with every writable field set explicitly (see ``create_schedule``).
 
@@ -144,8 +156,9 @@ def build_schedule(
     if not cron and not interval_seconds:
         raise InvalidArgument("schedule: give cron or interval_seconds")
     policy = parse_catch_up_policy(catch_up_policy)
-    schedule = Schedule(catch_up_policy=policy)
+    schedule = Schedule(catch_up_policy=policy, overlap_policy=parse_overlap_policy(overlap_policy))
     for field, value in (
+        ("max_buffered", max_buffered),
         ("name", name),
         ("description", description),
         ("cron_expression", cron or ""),
@@ -237,6 +250,8 @@ def batch_create_schedules_request(
                 description=item.get("description", ""),
                 enabled=item.get("enabled", True),
                 **_timing_of(item),
+                overlap_policy=item.get("overlap_policy", "SKIP"),
+                max_buffered=item.get("max_buffered", 0),
             )
         except InvalidArgument as err:
             raise InvalidArgument(f"schedules[{i}]: {err.details}") from None
@@ -281,6 +296,8 @@ def update_schedule_request(
             schedule.catch_up_policy = parse_catch_up_policy(fields["catch_up_policy"])
         elif key in TIMING_KEYWORDS:
             set_timing(schedule, {key: value})  # None: back to the default, or no bound
+        elif key == "overlap_policy":
+            schedule.overlap_policy = parse_overlap_policy(fields["overlap_policy"])
         else:
             assign_field(schedule, path, value, key)
         paths.append(path)
@@ -288,6 +305,22 @@ def update_schedule_request(
         schedule.cron_expression = ""
         paths.append("cron_expression")
     return UpdateScheduleRequest(schedule=schedule, update_mask=FieldMask(paths=paths))
+
+
+def trigger_schedule_request(
+    schedule_id: int, trigger: Trigger | int, request_id: str
+) -> TriggerScheduleRequest:
+    """Build TriggerSchedule; ``trigger`` TRIGGER_API or TRIGGER_MANUAL.
+
+    Raises:
+        InvalidArgument: another trigger, or a request_id that is not text.
+    """
+    if trigger not in (Trigger.TRIGGER_API, Trigger.TRIGGER_MANUAL):
+        raise InvalidArgument(f"trigger: give TRIGGER_API or TRIGGER_MANUAL, not {trigger!r:.40}")
+    check_type(request_id, str, "request_id")
+    request = TriggerScheduleRequest(id=schedule_id, trigger=trigger)  # type: ignore[arg-type]
+    assign_field(request, "request_id", request_id)
+    return request
 
 
 def describe_cron_request(

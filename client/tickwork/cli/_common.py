@@ -36,6 +36,7 @@ SKIP_TEXT = {
     SkipReason.SKIP_REASON_ALREADY_QUEUED: "already queued",
     SkipReason.SKIP_REASON_ALREADY_RUNNING: "already running",
     SkipReason.SKIP_REASON_TASK_DISABLED: "task disabled",
+    SkipReason.SKIP_REASON_BUFFER_FULL: "buffer full",
 }
 
 

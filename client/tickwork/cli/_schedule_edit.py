@@ -1,6 +1,6 @@
 """``tickwork schedules create``, ``update``, ``get`` and ``preview``: a schedule's timing,
-catch-up, jitter and bounds from flags named after its fields, and its next fire times with
-the starts its jitter gives them."""
+catch-up, jitter, bounds and overlap policy from flags named after its fields, and its next
+fire times with the starts its jitter gives them."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from tickwork import _requests as rq
 from tickwork.cli import _output as o
 from tickwork.cli._common import EXIT_OK, client_from_args, count
 from tickwork.cli._tasks import aware_time
+from tickwork.errors import InvalidArgument
 from tickwork.jitter import jitter_text, stable_delay_s
-from tickwork.v1.schedule_pb2 import JitterMode, Schedule
+from tickwork.v1.schedule_pb2 import JitterMode, OverlapPolicy, Schedule
 
 #: Flag -> SDK keyword of the catch-up, jitter and bounds fields.
 _TIMING_FLAGS = {
@@ -23,6 +24,8 @@ _TIMING_FLAGS = {
     "jitter_mode": "jitter_mode",
     "start_time": "start_time",
     "end_time": "end_time",
+    "overlap_policy": "overlap_policy",
+    "max_buffered": "max_buffered",
 }
 
 
@@ -88,7 +91,29 @@ def _timing_flags(parser: argparse.ArgumentParser) -> None:
         metavar="TIME",
         help="no fire at or after this time; after --start-time ('none': no bound)",
     )
+    p.add_argument(
+        "--overlap-policy",
+        type=_overlap_policy,
+        metavar="POLICY",
+        help="what a fire does while a job of its task is queued or running: SKIP (default), "
+        "BUFFER_ONE, BUFFER_ALL, REPLACE or ALLOW",
+    )
+    p.add_argument(
+        "--max-buffered",
+        type=int,
+        metavar="N",
+        help="BUFFER_ALL's cap on waiting fires: 0 (meaning 100) to 10000",
+    )
     p.add_argument("--description", help="free text")
+
+
+def _overlap_policy(text: str) -> str:
+    """An overlap policy's name, checked (``buffer-all`` and ``BUFFER_ALL`` alike)."""
+    try:
+        policy = rq.parse_overlap_policy(text)
+    except InvalidArgument as err:
+        raise argparse.ArgumentTypeError(err.details.split(": ", 1)[-1]) from None
+    return OverlapPolicy.Name(policy).removeprefix("OVERLAP_POLICY_")
 
 
 def add_parsers(ssub: argparse._SubParsersAction[Any], net: argparse.ArgumentParser) -> None:

@@ -1,5 +1,5 @@
-"""``tickwork schedules``: list, fires, enable, disable, delete, backfill (create, update,
-get and preview are in :mod:`tickwork.cli._schedule_edit`)."""
+"""``tickwork schedules``: list, fires, trigger, enable, disable, delete, backfill (create,
+update, get and preview are in :mod:`tickwork.cli._schedule_edit`)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from tickwork import _requests as rq
 from tickwork.cli import _backfill, _schedule_edit
 from tickwork.cli import _output as o
 from tickwork.cli._common import EXIT_OK, client_from_args, positive_int
+from tickwork.v1.common_pb2 import Trigger
 from tickwork.v1.schedule_pb2 import FireOutcome
 
 
@@ -29,6 +30,16 @@ def add_parsers(sub: argparse._SubParsersAction[Any], net: argparse.ArgumentPars
     p.add_argument("name", metavar="NAME", help="schedule name")
     p.add_argument("--limit", type=positive_int, default=20, metavar="N", help="default 20")
     p.set_defaults(func=_fires)
+    p = ssub.add_parser(
+        "trigger",
+        parents=[net],
+        help="fire a schedule now (its next run is unchanged)",
+        description="Fire a schedule now: all its tasks, as its next fire would, through "
+        "its overlap policy, in the manual lane. Recorded as a fire with trigger MANUAL; "
+        "its next run is unchanged. A paused or disabled schedule fires too.",
+    )
+    p.add_argument("name", metavar="NAME", help="schedule name")
+    p.set_defaults(func=_trigger)
     for action, enabled in (("enable", True), ("disable", False)):
         p = ssub.add_parser(
             action,
@@ -77,11 +88,23 @@ def _fires(args: argparse.Namespace, out: TextIO) -> int:
         [
             o.when(f, "fire_time"),
             rq.enum_label(FireOutcome, f.outcome),
+            rq.enum_label(Trigger, f.trigger) if f.trigger else "-",
             "; ".join(o.run_text(r) for r in f.runs) or "-",
         ]
         for f in fires
     ]
-    o.table(["FIRE TIME (UTC)", "OUTCOME", "TASKS"], rows, out)
+    o.table(["FIRE TIME (UTC)", "OUTCOME", "TRIGGER", "TASKS"], rows, out)
+    return EXIT_OK
+
+
+def _trigger(args: argparse.Namespace, out: TextIO) -> int:
+    with client_from_args(args) as client:
+        fire = client.trigger_schedule(args.name, trigger=Trigger.TRIGGER_MANUAL)
+    runs = "; ".join(o.run_text(r) for r in fire.runs) or "-"
+    outcome = rq.enum_label(FireOutcome, fire.outcome)
+    print(
+        f"schedule {args.name}: fired at {o.when(fire, 'fire_time')}, {outcome}: {runs}", file=out
+    )
     return EXIT_OK
 
 

@@ -40,6 +40,7 @@ ROUTES = [
     Route("/schedules/{schedule_id:int}/enable", schedules.switch, methods=["POST"]),
     Route("/schedules/{schedule_id:int}/disable", schedules.switch, methods=["POST"]),
     Route("/schedules/{schedule_id:int}/delete", schedules.delete, methods=["POST"]),
+    Route("/schedules/{schedule_id:int}/trigger", schedules.trigger_now, methods=["POST"]),
     Route("/cron/describe", schedules.describe),
     Route("/tasks", tasks.task_list),
     Route("/tasks/{task_id:int}", tasks.task_page),

@@ -90,7 +90,8 @@ def job_status(value: int) -> str:
 
 
 def fire_outcome(value: int) -> str:
-    """``ENQUEUED``, ``SKIPPED`` or ``MISSED`` for a FireOutcome value."""
+    """``ENQUEUED``, ``SKIPPED``, ``MISSED``, ``BUFFERED`` or ``REPLACED`` for a FireOutcome
+    value."""
     return FireOutcome.Name(value).removeprefix("FIRE_OUTCOME_")
 
 

@@ -1,5 +1,6 @@
-"""Schedules: the table, a schedule's page (fires, next fire times, the 24-hour strip), the
-create and edit form, the enabled switch, and the cron preview the form's script asks for."""
+"""Schedules: the table, a schedule's page (fires with their outcome and trigger, next fire
+times, the 24-hour strip, its overlap policy), the create and edit form, the enabled
+switch, firing now, and the cron preview the form's script asks for."""
 
 from __future__ import annotations
 
@@ -17,11 +18,41 @@ from tickwork.console import format as fmt
 from tickwork.console.sessions import Session
 from tickwork.console.web import action, current_session, done, page, render
 from tickwork.errors import TickworkError
-from tickwork.v1.common_pb2 import SkipReason
-from tickwork.v1.schedule_pb2 import CatchUpPolicy, Fire, Schedule
+from tickwork.v1.common_pb2 import SkipReason, Trigger
+from tickwork.v1.schedule_pb2 import CatchUpPolicy, Fire, OverlapPolicy, Schedule
 
 #: How many next fire times a schedule's page and the form preview show.
 PREVIEW_COUNT = 10
+
+#: The overlap policies in the form's order, with what each does in words.
+OVERLAP_CHOICES = (
+    ("SKIP", "skip the fire"),
+    ("BUFFER_ONE", "buffer one fire until the running job ends"),
+    ("BUFFER_ALL", "buffer every fire, up to the cap"),
+    ("REPLACE", "abort the running job and run the new fire"),
+    ("ALLOW", "run alongside"),
+)
+
+
+def overlap_policy(schedule: Schedule) -> str:
+    """The schedule's overlap policy in words, e.g. ``buffer all (at most 100 waiting)``."""
+    name = fmt.enum_name(
+        schedule.overlap_policy or OverlapPolicy.OVERLAP_POLICY_SKIP,
+        OverlapPolicy,
+        "OVERLAP_POLICY_",
+    )
+    words = name.lower().replace("_", " ")
+    if name == "BUFFER_ALL":
+        words += f" (at most {schedule.max_buffered or 100} waiting)"
+    return words
+
+
+def trigger(value: int) -> str:
+    """``scheduler``, ``manual``, ``api`` or ``backfill`` for a Trigger value; ``—`` when
+    unknown."""
+    if not value:
+        return "—"
+    return fmt.enum_name(value, Trigger, "TRIGGER_").lower()
 
 
 def skip_reason(value: int) -> str:
@@ -68,6 +99,8 @@ async def schedule_page(request: Request, session: Session) -> Response:
         preview=preview,
         strip=charts.fire_strip(fires, now, schedule.timezone or "UTC"),
         skip_reason=skip_reason,
+        overlap_policy=overlap_policy,
+        trigger=trigger,
     )
 
 
@@ -80,6 +113,8 @@ def _values_of(schedule: Schedule | None) -> dict[str, Any]:
             "interval_seconds": "",
             "timezone": "UTC",
             "catch_up_policy": "SKIP",
+            "overlap_policy": "SKIP",
+            "max_buffered": "0",
             "enabled": True,
             "tasks": set(),
         }
@@ -94,6 +129,12 @@ def _values_of(schedule: Schedule | None) -> dict[str, Any]:
             CatchUpPolicy,
             "CATCH_UP_POLICY_",
         ),
+        "overlap_policy": fmt.enum_name(
+            schedule.overlap_policy or OverlapPolicy.OVERLAP_POLICY_SKIP,
+            OverlapPolicy,
+            "OVERLAP_POLICY_",
+        ),
+        "max_buffered": str(schedule.max_buffered),
         "enabled": schedule.enabled,
         "tasks": set(schedule.task_ids),
     }
@@ -107,6 +148,8 @@ def _values_posted(form: FormData) -> dict[str, Any]:
         "interval_seconds": str(form.get("interval_seconds") or "").strip(),
         "timezone": str(form.get("timezone") or "").strip() or "UTC",
         "catch_up_policy": str(form.get("catch_up_policy") or "SKIP"),
+        "overlap_policy": str(form.get("overlap_policy") or "SKIP"),
+        "max_buffered": str(form.get("max_buffered") or "0").strip(),
         "enabled": form.get("enabled") == "on",
         "tasks": {int(v) for v in form.getlist("tasks") if isinstance(v, str) and v.isdigit()},
     }
@@ -130,6 +173,7 @@ async def _form(
         values=values,
         tasks=tasks,
         error=error,
+        overlap_choices=OVERLAP_CHOICES,
     )
 
 
@@ -144,6 +188,16 @@ async def edit_form(request: Request, session: Session) -> Response:
     """GET /schedules/{schedule_id}/edit: the edit form."""
     schedule = await session.client.get_schedule(int(request.path_params["schedule_id"]))
     return await _form(request, session, schedule, _values_of(schedule))
+
+
+def _overlap(values: dict[str, Any]) -> dict[str, Any]:
+    """The SDK's overlap keywords; a cap that is not a number is sent as -1, for the
+    server to refuse naming the field."""
+    raw = values["max_buffered"]
+    return {
+        "overlap_policy": values["overlap_policy"],
+        "max_buffered": int(raw) if raw.isdigit() and len(raw) < 10 else -1,
+    }
 
 
 def _timing(values: dict[str, Any]) -> dict[str, Any]:
@@ -167,6 +221,7 @@ async def create(request: Request, session: Session, form: FormData) -> Response
             catch_up_policy=values["catch_up_policy"],
             description=values["description"],
             enabled=values["enabled"],
+            **_overlap(values),
         )
     except TickworkError as err:
         if err.code == grpc.StatusCode.PERMISSION_DENIED:
@@ -191,6 +246,7 @@ async def update(request: Request, session: Session, form: FormData) -> Response
             catch_up_policy=values["catch_up_policy"],
             enabled=values["enabled"],
             tasks=sorted(values["tasks"]),
+            **_overlap(values),
         )
     except TickworkError as err:
         if err.code in (grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.NOT_FOUND):
@@ -199,6 +255,16 @@ async def update(request: Request, session: Session, form: FormData) -> Response
         return await _form(request, session, current, values, err.details, 400)
     session.flash("ok", f"schedule {schedule.name} saved")
     return RedirectResponse(f"/schedules/{schedule.id}", status_code=303)
+
+
+@action
+async def trigger_now(request: Request, session: Session, form: FormData) -> Response:
+    """POST /schedules/{schedule_id}/trigger: TriggerSchedule (trigger MANUAL)."""
+    fire = await session.client.trigger_schedule(
+        int(request.path_params["schedule_id"]), trigger=Trigger.TRIGGER_MANUAL
+    )
+    outcome = fmt.fire_outcome(fire.outcome).lower()
+    return done(session, form, f"schedule fired now: {outcome}", "/schedules")
 
 
 @action

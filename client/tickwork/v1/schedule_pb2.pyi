@@ -337,12 +337,14 @@ class BackfillScheduleResponse(_message.Message):
     def __init__(self, windows: _Optional[_Iterable[_Union[BackfillWindow, _Mapping]]] = ..., repeated_request: _Optional[bool] = ...) -> None: ...
 
 class TriggerScheduleRequest(_message.Message):
-    __slots__ = ("id", "request_id")
+    __slots__ = ("id", "trigger", "request_id")
     ID_FIELD_NUMBER: _ClassVar[int]
+    TRIGGER_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     id: int
+    trigger: _common_pb2.Trigger
     request_id: str
-    def __init__(self, id: _Optional[int] = ..., request_id: _Optional[str] = ...) -> None: ...
+    def __init__(self, id: _Optional[int] = ..., trigger: _Optional[_Union[_common_pb2.Trigger, str]] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class TriggerScheduleResponse(_message.Message):
     __slots__ = ("fire", "repeated_request")

@@ -221,8 +221,9 @@ class ScheduleServiceServicer:
 
     def TriggerSchedule(self, request, context):
         """Fires a schedule now: all its tasks, as its next fire would, through its overlap
-        policy, recorded as a fire with trigger MANUAL or API. Its next_run_time is unchanged.
-        Errors: NOT_FOUND.
+        policy, recorded as a fire at the current instant (UTC) with trigger MANUAL or API; its
+        jobs go in the manual lane. A paused or disabled schedule fires too. Its next_run_time
+        is unchanged. Errors: NOT_FOUND, INVALID_ARGUMENT (trigger, request_id).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -104,8 +104,9 @@ class ScheduleServiceStub:
     """
     TriggerSchedule: _grpc.UnaryUnaryMultiCallable[_schedule_pb2.TriggerScheduleRequest, _schedule_pb2.TriggerScheduleResponse]
     """Fires a schedule now: all its tasks, as its next fire would, through its overlap
-    policy, recorded as a fire with trigger MANUAL or API. Its next_run_time is unchanged.
-    Errors: NOT_FOUND.
+    policy, recorded as a fire at the current instant (UTC) with trigger MANUAL or API; its
+    jobs go in the manual lane. A paused or disabled schedule fires too. Its next_run_time
+    is unchanged. Errors: NOT_FOUND, INVALID_ARGUMENT (trigger, request_id).
     """
 
 @_typing.type_check_only
@@ -184,8 +185,9 @@ class ScheduleServiceAsyncStub(ScheduleServiceStub):
     """
     TriggerSchedule: _aio.UnaryUnaryMultiCallable[_schedule_pb2.TriggerScheduleRequest, _schedule_pb2.TriggerScheduleResponse]  # type: ignore[assignment]
     """Fires a schedule now: all its tasks, as its next fire would, through its overlap
-    policy, recorded as a fire with trigger MANUAL or API. Its next_run_time is unchanged.
-    Errors: NOT_FOUND.
+    policy, recorded as a fire at the current instant (UTC) with trigger MANUAL or API; its
+    jobs go in the manual lane. A paused or disabled schedule fires too. Its next_run_time
+    is unchanged. Errors: NOT_FOUND, INVALID_ARGUMENT (trigger, request_id).
     """
 
 class ScheduleServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -333,8 +335,9 @@ class ScheduleServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_schedule_pb2.TriggerScheduleResponse, _abc.Awaitable[_schedule_pb2.TriggerScheduleResponse]]:
         """Fires a schedule now: all its tasks, as its next fire would, through its overlap
-        policy, recorded as a fire with trigger MANUAL or API. Its next_run_time is unchanged.
-        Errors: NOT_FOUND.
+        policy, recorded as a fire at the current instant (UTC) with trigger MANUAL or API; its
+        jobs go in the manual lane. A paused or disabled schedule fires too. Its next_run_time
+        is unchanged. Errors: NOT_FOUND, INVALID_ARGUMENT (trigger, request_id).
         """
 
 def add_ScheduleServiceServicer_to_server(servicer: ScheduleServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

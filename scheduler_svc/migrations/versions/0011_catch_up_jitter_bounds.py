@@ -7,7 +7,7 @@ fired (0: 100); ``jitter_seconds`` and ``jitter_mode`` the delay added to each f
 ``fires.start_at`` is when the fire's jobs may start (NULL: at its fire time).
 
 Revision ID: 0011
-Revises: 0009
+Revises: 0010
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from alembic import op
 import scheduler_svc.db_datetime
 
 revision: str = "0011"
-down_revision: str | None = "0009"
+down_revision: str | None = "0010"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,0 +1,116 @@
+"""Overlap policies: what one fire does for one task while a job of that task is queued or
+running, and what a REPLACE does to the running job.
+
+:func:`decide` is the whole rule, a pure function of the policy, the task's active jobs
+and the cap; every path that enqueues a schedule's fire (the scheduler loop's fires,
+TriggerSchedule, a backfill) goes through :func:`scheduler_svc.store.fires.enqueue_fires`,
+which calls it with the fire's policy (:attr:`FireRequest.overlap_policy`, else the
+schedule's). :func:`request_replacements` asks for the abort of the jobs REPLACE replaces.
+
+The rules, per task (jobs that run alongside, ALLOW, are left out of the task's active
+jobs for every policy but their own):
+
+- SKIP: a task with an active job is skipped (already queued, or running);
+- BUFFER_ONE: a task with a running job and none queued gets a job that waits (WAIT);
+  with one queued already, it is skipped (already queued);
+- BUFFER_ALL: a task with an active job gets a job that waits, while fewer than the cap
+  are queued; beyond that it is skipped (buffer full);
+- REPLACE: a task with a running job and none queued gets a job that waits, and the
+  running job is asked to abort (ended ABORTED with "replaced by the fire of <fire
+  time>", never retried); with a job queued already, it is skipped (already queued);
+- ALLOW: every fire gets its own job, which runs alongside the others (ALLOW);
+- a task with no active job gets a plain job, whatever the policy.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy.engine import Connection
+
+from scheduler_svc.schema import jobs
+from scheduler_svc.values import JobStatus, OverlapPolicy, QueuedBehind, SkipReason
+
+#: A fire's task outcome (``TaskRunResult.overlap``): its new job waits behind the
+#: task's running job, or it replaced the running job.
+BUFFERED = "BUFFERED"
+REPLACED = "REPLACED"
+
+
+@dataclass(frozen=True)
+class ActiveJob:
+    """One active job of a task, as :func:`decide` sees it: ``id`` (a negative id stands
+    for a job planned earlier in the same call, not inserted yet), ``status`` QUEUED or
+    RUNNING, ``overlap`` its :class:`~scheduler_svc.values.QueuedBehind`."""
+
+    id: int
+    status: str
+    overlap: str
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What one fire does for one task.
+
+    ``skip`` None: a new job of kind ``behind``; else the reason it gets none and ``job_id``
+    the job it was skipped for. ``outcome`` is BUFFERED, REPLACED or empty;
+    ``replace_job_id`` the running job to abort (REPLACE)."""
+
+    skip: SkipReason | None = None
+    job_id: int = 0
+    behind: QueuedBehind = QueuedBehind.PLAIN
+    outcome: str = ""
+    replace_job_id: int = 0
+
+
+def decide(policy: OverlapPolicy | str, active: Sequence[ActiveJob], cap: int) -> Decision:
+    """What a fire under ``policy`` does for a task whose active jobs are ``active`` (any
+    order; ALLOW jobs among them are ignored unless the policy is ALLOW). ``cap``: how many
+    jobs of the task may be queued under BUFFER_ALL (>= 1). Pure: no I/O.
+
+    Unknown policies are taken as SKIP (the service refuses them on input)."""
+    if policy == OverlapPolicy.ALLOW:
+        return Decision(behind=QueuedBehind.ALLOW)
+    others = sorted((j for j in active if j.overlap != QueuedBehind.ALLOW), key=_order)
+    if not others:
+        return Decision()
+    running = [j for j in others if j.status == JobStatus.RUNNING]
+    queued = [j for j in others if j.status != JobStatus.RUNNING]
+    first = others[0]
+    if policy == OverlapPolicy.BUFFER_ALL:
+        if len(queued) < cap:
+            return Decision(behind=QueuedBehind.WAIT, outcome=BUFFERED)
+        return Decision(SkipReason.BUFFER_FULL, queued[-1].id)
+    if policy in (OverlapPolicy.BUFFER_ONE, OverlapPolicy.REPLACE) and queued:
+        return Decision(SkipReason.ALREADY_QUEUED, queued[0].id)
+    if policy == OverlapPolicy.BUFFER_ONE:
+        return Decision(behind=QueuedBehind.WAIT, outcome=BUFFERED)
+    if policy == OverlapPolicy.REPLACE:
+        return Decision(behind=QueuedBehind.WAIT, outcome=REPLACED, replace_job_id=running[0].id)
+    return Decision(SkipReason.active(first.status), first.id)
+
+
+def _order(job: ActiveJob) -> tuple[bool, bool, int]:
+    """Running first, then stored jobs in id order, then those planned in this call."""
+    return (job.status != JobStatus.RUNNING, job.id < 0, abs(job.id))
+
+
+def replaced_reason(fire_time: dt.datetime) -> str:
+    """The error of a job replaced by the fire of ``fire_time`` (aware)."""
+    return f"replaced by the fire of {fire_time.astimezone(dt.UTC).isoformat()}"
+
+
+def request_replacements(conn: Connection, replacements: Sequence[tuple[int, str]]) -> None:
+    """Ask each running job of (job id, reason) to abort, for the reason given: its worker
+    is told at its next heartbeat (or at once by the caller's stream, see
+    :meth:`scheduler_svc.app.App.enqueue_fires`) and reports it ABORTED with that reason as
+    its error. The reason is kept in the running job's ``error`` until its outcome
+    replaces it. A job no longer running is left alone."""
+    for job_id, reason in replacements:
+        conn.execute(
+            jobs.update()
+            .where(jobs.c.id == job_id, jobs.c.status == JobStatus.RUNNING)
+            .values(abort_requested=True, error=reason)
+        )
