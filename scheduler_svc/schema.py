@@ -73,6 +73,10 @@ schedules = sa.Table(
     sa.Column("last_run_at", UTCDateTime, nullable=True),
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.Column("updated_at", UTCDateTime, nullable=False),
+    # What a fire does while a job of its task is active (values.OverlapPolicy), and
+    # BUFFER_ALL's cap on the fires waiting (stored as given; 0 means 100).
+    sa.Column("overlap_policy", sa.String(16), nullable=False, server_default="SKIP"),
+    sa.Column("max_buffered", sa.Integer, nullable=False, server_default="0"),
     # After downtime: how old a window may be and still fire (seconds), RUN_ALL's cap on
     # the windows fired (0: 100); each fire's start delay (seconds, 0: none) and how it is
     # chosen (RANDOM, STABLE); no fire before start_at nor at or after end_at (NULL: no
@@ -83,10 +87,6 @@ schedules = sa.Table(
     sa.Column("jitter_mode", sa.String(16), nullable=False, server_default="RANDOM"),
     sa.Column("start_at", UTCDateTime, nullable=True),
     sa.Column("end_at", UTCDateTime, nullable=True),
-    # What a fire does while a job of its task is active (values.OverlapPolicy), and
-    # BUFFER_ALL's cap on the fires waiting (stored as given; 0 means 100).
-    sa.Column("overlap_policy", sa.String(16), nullable=False, server_default="SKIP"),
-    sa.Column("max_buffered", sa.Integer, nullable=False, server_default="0"),
     # Due schedules are found through this index: the cost grows with the due ones only.
     sa.Index("ix_schedules_due", "enabled", "next_run_at"),
     **_NEVER_REUSE_IDS,
@@ -216,11 +216,11 @@ fires = sa.Table(
     sa.Column("outcome", sa.String(16), nullable=False),
     sa.Column("runs", sa.JSON, nullable=False),
     sa.Column("recorded_at", UTCDateTime, nullable=False),
-    # When its jobs may start: the fire time plus the schedule's jitter; NULL: the fire time.
-    sa.Column("start_at", UTCDateTime, nullable=True),
     # Who caused it (values.Trigger): SCHEDULER for the loop's fires, BACKFILL for a
     # backfill's windows, MANUAL or API for TriggerSchedule.
     sa.Column("trigger", sa.String(16), nullable=False, server_default="SCHEDULER"),
+    # When its jobs may start: the fire time plus the schedule's jitter; NULL: the fire time.
+    sa.Column("start_at", UTCDateTime, nullable=True),
     # Every fire is idempotent: one row per (schedule, fire time).
     sa.UniqueConstraint("schedule_id", "fire_time", name="uq_fires_schedule_fire_time"),
     **_NEVER_REUSE_IDS,
