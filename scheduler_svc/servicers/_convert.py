@@ -83,6 +83,11 @@ def task(r: TaskRecord, outcomes: OutcomeTimes = (None, None)) -> task_pb2.Task:
         concurrency_group=r.concurrency_group,
         expect_success_within_seconds=r.expect_success_within_seconds,
         warn_after_seconds=r.warn_after_seconds,
+        labels=r.labels,
+        disable_note=r.disable_note,
+        disabled_until=ts(r.disabled_until),
+        disabled_by=r.disabled_by,
+        disable_time=ts(r.disabled_at),
     )
 
 
@@ -110,6 +115,12 @@ def schedule(r: ScheduleRecord, description: str) -> schedule_pb2.Schedule:
         cron_description=description,
         create_time=ts(r.created_at),
         update_time=ts(r.updated_at),
+        labels=r.labels,
+        pause_note=r.pause_note,
+        paused_until=ts(r.paused_until),
+        paused_by=r.paused_by,
+        pause_time=ts(r.paused_at),
+        catch_up_on_resume=r.catch_up_on_resume,
     )
 
 

@@ -4,16 +4,24 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import grpc
 from google.protobuf import timestamp_pb2
 
-from scheduler_svc import validation
+from scheduler_svc import pausing, selectors, validation
 from scheduler_svc.app import App
-from scheduler_svc.errors import AlreadyExists, InvalidArgument, Reason, Resource, ServiceError
+from scheduler_svc.callers import caller_label
+from scheduler_svc.errors import (
+    AlreadyExists,
+    InvalidArgument,
+    NotFound,
+    Reason,
+    Resource,
+    ServiceError,
+)
 from scheduler_svc.firing import cron_schedule
 from scheduler_svc.records import ScheduleRecord
 from scheduler_svc.servicers import _convert as cv
@@ -98,6 +106,10 @@ def schedule_values(s: schedule_pb2.Schedule, paths: tuple[str, ...]) -> dict[st
             )
         elif path == "enabled":
             out["enabled"] = s.enabled if s.HasField("enabled") else True
+        elif path == "labels":
+            out["labels"] = validation.labels(s.labels, "schedule.labels")
+        elif path == "catch_up_on_resume":
+            out["catch_up_on_resume"] = s.catch_up_on_resume
         elif path in PLANNED_FIELDS:
             _refuse_planned(s, path)
         elif path != "task_ids":
@@ -178,8 +190,6 @@ PLANNED_FIELDS = frozenset(
         "jitter_mode",
         "start_time",
         "end_time",
-        "labels",
-        "catch_up_on_resume",
         "start_deadline_seconds",
     }
 )
@@ -195,22 +205,6 @@ def _refuse_planned(message: Any, path: str) -> None:
 
 class _PlannedScheduleRpcs:
     """The ScheduleService RPCs whose behaviour is still being built: UNIMPLEMENTED."""
-
-    @rpc_errors
-    async def PauseSchedule(
-        self, request: schedule_pb2.PauseScheduleRequest, context: Ctx
-    ) -> schedule_pb2.PauseScheduleResponse:
-        cv.required_id(request.id, "id")
-        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "PauseSchedule is not served yet")
-        raise AssertionError
-
-    @rpc_errors
-    async def ResumeSchedule(
-        self, request: schedule_pb2.ResumeScheduleRequest, context: Ctx
-    ) -> schedule_pb2.ResumeScheduleResponse:
-        cv.required_id(request.id, "id")
-        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "ResumeSchedule is not served yet")
-        raise AssertionError
 
     @rpc_errors
     async def BackfillSchedule(
@@ -366,7 +360,8 @@ class ScheduleServicer(_PlannedScheduleRpcs, schedule_pb2_grpc.ScheduleServiceSe
     ) -> schedule_pb2.ListSchedulesResponse:
         size = cv.page_size(request.page_size)
         after = paging.decode(request) or ""
-        rows = await self.app.store.list_schedules(size + 1, after)
+        selector = selectors.parse(request.label_selector)
+        rows = await self.app.store.list_schedules(size + 1, after, selector)
         page = cv.fit_page(rows, size, self._out)
         token = paging.encode(request, page.last.name) if page.last else ""
         return schedule_pb2.ListSchedulesResponse(schedules=page.items, next_page_token=token)
@@ -387,6 +382,7 @@ class ScheduleServicer(_PlannedScheduleRpcs, schedule_pb2_grpc.ScheduleServiceSe
             )
         values = schedule_values(request.schedule, paths)
         task_ids = check_task_ids(list(request.schedule.task_ids)) if "task_ids" in paths else None
+        now, by = self.app.clock(), caller_label()
 
         def complete(current: ScheduleRecord) -> dict[str, Any]:
             # Run by the store in the update's transaction, on the schedule as it is then
@@ -403,13 +399,60 @@ class ScheduleServicer(_PlannedScheduleRpcs, schedule_pb2_grpc.ScheduleServiceSe
                 getattr(current, k) != getattr(merged, k) for k in TIMING
             ):
                 extra["next_run_at"] = self.app.next_run(merged)
+            if merged.enabled and not current.enabled:  # a resume
+                extra.update(pausing.resume_columns(merged, now))
+            elif current.enabled and not merged.enabled:  # a pause without a note
+                extra.update(pausing.pause_columns(by, now))
             return extra
 
-        stored = await self.app.store.update_schedule(
-            sid, values, task_ids, self.app.clock(), complete=complete
-        )
+        stored = await self.app.store.update_schedule(sid, values, task_ids, now, complete=complete)
         self.app.schedules_changed()
         return schedule_pb2.UpdateScheduleResponse(schedule=self._out(stored))
+
+    @rpc_errors
+    async def PauseSchedule(
+        self, request: schedule_pb2.PauseScheduleRequest, context: Ctx
+    ) -> schedule_pb2.PauseScheduleResponse:
+        sid = cv.required_id(request.id, "id")
+        now = self.app.clock()
+        text = pausing.note(request.note)
+        until = None
+        if request.HasField("paused_until"):
+            until = pausing.until(
+                cv.from_ts(request.paused_until, "paused_until"), now, "paused_until"
+            )
+        columns = pausing.pause_columns(caller_label(), now, text, until)
+        stored = await self._update_by_id(sid, columns, now)
+        self.app.schedules_changed(until)  # the loop wakes by the end of the pause
+        return schedule_pb2.PauseScheduleResponse(schedule=self._out(stored))
+
+    @rpc_errors
+    async def ResumeSchedule(
+        self, request: schedule_pb2.ResumeScheduleRequest, context: Ctx
+    ) -> schedule_pb2.ResumeScheduleResponse:
+        sid = cv.required_id(request.id, "id")
+        now = self.app.clock()
+
+        def resume(current: ScheduleRecord) -> dict[str, Any]:
+            # An enabled schedule is left as it is (an interval's next run does not move).
+            return {} if current.enabled else pausing.resume_columns(current, now)
+
+        stored = await self._update_by_id(sid, {}, now, resume)
+        self.app.schedules_changed(stored.next_run_at)
+        return schedule_pb2.ResumeScheduleResponse(schedule=self._out(stored))
+
+    async def _update_by_id(
+        self,
+        sid: int,
+        values: dict[str, Any],
+        now: dt.datetime,
+        complete: Callable[[ScheduleRecord], dict[str, Any]] | None = None,
+    ) -> ScheduleRecord:
+        """:meth:`Store.update_schedule` for a request whose schedule is its ``id``."""
+        try:
+            return await self.app.store.update_schedule(sid, values, None, now, complete=complete)
+        except NotFound as err:
+            raise NotFound(err.text, field="id", reason=err.reason, resource=err.resource) from None
 
     @rpc_errors
     async def DeleteSchedule(

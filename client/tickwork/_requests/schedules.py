@@ -12,6 +12,7 @@ from google.protobuf.field_mask_pb2 import FieldMask
 from tickwork._requests.checks import (
     Ref,
     assign_field,
+    assign_labels,
     check_ref,
     check_type,
     parse_catch_up_policy,
@@ -25,6 +26,7 @@ from tickwork.v1.schedule_pb2 import (
     CreateScheduleRequest,
     DescribeCronRequest,
     GetScheduleRequest,
+    PauseScheduleRequest,
     Schedule,
     UpdateScheduleRequest,
 )
@@ -46,6 +48,8 @@ class ScheduleFields(TypedDict, total=False):
     catch_up_policy: CatchUpPolicy | str
     enabled: bool
     tasks: Sequence[Ref]
+    labels: Mapping[str, str]
+    catch_up_on_resume: bool
 
 
 class NewSchedule(TypedDict, total=False):
@@ -59,6 +63,8 @@ class NewSchedule(TypedDict, total=False):
     catch_up_policy: CatchUpPolicy | str
     description: str
     enabled: bool
+    labels: Mapping[str, str]
+    catch_up_on_resume: bool
 
 
 _NEW_SCHEDULE_KEYS = frozenset(NewSchedule.__annotations__)
@@ -75,6 +81,8 @@ SCHEDULE_MASK = (
     "catch_up_policy",
     "enabled",
     "task_ids",
+    "labels",
+    "catch_up_on_resume",
 )
 """Every writable Schedule field: the full update mask."""
 
@@ -97,6 +105,8 @@ def build_schedule(
     catch_up_policy: CatchUpPolicy | str,
     description: str,
     enabled: bool,
+    labels: Mapping[str, str] | None = None,
+    catch_up_on_resume: bool = False,
 ) -> Schedule:
     """Build a Schedule with every writable field set explicitly (see ``create_schedule``).
 
@@ -109,6 +119,7 @@ def build_schedule(
     check_type(timezone, str, "timezone")
     check_type(description, str, "description")
     check_type(enabled, bool, "enabled")
+    check_type(catch_up_on_resume, bool, "catch_up_on_resume")
     if not cron and not interval_seconds:
         raise InvalidArgument("schedule: give cron or interval_seconds")
     policy = parse_catch_up_policy(catch_up_policy)
@@ -120,8 +131,10 @@ def build_schedule(
         ("interval_seconds", 0 if cron else interval_seconds or 0),
         ("timezone", timezone),
         ("enabled", enabled),
+        ("catch_up_on_resume", catch_up_on_resume),
     ):
         assign_field(schedule, field, value, "cron" if field == "cron_expression" else None)
+    assign_labels(schedule, labels)
     try:
         schedule.task_ids.extend(task_ids)
     except (TypeError, ValueError):
@@ -171,6 +184,8 @@ def batch_create_schedules_request(
                 catch_up_policy=item.get("catch_up_policy", "SKIP"),
                 description=item.get("description", ""),
                 enabled=item.get("enabled", True),
+                labels=item.get("labels"),
+                catch_up_on_resume=item.get("catch_up_on_resume", False),
             )
         except InvalidArgument as err:
             raise InvalidArgument(f"schedules[{i}]: {err.details}") from None
@@ -208,6 +223,8 @@ def update_schedule_request(
             schedule.task_ids.extend(task_ids or [])
         elif key == "catch_up_policy":
             schedule.catch_up_policy = parse_catch_up_policy(fields["catch_up_policy"])
+        elif key == "labels":
+            assign_labels(schedule, fields["labels"])
         else:
             assign_field(schedule, path, value, key)
         paths.append(path)
@@ -236,4 +253,19 @@ def describe_cron_request(
     assign_field(request, "count", count)
     if after is not None:
         request.after.CopyFrom(to_timestamp(after, "after"))
+    return request
+
+
+def pause_schedule_request(
+    schedule_id: int, note: str = "", until: datetime | None = None
+) -> PauseScheduleRequest:
+    """Build PauseSchedule: ``note`` for people, ``until`` (aware) when it resumes.
+
+    Raises:
+        InvalidArgument: a note that is not str, or a naive ``until``.
+    """
+    check_type(note, str, "note")
+    request = PauseScheduleRequest(id=schedule_id, note=note)
+    if until is not None:
+        request.paused_until.CopyFrom(to_timestamp(until, "until"))
     return request
