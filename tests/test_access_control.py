@@ -47,6 +47,10 @@ OPERATE = {
     "TaskService/AbortTasks",
     "JobService/CancelJob",
     "NotifierService/TestNotifier",
+    "TaskService/DisableTask",
+    "TaskService/EnableTask",
+    "ScheduleService/PauseSchedule",
+    "ScheduleService/ResumeSchedule",
 }
 VIEW = {
     "TaskService/GetTask",

@@ -160,7 +160,7 @@ async def test_bad_pauses_name_the_field_and_change_nothing(
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await stub.PauseSchedule(schedule_pb2.PauseScheduleRequest(id=999))
         assert err.value.code() == grpc.StatusCode.NOT_FOUND
-        assert err.value.details().startswith("id:")
+        assert (err.value.details() or "").startswith("id:")
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await stub.ResumeSchedule(schedule_pb2.ResumeScheduleRequest())
         assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
