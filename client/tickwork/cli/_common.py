@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TextIO
 
 from tickwork._channel import TlsConfig
@@ -139,3 +139,18 @@ def client_from_args(args: argparse.Namespace) -> Client:
     """A blocking client of the server at ``args.server`` with the connection options."""
     tls = tls_from_args(args)
     return Client(args.server, token=args.token, tls=tls if tls is not None else False)
+
+
+def selector_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """Add ``--selector K=V[,K=V...]`` to a list command of ``what``."""
+    parser.add_argument(
+        "--selector",
+        default="",
+        metavar="K=V[,K=V...]",
+        help=f"only {what} whose labels hold every key=value given",
+    )
+
+
+def labels_text(labels: Mapping[str, str]) -> str:
+    """Labels as ``k=v,k2=v2`` (sorted), or ``-`` for none."""
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items())) or "-"
