@@ -4,6 +4,7 @@ resume never catches up the paused time unless the schedule asks for it."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 from scheduler_svc.auth import Principal
 from tests.inprocess import Harness, inprocess
 from tickwork import AsyncClient, FireOutcome
+from tickwork.cli import main
 from tickwork.errors import InvalidArgument, NotFound
 from tickwork.tokens import hash_token, new_token
 from tickwork.v1 import schedule_pb2, task_pb2
@@ -232,3 +234,43 @@ async def test_who_paused_and_disabled_is_the_callers_token_label(
             assert (await alice.update_schedule("s", enabled=False)).paused_by == "alice"
             assert (await alice.disable_task("job-a")).disabled_by == "alice"
             assert (await alice.enable_task("job-a")).disabled_by == ""
+
+
+async def test_resuming_a_schedule_that_is_not_paused_changes_nothing(
+    tmp_path: Path, database_url: str
+) -> None:
+    async with inprocess(tmp_path, database_url, T0) as h:
+        await h.client.create_task("job-a", "shell", {"argv": ["true"]})
+        made = await h.client.create_schedule("s", ["job-a"], interval_seconds=600)
+        h.clock.advance(120)
+        resumed = await h.client.resume_schedule("s")
+        assert resumed.next_run_time == made.next_run_time and resumed.enabled
+
+
+async def test_the_cli_pauses_resumes_disables_and_lists_the_notes(
+    tmp_path: Path, database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async def cli(*argv: str) -> tuple[int, str]:
+        code = await asyncio.to_thread(main, [*argv, "--server", h.service.address])
+        return code, capsys.readouterr().out
+
+    async with inprocess(tmp_path, database_url, T0) as h:
+        await every_five_minutes(h)
+        code, out = await cli(
+            "schedules", "pause", "s", "--note", "db migration", "--until", "2026-06-02T00:00:00Z"
+        )
+        assert code == 0
+        assert "schedule s: paused: db migration (by anonymous, until 2026-06-02" in out
+        code, out = await cli("schedules", "list")
+        assert "db migration (by anonymous, until 2026-06-02" in out
+        code, out = await cli("schedules", "resume", "s")
+        assert (code, "schedule s: resumed, next run 2026-06-01" in out) == (0, True)
+        code, out = await cli("tasks", "disable", "job-a", "--note", "vendor down")
+        assert (code, out.strip()) == (0, "task job-a: disabled")
+        code, out = await cli("tasks", "list")
+        assert "vendor down (by anonymous)" in out
+        code, out = await cli("tasks", "enable", "job-a")
+        assert (code, out.strip()) == (0, "task job-a: enabled")
+        code, _ = await cli("schedules", "pause", "s", "--until", "2026-06-01T10:00:00")
+        assert code == 2  # no offset: a usage error before anything is sent
+        assert (await h.client.get_schedule("s")).enabled
