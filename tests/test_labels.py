@@ -12,6 +12,7 @@ import grpc
 import pytest
 
 from tests.inprocess import inprocess
+from tests.queue_helpers import claim
 from tickwork.cli import main
 from tickwork.errors import FailedPrecondition, InvalidArgument
 from tickwork.v1 import job_pb2, schedule_pb2, task_pb2
@@ -184,3 +185,13 @@ async def test_prune_refuses_a_task_a_kept_schedule_runs(tmp_path: Path, databas
         assert sorted(t.name for t in await h.client.list_tasks()) == ["mine", "other"]
         with pytest.raises(InvalidArgument, match="prune_selector"):
             await h.client.apply_config(ApplyConfigRequest(prune_selector="owner"))
+
+
+async def test_prune_refuses_a_task_with_a_running_job(tmp_path: Path, database_url: str) -> None:
+    async with inprocess(tmp_path, database_url, T0) as h:
+        await h.client.create_task("busy", "shell", TRUE, labels={"owner": "team-a"})
+        await h.client.run("busy")
+        await claim(h)  # its job is now RUNNING
+        with pytest.raises(FailedPrecondition, match=r"cannot prune task 'busy'.*running job"):
+            await h.client.apply_config(ApplyConfigRequest(prune_selector="owner=team-a"))
+        assert [t.name for t in await h.client.list_tasks()] == ["busy"]

@@ -112,11 +112,12 @@ async def test_a_pause_resumes_by_itself_at_paused_until(tmp_path: Path, databas
         assert when(schedule.next_run_time) == at("2026-06-01T10:25:00+00:00")
 
 
+@pytest.mark.parametrize("policy", ["RUN_ONCE", "SKIP"])
 async def test_catch_up_on_resume_sends_the_paused_windows_through_the_catch_up_policy(
-    tmp_path: Path, database_url: str
+    tmp_path: Path, database_url: str, policy: str
 ) -> None:
     async with inprocess(tmp_path, database_url, T0) as h:
-        await every_five_minutes(h, catch_up_on_resume=True, catch_up_policy="RUN_ONCE")
+        await every_five_minutes(h, catch_up_on_resume=True, catch_up_policy=policy)
         assert (await h.client.get_schedule("s")).catch_up_on_resume
         await h.client.pause_schedule("s", note="n")
         await h.tick(at("2026-06-01T10:17:00+00:00"))
@@ -124,13 +125,18 @@ async def test_catch_up_on_resume_sends_the_paused_windows_through_the_catch_up_
         resumed = await h.client.resume_schedule("s")
         assert when(resumed.next_run_time) == at("2026-06-01T10:05:00+00:00")
         await h.tick()
-        # RUN_ONCE: the latest paused window runs once, the earlier ones are recorded missed.
+        # RUN_ONCE: the latest paused window runs once, the earlier ones are recorded
+        # missed; SKIP: all are recorded missed.
+        latest = "FIRE_OUTCOME_ENQUEUED" if policy == "RUN_ONCE" else "FIRE_OUTCOME_MISSED"
         assert await fires(h) == [
             ("2026-06-01T10:05:00+00:00", "FIRE_OUTCOME_MISSED"),
             ("2026-06-01T10:10:00+00:00", "FIRE_OUTCOME_MISSED"),
-            ("2026-06-01T10:15:00+00:00", "FIRE_OUTCOME_ENQUEUED"),
+            ("2026-06-01T10:15:00+00:00", latest),
         ]
-        assert len(await h.client.list_jobs()) == 1
+        assert len(await h.client.list_jobs()) == (policy == "RUN_ONCE")
+        assert when((await h.client.get_schedule("s")).next_run_time) == at(
+            "2026-06-01T10:20:00+00:00"
+        )
 
 
 async def test_a_resume_without_catch_up_fires_no_paused_window(
