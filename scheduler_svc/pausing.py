@@ -95,8 +95,9 @@ def resume_columns(
     its next run.
 
     The next run is the first fire after ``now`` (a manual resume) or, when ``automatic``
-    (the pause's ``paused_until`` came), from just before ``paused_until``, so a window at
-    that instant fires and a late tick treats the windows since then as downtime. With
+    (the pause's ``paused_until`` came), from ``paused_until`` (a cron schedule: just
+    before, so a window at that instant fires), so a late tick treats the windows since then
+    as downtime. With
     ``catch_up_on_resume`` it is computed from when the schedule was paused instead: the
     windows since then are due and go through the catch-up policy.
     """
@@ -105,7 +106,9 @@ def resume_columns(
     if current.catch_up_on_resume and current.paused_at is not None:
         since = current.paused_at
     elif automatic and current.paused_until is not None:
-        since = current.paused_until - dt.timedelta(microseconds=1)
+        since = current.paused_until
+        if current.cron_expression:  # a cron window at that very instant fires
+            since -= dt.timedelta(microseconds=1)
     return {**RESUMED, "next_run_at": first_fire_after(resumed, since)}
 
 

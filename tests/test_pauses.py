@@ -16,8 +16,10 @@ from tests.inprocess import Harness, inprocess
 from tickwork import AsyncClient, FireOutcome
 from tickwork.cli import main
 from tickwork.errors import InvalidArgument, NotFound
+from tickwork.structs import dict_to_struct
 from tickwork.tokens import hash_token, new_token
 from tickwork.v1 import schedule_pb2, task_pb2
+from tickwork.v1.config_pb2 import ApplyConfigRequest, ConfigSchedule
 
 UTC = dt.UTC
 T0 = dt.datetime(2026, 6, 1, 10, 0, 30, tzinfo=UTC)
@@ -280,3 +282,37 @@ async def test_the_cli_pauses_resumes_disables_and_lists_the_notes(
         code, _ = await cli("schedules", "pause", "s", "--until", "2026-06-01T10:00:00")
         assert code == 2  # no offset: a usage error before anything is sent
         assert (await h.client.get_schedule("s")).enabled
+
+
+async def test_an_interval_schedule_resumes_one_interval_after_paused_until_and_apply_pauses(
+    tmp_path: Path, database_url: str
+) -> None:
+    async with inprocess(tmp_path, database_url, T0) as h:
+        await h.client.create_task("job-a", "shell", {"argv": ["true"]})
+        await h.client.create_schedule("s", ["job-a"], interval_seconds=600)
+        until = T0 + dt.timedelta(hours=1)
+        await h.client.pause_schedule("s", until=until)
+        await h.tick(until)
+        resumed = await h.client.get_schedule("s")
+        assert resumed.enabled and when(resumed.next_run_time) == until + dt.timedelta(minutes=10)
+        # A configuration that sets enabled false pauses it too, recording who and when.
+        request = ApplyConfigRequest(
+            tasks=[
+                task_pb2.Task(
+                    name="job-a", handler="shell", params=dict_to_struct({"argv": ["true"]})
+                )
+            ],
+            schedules=[
+                ConfigSchedule(
+                    schedule=schedule_pb2.Schedule(name="s", interval_seconds=600, enabled=False),
+                    task_names=["job-a"],
+                )
+            ],
+        )
+        await h.client.apply_config(request)
+        paused = await h.client.get_schedule("s")
+        assert (paused.enabled, paused.paused_by, when(paused.pause_time)) == (
+            False,
+            "anonymous",
+            until,
+        )
