@@ -143,9 +143,19 @@ async def test_apply_prune_deletes_what_the_file_owns_and_no_longer_names(
     async with inprocess(tmp_path, database_url, T0) as h:
         config.write_text(FILE.format(extra_task=OLD_TASK, extra_schedule=OLD_SCHEDULE))
         assert (await cli("apply", "-f", str(config)))[0] == 0
-        await h.client.create_task("theirs", "shell", TRUE, labels={"owner": "team-b"})
+        await h.client.create_task("theirs", "shell", TRUE, labels={"owner": "team-a"})
         await h.client.create_task("unlabelled", "shell", TRUE)
-        # Applied again, unchanged: labels compare equal.
+        # The CLI sets labels: "theirs" passes to team-b before the prune.
+        code, out, _ = await cli("tasks", "label", "theirs", "--label", "owner=team-b")
+        assert (code, out.strip()) == (0, "task theirs: labels owner=team-b")
+        code, out, _ = await cli("tasks", "list", "--selector", "owner=team-b")
+        assert [line.split()[1] for line in out.splitlines()[1:]] == ["theirs"]
+        code, out, _ = await cli("schedules", "label", "keep-daily", "--clear")
+        assert (code, out.strip()) == (0, "schedule keep-daily: labels -")
+        # Applied again: the cleared labels differ (an update), then compare equal.
+        code, out, _ = await cli("apply", "-f", str(config))
+        assert "schedule keep-daily: updated (labels)" in out
+        assert "0 created, 1 updated, 3 unchanged" in out
         code, out, _ = await cli("apply", "-f", str(config))
         assert "0 created, 0 updated, 4 unchanged" in out
         config.write_text(FILE.format(extra_task="", extra_schedule=""))

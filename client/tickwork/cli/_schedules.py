@@ -1,4 +1,4 @@
-"""``tickwork schedules``: list, fires, enable, disable, pause, resume, delete."""
+"""``tickwork schedules``: list, fires, enable, disable, pause, resume, label, delete."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from tickwork.cli import _output as o
 from tickwork.cli._common import (
     EXIT_OK,
     client_from_args,
+    label_options,
+    labels_of,
     labels_text,
     positive_int,
     selector_option,
@@ -70,6 +72,16 @@ def add_parsers(sub: argparse._SubParsersAction[Any], net: argparse.ArgumentPars
     )
     p.add_argument("name", metavar="NAME", help="schedule name")
     p.set_defaults(func=_resume)
+    p = ssub.add_parser(
+        "label",
+        parents=[net],
+        help="set a schedule's labels",
+        description="Replace a schedule's labels with those given (schedules list "
+        "--selector K=V picks schedules by them; apply --prune uses them as ownership).",
+    )
+    p.add_argument("name", metavar="NAME", help="schedule name")
+    label_options(p)
+    p.set_defaults(func=_label)
     p = ssub.add_parser(
         "delete",
         parents=[net],
@@ -160,6 +172,14 @@ def _resume(args: argparse.Namespace, out: TextIO) -> int:
     if schedule.HasField("next_run_time"):
         state += f", next run {o.when(schedule, 'next_run_time')}"
     print(f"schedule {schedule.name}: {state}", file=out)
+    return EXIT_OK
+
+
+def _label(args: argparse.Namespace, out: TextIO) -> int:
+    labels = labels_of(args)
+    with client_from_args(args) as client:
+        schedule = client.update_schedule(args.name, labels=labels)
+    print(f"schedule {schedule.name}: labels {labels_text(schedule.labels)}", file=out)
     return EXIT_OK
 
 

@@ -19,6 +19,9 @@ from tickwork.cli._common import (
     SKIP_TEXT,
     WAIT_EXIT_CODES,
     client_from_args,
+    label_options,
+    label_pair,
+    labels_of,
     labels_text,
     seconds,
     selector_option,
@@ -63,7 +66,7 @@ def add_parsers(sub: argparse._SubParsersAction[Any], net: argparse.ArgumentPars
     )
     p.add_argument(
         "--param",
-        type=key_value,
+        type=label_pair,
         action="append",
         default=[],
         metavar="KEY=VALUE",
@@ -78,7 +81,7 @@ def add_parsers(sub: argparse._SubParsersAction[Any], net: argparse.ArgumentPars
     )
     p.add_argument(
         "--label",
-        type=key_value,
+        type=label_pair,
         action="append",
         default=[],
         metavar="KEY=VALUE",
@@ -130,6 +133,16 @@ def add_parsers(sub: argparse._SubParsersAction[Any], net: argparse.ArgumentPars
     )
     p.set_defaults(func=_enable, enabled=False)
     p = tsub.add_parser(
+        "label",
+        parents=[net],
+        help="set a task's labels",
+        description="Replace a task's labels with those given (tasks list --selector "
+        "K=V picks tasks by them; apply --prune uses them as ownership).",
+    )
+    p.add_argument("name", metavar="NAME", help="task name")
+    label_options(p)
+    p.set_defaults(func=_label)
+    p = tsub.add_parser(
         "delete",
         parents=[net],
         help="delete a task, its jobs and its place in schedules",
@@ -139,14 +152,6 @@ def add_parsers(sub: argparse._SubParsersAction[Any], net: argparse.ArgumentPars
     )
     p.add_argument("name", metavar="NAME", help="task name")
     p.set_defaults(func=_delete)
-
-
-def key_value(text: str) -> tuple[str, str]:
-    """``KEY=VALUE`` as (key, value) (argparse type); the key must not be empty."""
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    return key, value
 
 
 def json_or_text(value: str) -> Any:
@@ -323,6 +328,14 @@ def _enable(args: argparse.Namespace, out: TextIO) -> int:
     if task.HasField("disabled_until"):
         state += f" until {o.when(task, 'disabled_until')}"
     print(f"task {task.name}: {state}", file=out)
+    return EXIT_OK
+
+
+def _label(args: argparse.Namespace, out: TextIO) -> int:
+    labels = labels_of(args)
+    with client_from_args(args) as client:
+        task = client.update_task(args.name, labels=labels)
+    print(f"task {task.name}: labels {labels_text(task.labels)}", file=out)
     return EXIT_OK
 
 
