@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -17,7 +17,6 @@ from scheduler_svc.callers import caller_label
 from scheduler_svc.errors import (
     AlreadyExists,
     InvalidArgument,
-    NotFound,
     Reason,
     Resource,
     ServiceError,
@@ -29,6 +28,7 @@ from scheduler_svc.servicers import _paging as paging
 from scheduler_svc.servicers._errors import rpc_errors
 from scheduler_svc.servicers._masks import update_paths, writable_fields
 from scheduler_svc.servicers._request_ids import once
+from scheduler_svc.servicers.pauses import SchedulePauses
 from scheduler_svc.store import Remember
 from tickwork.cron import DST_NOTE_TEXT, CronError
 from tickwork.v1 import schedule_pb2, schedule_pb2_grpc
@@ -223,7 +223,9 @@ class _PlannedScheduleRpcs:
         raise AssertionError
 
 
-class ScheduleServicer(_PlannedScheduleRpcs, schedule_pb2_grpc.ScheduleServiceServicer):
+class ScheduleServicer(
+    SchedulePauses, _PlannedScheduleRpcs, schedule_pb2_grpc.ScheduleServiceServicer
+):
     """tickwork.v1.ScheduleService."""
 
     def __init__(self, app: App) -> None:
@@ -408,51 +410,6 @@ class ScheduleServicer(_PlannedScheduleRpcs, schedule_pb2_grpc.ScheduleServiceSe
         stored = await self.app.store.update_schedule(sid, values, task_ids, now, complete=complete)
         self.app.schedules_changed()
         return schedule_pb2.UpdateScheduleResponse(schedule=self._out(stored))
-
-    @rpc_errors
-    async def PauseSchedule(
-        self, request: schedule_pb2.PauseScheduleRequest, context: Ctx
-    ) -> schedule_pb2.PauseScheduleResponse:
-        sid = cv.required_id(request.id, "id")
-        now = self.app.clock()
-        text = pausing.note(request.note)
-        until = None
-        if request.HasField("paused_until"):
-            until = pausing.until(
-                cv.from_ts(request.paused_until, "paused_until"), now, "paused_until"
-            )
-        columns = pausing.pause_columns(caller_label(), now, text, until)
-        stored = await self._update_by_id(sid, columns, now)
-        self.app.schedules_changed(until)  # the loop wakes by the end of the pause
-        return schedule_pb2.PauseScheduleResponse(schedule=self._out(stored))
-
-    @rpc_errors
-    async def ResumeSchedule(
-        self, request: schedule_pb2.ResumeScheduleRequest, context: Ctx
-    ) -> schedule_pb2.ResumeScheduleResponse:
-        sid = cv.required_id(request.id, "id")
-        now = self.app.clock()
-
-        def resume(current: ScheduleRecord) -> dict[str, Any]:
-            # An enabled schedule is left as it is (an interval's next run does not move).
-            return {} if current.enabled else pausing.resume_columns(current, now)
-
-        stored = await self._update_by_id(sid, {}, now, resume)
-        self.app.schedules_changed(stored.next_run_at)
-        return schedule_pb2.ResumeScheduleResponse(schedule=self._out(stored))
-
-    async def _update_by_id(
-        self,
-        sid: int,
-        values: dict[str, Any],
-        now: dt.datetime,
-        complete: Callable[[ScheduleRecord], dict[str, Any]] | None = None,
-    ) -> ScheduleRecord:
-        """:meth:`Store.update_schedule` for a request whose schedule is its ``id``."""
-        try:
-            return await self.app.store.update_schedule(sid, values, None, now, complete=complete)
-        except NotFound as err:
-            raise NotFound(err.text, field="id", reason=err.reason, resource=err.resource) from None
 
     @rpc_errors
     async def DeleteSchedule(

@@ -7,7 +7,7 @@ from typing import Any
 
 import grpc
 
-from scheduler_svc import pausing, selectors, validation
+from scheduler_svc import selectors, validation
 from scheduler_svc.app import App
 from scheduler_svc.callers import caller_label
 from scheduler_svc.errors import InvalidArgument, NotFound, Reason
@@ -17,6 +17,7 @@ from scheduler_svc.servicers import _paging as paging
 from scheduler_svc.servicers._errors import rpc_errors
 from scheduler_svc.servicers._masks import update_paths, writable_fields
 from scheduler_svc.servicers._request_ids import once
+from scheduler_svc.servicers.pauses import TaskDisables
 from scheduler_svc.store import Remember
 from scheduler_svc.values import AbortAction
 from tickwork.v1 import common_pb2, task_pb2, task_pb2_grpc
@@ -87,7 +88,7 @@ def task_values(task: task_pb2.Task, paths: tuple[str, ...]) -> dict[str, Any]:
     return out
 
 
-class TaskServicer(task_pb2_grpc.TaskServiceServicer):
+class TaskServicer(TaskDisables, task_pb2_grpc.TaskServiceServicer):
     """tickwork.v1.TaskService."""
 
     def __init__(self, app: App) -> None:
@@ -170,42 +171,6 @@ class TaskServicer(task_pb2_grpc.TaskServiceServicer):
         for job_id in cancelled:
             self.app.hub.job_changed(job_id)
         return task_pb2.UpdateTaskResponse(task=cv.task(stored))
-
-    @rpc_errors
-    async def DisableTask(
-        self, request: task_pb2.DisableTaskRequest, context: Ctx
-    ) -> task_pb2.DisableTaskResponse:
-        task_id = cv.required_id(request.id, "id")
-        now = self.app.clock()
-        text = pausing.note(request.note)
-        until = None
-        if request.HasField("disabled_until"):
-            until = pausing.until(
-                cv.from_ts(request.disabled_until, "disabled_until"), now, "disabled_until"
-            )
-        columns = pausing.disable_columns(caller_label(), now, text, until)
-        stored, cancelled = await self._update(task_id, columns, now)
-        for job_id in cancelled:
-            self.app.hub.job_changed(job_id)
-        self.app.schedules_changed(until)  # the loop wakes by the end of the disable
-        return task_pb2.DisableTaskResponse(task=cv.task(stored))
-
-    @rpc_errors
-    async def EnableTask(
-        self, request: task_pb2.EnableTaskRequest, context: Ctx
-    ) -> task_pb2.EnableTaskResponse:
-        task_id = cv.required_id(request.id, "id")
-        stored, _ = await self._update(task_id, dict(pausing.ENABLED), self.app.clock())
-        return task_pb2.EnableTaskResponse(task=cv.task(stored))
-
-    async def _update(
-        self, task_id: int, columns: dict[str, Any], now: dt.datetime
-    ) -> tuple[TaskRecord, list[int]]:
-        """:meth:`Store.update_task` for a request whose task is its ``id``."""
-        try:
-            return await self.app.store.update_task(task_id, columns, now)
-        except NotFound as err:
-            raise NotFound(err.text, field="id", reason=err.reason, resource=err.resource) from None
 
     @rpc_errors
     async def DeleteTask(
