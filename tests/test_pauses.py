@@ -316,3 +316,18 @@ async def test_an_interval_schedule_resumes_one_interval_after_paused_until_and_
             "anonymous",
             until,
         )
+
+
+async def test_catch_up_on_resume_at_paused_until_catches_up_from_the_pause(
+    tmp_path: Path, database_url: str
+) -> None:
+    async with inprocess(tmp_path, database_url, T0) as h:
+        await every_five_minutes(h, catch_up_on_resume=True, catch_up_policy="RUN_ONCE")
+        await h.client.pause_schedule("s", until=at("2026-06-01T10:17:00+00:00"))
+        await h.tick(at("2026-06-01T10:17:00+00:00"))
+        assert (await h.client.get_schedule("s")).enabled
+        assert await fires(h) == [
+            ("2026-06-01T10:05:00+00:00", "FIRE_OUTCOME_MISSED"),
+            ("2026-06-01T10:10:00+00:00", "FIRE_OUTCOME_MISSED"),
+            ("2026-06-01T10:15:00+00:00", "FIRE_OUTCOME_ENQUEUED"),
+        ]
