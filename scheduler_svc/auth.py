@@ -13,8 +13,9 @@ starts a comment). Access control is on when at least one token is configured. A
 without a token is UNAUTHENTICATED; a token whose role may not make the call is
 PERMISSION_DENIED. An RPC missing from :data:`RPC_ROLES` is denied to everyone but the
 service itself. Health checks and reflection stay open. Tokens are never logged: denials
-log the method, the role and the token's label. The calls whose caller a job records run
-with the token's label as :func:`scheduler_svc.callers.caller_label`.
+log the method, the role and the token's label. The calls whose caller is recorded (a job's,
+a pause's, a disable's) run with the token's label as
+:func:`scheduler_svc.callers.caller_label`.
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ RPC_ROLES: Mapping[str, frozenset[str]] = {
     "/tickwork.v1.TaskService/DeleteTask": _ADMINISTER,
     "/tickwork.v1.TaskService/RunTasks": _OPERATE,
     "/tickwork.v1.TaskService/AbortTasks": _OPERATE,
+    "/tickwork.v1.TaskService/DisableTask": _OPERATE,
+    "/tickwork.v1.TaskService/EnableTask": _OPERATE,
     "/tickwork.v1.ScheduleService/CreateSchedule": _ADMINISTER,
     "/tickwork.v1.ScheduleService/BatchCreateSchedules": _ADMINISTER,
     "/tickwork.v1.ScheduleService/GetSchedule": _VIEW,
@@ -64,6 +67,8 @@ RPC_ROLES: Mapping[str, frozenset[str]] = {
     "/tickwork.v1.ScheduleService/DescribeCron": _VIEW,
     "/tickwork.v1.ScheduleService/ListFires": _VIEW,
     "/tickwork.v1.ScheduleService/TriggerSchedule": _OPERATE,
+    "/tickwork.v1.ScheduleService/PauseSchedule": _OPERATE,
+    "/tickwork.v1.ScheduleService/ResumeSchedule": _OPERATE,
     "/tickwork.v1.ConfigService/ApplyConfig": _ADMINISTER,
     "/tickwork.v1.JobService/GetJob": _VIEW,
     "/tickwork.v1.JobService/ListJobs": _VIEW,
@@ -173,11 +178,12 @@ def _deny(
     return grpc.stream_stream_rpc_method_handler(streaming, **ser)
 
 
-def _toggle_only(handler: grpc.RpcMethodHandler[Any, Any], method: str) -> Any:
+def _toggle_only(handler: grpc.RpcMethodHandler[Any, Any], method: str, label: str) -> Any:
     """``handler`` (unary) for an operator: served when the update mask is exactly
-    ``enabled``, else PERMISSION_DENIED naming ``update_mask.paths``."""
-    inner: Any = handler.unary_unary
-    assert inner is not None  # OPERATOR_TOGGLES are unary RPCs
+    ``enabled`` (run as caller ``label``: who paused or disabled), else PERMISSION_DENIED
+    naming ``update_mask.paths``."""
+    assert handler.unary_unary is not None  # OPERATOR_TOGGLES are unary RPCs
+    inner: Any = callers.as_caller(label, handler.unary_unary)
 
     async def guarded(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         mask = getattr(request, "update_mask", None)
@@ -254,7 +260,7 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
             why = Reason.TOKEN_UNKNOWN if token else Reason.TOKEN_REQUIRED
             return _deny(handler, grpc.StatusCode.UNAUTHENTICATED, text, why)  # type: ignore[no-any-return]
         if principal.role == OPERATOR and method in OPERATOR_TOGGLES:
-            return _toggle_only(handler, method)  # type: ignore[no-any-return]
+            return _toggle_only(handler, method, principal.label)  # type: ignore[no-any-return]
         if principal.role not in RPC_ROLES.get(method, _SELF):
             log.warning(
                 "call refused: role may not call this method",

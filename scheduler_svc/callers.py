@@ -1,4 +1,5 @@
-"""Who makes the current call: the label of its access token, for the jobs that record it.
+"""Who makes the current call: the label of its access token, for the jobs, pauses and
+disables that record it.
 
 The access-control interceptor (:mod:`scheduler_svc.auth`) runs each call that records its
 caller (:data:`RECORDED`) with the token's label set; a servicer reads it with
@@ -14,12 +15,18 @@ from typing import Any
 #: The caller's label when access control is off (no tokens configured).
 ANONYMOUS = "anonymous"
 
-#: The RPCs whose caller a job records (Job.requested_by, Job.stopped_by).
+#: The RPCs whose caller is recorded: by a job (Job.requested_by, Job.stopped_by), or as
+#: who paused a schedule or disabled a task (Schedule.paused_by, Task.disabled_by).
 RECORDED = frozenset(
     {
         "/tickwork.v1.TaskService/RunTasks",
         "/tickwork.v1.TaskService/AbortTasks",
         "/tickwork.v1.JobService/CancelJob",
+        "/tickwork.v1.TaskService/DisableTask",
+        "/tickwork.v1.TaskService/UpdateTask",
+        "/tickwork.v1.ScheduleService/PauseSchedule",
+        "/tickwork.v1.ScheduleService/UpdateSchedule",
+        "/tickwork.v1.ConfigService/ApplyConfig",
     }
 )
 

@@ -6,7 +6,7 @@ compares equal to the member of :mod:`scheduler_svc.values` it names."""
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler_svc.values import FireOutcome, OverlapPolicy, SkipReason, Trigger
@@ -41,6 +41,16 @@ class TaskRecord:
     """Notify when no job of it succeeded for this long, seconds; 0: never."""
     warn_after_seconds: float = 0.0
     """Notify once when a job of it still runs this long after it started; 0: never."""
+    labels: dict[str, str] = field(default_factory=dict)
+    """Labels for ownership and filtering."""
+    disable_note: str = ""
+    """Why a person disabled it (DisableTask); empty otherwise."""
+    disabled_until: dt.datetime | None = None
+    """When it is enabled again by itself; None: when enabled."""
+    disabled_by: str = ""
+    """Who disabled it (a token label, "anonymous", or "tickwork" for an auto-disable)."""
+    disabled_at: dt.datetime | None = None
+    """When it was disabled; None while enabled."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +87,19 @@ class ScheduleRecord:
     """What a fire does while a job of its task is active (:class:`values.OverlapPolicy`)."""
     max_buffered: int = 0
     """BUFFER_ALL's cap on waiting fires; 0 means :data:`DEFAULT_MAX_BUFFERED`."""
+
+    labels: dict[str, str] = field(default_factory=dict)
+    """Labels for ownership and filtering."""
+    pause_note: str = ""
+    """Why it is paused (PauseSchedule); empty otherwise."""
+    paused_until: dt.datetime | None = None
+    """When it resumes by itself; None: when resumed."""
+    paused_by: str = ""
+    """Who paused it (a token label, "anonymous" without access control)."""
+    paused_at: dt.datetime | None = None
+    """When it was paused; None while enabled."""
+    catch_up_on_resume: bool = False
+    """A resume fires the paused windows through the catch-up policy."""
 
     @property
     def buffer_cap(self) -> int:

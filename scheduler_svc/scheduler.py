@@ -142,6 +142,7 @@ class Scheduler:
         if step_s < 0:
             await self._after_step_back(now, -step_s)
         await self._heal(now)
+        pause_end = await self._end_pauses(now)
         try:
             for _ in range(1000):
                 due = await self.store.due_schedules(now, BATCH)
@@ -159,10 +160,33 @@ class Scheduler:
                 self.hub.firing = False
                 self.hub.queue.fire()
         wake = now + dt.timedelta(seconds=self.settings.scheduler_poll_interval_s)
-        earliest = await self.store.earliest_next_run()
-        if earliest is not None:
-            wake = min(wake, earliest)
+        for earliest in (await self.store.earliest_next_run(), pause_end):
+            if earliest is not None:
+                wake = min(wake, earliest)
         return min(wake, retry_lease_at)
+
+    async def _end_pauses(self, now: dt.datetime) -> dt.datetime | None:
+        """Enable the tasks whose disabled_until came and resume the schedules whose
+        paused_until came (their next runs as a resume computes them), before the due
+        schedules are read: a resumed schedule that catches up fires in this tick. One read
+        when no pause ends by ``now``. Returns the earliest pause end still ahead (None:
+        none)."""
+        end = await self.store.earliest_pause_end()
+        if end is None or end > now:
+            return end
+        enabled = await self.store.enable_due_tasks(now)
+        if enabled:
+            log.info("tasks enabled at the end of their disable", extra={"task_ids": enabled})
+        for _ in range(1000):
+            resumed = await self.store.resume_due_schedules(now, BATCH)
+            if resumed:
+                log.info(
+                    "schedules resumed at the end of their pause",
+                    extra={"schedule_ids": [s.id for s in resumed]},
+                )
+            if len(resumed) < BATCH:
+                break
+        return await self.store.earliest_pause_end()
 
     def _clock_step(self, now: dt.datetime) -> float:
         """Seconds the wall clock was stepped since the last tick (negative: back; 0: none),

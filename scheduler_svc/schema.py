@@ -55,6 +55,17 @@ tasks = sa.Table(
     # Notify once when a job of the task is still running this long after it started (0:
     # off); it is not stopped (that is timeout_seconds).
     sa.Column("warn_after_seconds", sa.Float, nullable=False, server_default="0"),
+    # Labels for ownership and filtering (a JSON object of strings; label selectors match
+    # them), and a disable by a person (DisableTask) or by the service ("tickwork", after
+    # consecutive failures): its note, when it ends by itself (NULL: when enabled again),
+    # who and when. Cleared when the task is enabled.
+    sa.Column("labels", sa.JSON, nullable=False, server_default=sa.text("'{}'")),
+    sa.Column("disable_note", sa.Text, nullable=False, server_default=""),
+    sa.Column("disabled_until", UTCDateTime, nullable=True),
+    sa.Column("disabled_by", sa.String(200), nullable=False, server_default=""),
+    sa.Column("disabled_at", UTCDateTime, nullable=True),
+    # The disables that end by themselves are found through this index.
+    sa.Index("ix_tasks_disabled_until", "disabled_until"),
     **_NEVER_REUSE_IDS,
 )
 
@@ -87,8 +98,19 @@ schedules = sa.Table(
     sa.Column("jitter_mode", sa.String(16), nullable=False, server_default="RANDOM"),
     sa.Column("start_at", UTCDateTime, nullable=True),
     sa.Column("end_at", UTCDateTime, nullable=True),
+    # Labels, as the task's; a pause (PauseSchedule, or enabled set false): its note, when
+    # it resumes by itself (NULL: when resumed), who and when; cleared on resume.
+    # ``catch_up_on_resume``: a resume fires the paused windows through the catch-up policy.
+    sa.Column("labels", sa.JSON, nullable=False, server_default=sa.text("'{}'")),
+    sa.Column("pause_note", sa.Text, nullable=False, server_default=""),
+    sa.Column("paused_until", UTCDateTime, nullable=True),
+    sa.Column("paused_by", sa.String(200), nullable=False, server_default=""),
+    sa.Column("paused_at", UTCDateTime, nullable=True),
+    sa.Column("catch_up_on_resume", sa.Boolean, nullable=False, server_default=sa.false()),
     # Due schedules are found through this index: the cost grows with the due ones only.
     sa.Index("ix_schedules_due", "enabled", "next_run_at"),
+    # And the pauses that end by themselves through this one.
+    sa.Index("ix_schedules_paused_until", "paused_until"),
     **_NEVER_REUSE_IDS,
 )
 

@@ -48,6 +48,10 @@ OPERATE = {
     "ScheduleService/TriggerSchedule",
     "JobService/CancelJob",
     "NotifierService/TestNotifier",
+    "TaskService/DisableTask",
+    "TaskService/EnableTask",
+    "ScheduleService/PauseSchedule",
+    "ScheduleService/ResumeSchedule",
 }
 VIEW = {
     "TaskService/GetTask",

@@ -240,6 +240,14 @@ name = "c"
         ),
         ('[[schedules]]\nname = "s"\ncron = "@daily"', "schedules[0].tasks: required"),
         (
+            '[[schedules]]\nname = "s"\ncron = "@daily"\ntasks = ["a"]\nlabels = { owner = 1 }',
+            "schedules[0].labels.owner: expected a string, got integer 1",
+        ),
+        (
+            '[[tasks]]\nname = "a"\nhandler = "shell"\nlabels = "team-a"',
+            "tasks[0].labels: expected a table, got string 'team-a'",
+        ),
+        (
             '[[schedules]]\nname = "s"\ncron = "@daily"\ntasks = []',
             "schedules[0].tasks: name at least one task",
         ),

@@ -66,6 +66,9 @@ async def test_the_default_count_of_five_disables_the_task(
         # update_time is when it was disabled: the last failure's finish.
         (last,) = await h.client.list_jobs(task="flaky", limit=1)
         assert task.update_time == last.finish_time
+        # Who disabled it: the service itself, then; no note and no end.
+        assert (task.disabled_by, task.disable_note) == ("tickwork", "")
+        assert task.disable_time == last.finish_time and not task.HasField("disabled_until")
 
         # The scheduler no longer enqueues it; the fire says why.
         schedule = await h.client.get_schedule("s")
@@ -126,7 +129,7 @@ async def test_re_enabling_resets_the_count_and_a_manual_run_of_a_disabled_task_
         # Re-enabling resets the count and the reason; the scheduler enqueues it again.
         enabled = await h.client.enable_task("flaky")
         assert enabled.enabled and enabled.consecutive_failure_count == 0
-        assert enabled.disabled_reason == ""
+        assert enabled.disabled_reason == "" and enabled.disabled_by == ""
         assert await fire_and_fail(h) == 1
         assert await fire_and_fail(h) == 2
         assert not (await h.client.get_task("flaky")).enabled

@@ -303,3 +303,23 @@ def test_the_schedule_page_shows_the_overlap_policy_and_each_fire(console: Conso
         tw.abort("held")  # the running job and the one waiting behind it
         jobs = [tw.wait(j.id, timeout=30) for j in tw.list_jobs(task="held")]
     assert len(jobs) == 2 and all(j.status != JobStatus.JOB_STATUS_QUEUED for j in jobs)
+
+
+def test_the_schedule_page_shows_its_pause_note_and_the_task_page_its_disable(
+    console: Console,
+) -> None:
+    with Client(console.server.address, token=console.tokens["admin"]) as admin:
+        admin.create_task("paused-task", "shell", {"argv": ["true"]}, labels={"owner": "ops"})
+        made = admin.create_schedule(
+            "paused-nightly", ["paused-task"], cron="0 2 * * *", labels={"owner": "ops"}
+        )
+    with Client(console.server.address, token=console.tokens["operator"]) as tw:
+        tw.pause_schedule("paused-nightly", note="disk swap <tonight>")
+        task = tw.disable_task("paused-task", note="vendor outage")
+    v = visitor(console, "viewer")
+    page = v.get(f"/schedules/{made.id}")
+    assert page.status == 200
+    assert re.search(r"Paused by operator-test at .*: disk swap &lt;tonight&gt;</p>", page.body)
+    assert "<code>owner=ops</code>" in page.body
+    page = v.get(f"/tasks/{task.id}")
+    assert re.search(r"vendor outage; disabled by operator-test at ", page.body), page.body

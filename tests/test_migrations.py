@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import datetime as dt
+import json
 import subprocess
 import sys
 import uuid
@@ -519,3 +520,33 @@ async def test_an_id_is_not_reused_after_the_newest_row_is_deleted(database: Dat
 
     for deleted, new in await database.write(ids):
         assert new > deleted
+
+
+def test_0012_adds_labels_and_pause_fields_empty_and_downgrades_with_the_rows(
+    database_url: str,
+) -> None:
+    _migrate(database_url, "0009")
+    _write(database_url, _fill)
+    before = _rows_by_first_column(database_url)
+    _migrate(database_url, "0012")
+    for table, past in (("tasks", "disabled"), ("schedules", "paused")):
+        added = run_sql(
+            database_url,
+            f"SELECT DISTINCT CAST(labels AS TEXT), {past}_until IS NULL, {past}_by,"
+            f" {past}_at IS NULL"
+            f" FROM {table}",
+        )
+        assert [(json.loads(r[0]), *r[1:]) for r in added] == [({}, True, "", True)]
+    assert run_sql(database_url, "SELECT DISTINCT catch_up_on_resume FROM schedules") in (
+        [(False,)],
+        [(0,)],
+    )
+    _migrate(database_url, "0009", down=True)
+    assert _rows_by_first_column(database_url) == before
+    _migrate(database_url, "head")
+    assert _migrated_schema_diff(database_url) == []
+
+
+def _rows_by_first_column(database_url: str) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every table of ours, on either backend (ordered by the first column)."""
+    return {t: run_sql(database_url, f"SELECT * FROM {t} ORDER BY 1, 2") for t in OUR_TABLES}

@@ -52,12 +52,14 @@ from tickwork.v1.schedule_pb2 import (
     ListFiresRequest,
     ListSchedulesRequest,
     OverlapPolicy,
+    ResumeScheduleRequest,
     Schedule,
 )
 from tickwork.v1.task_pb2 import (
     AbortTasksRequest,
     CreateTaskRequest,
     DeleteTaskRequest,
+    EnableTaskRequest,
     ListTasksRequest,
     Task,
     TaskAbort,
@@ -276,6 +278,7 @@ class AsyncClient:
         statuses: Iterable[JobStatus | str] = (),
         schedule: int | str | None = None,
         limit: int = 100,
+        selector: str = "",
     ) -> list[Job]:
         """List jobs, newest (highest id) first.
 
@@ -285,6 +288,8 @@ class AsyncClient:
                 names such as ``"FAILED"``); empty means all.
             schedule (int | str | None): only jobs fired by this schedule.
             limit (int): at most this many jobs (pages are followed until reached).
+            selector (str): only jobs whose labels (a run's labels) match this label
+                selector, ``"key=value,key2=value2"`` (all must hold); empty means all.
 
         Raises:
             NotFound: an unknown task or schedule name.
@@ -295,6 +300,7 @@ class AsyncClient:
             await self._task_id(task) if task is not None else 0,
             statuses,
             await self._schedule_id(schedule) if schedule is not None else 0,
+            selector,
         )
 
         async def fetch(size: int, token: str) -> tuple[Sequence[Job], str]:
@@ -416,6 +422,7 @@ class AsyncClient:
         memory_limit_bytes: int = 0,
         cpu_limit_seconds: int = 0,
         concurrency_group: str = "",
+        labels: Mapping[str, str] | None = None,
     ) -> Task:
         """Create a task and return it with its id.
 
@@ -438,6 +445,8 @@ class AsyncClient:
             concurrency_group (str): jobs of tasks in one non-empty group never run at
                 once (with the service's TICKWORK_MAX_RUNNING_JOBS above 1); empty: the
                 task alone.
+            labels (Mapping[str, str] | None): labels for ownership and filtering (keys of
+                at most 63 characters of A-Z, a-z, 0-9 and ``._-/``; values at most 63).
 
         Raises:
             AlreadyExists: the name is taken.
@@ -457,6 +466,7 @@ class AsyncClient:
             memory_limit_bytes=memory_limit_bytes,
             cpu_limit_seconds=cpu_limit_seconds,
             concurrency_group=concurrency_group,
+            labels=labels,
         )
         request = CreateTaskRequest(task=task)
         response = await self._call(self._stubs().tasks.CreateTask, request)
@@ -476,11 +486,20 @@ class AsyncClient:
         response = await self._call(self._stubs().tasks.GetTask, request)
         return response.task
 
-    async def list_tasks(self) -> list[Task]:
-        """Return every task, in ascending name order (all pages are followed)."""
+    async def list_tasks(self, selector: str = "") -> list[Task]:
+        """Return every task, in ascending name order (all pages are followed).
+
+        Args:
+            selector (str): only tasks whose labels match this label selector,
+                ``"key=value,key2=value2"`` (all must hold); empty means all.
+
+        Raises:
+            InvalidArgument: a malformed selector.
+        """
+        rq.check_type(selector, str, "selector")
 
         async def fetch(size: int, token: str) -> tuple[Sequence[Task], str]:
-            request = ListTasksRequest(page_size=size, page_token=token)
+            request = ListTasksRequest(page_size=size, page_token=token, label_selector=selector)
             response = await self._call(self._stubs().tasks.ListTasks, request)
             return response.tasks, response.next_page_token
 
@@ -525,7 +544,8 @@ class AsyncClient:
         await self._call(self._stubs().tasks.DeleteTask, request)
 
     async def enable_task(self, task: int | str) -> Task:
-        """Enable a task, resetting its failure count, and return it.
+        """Enable a task, clearing its disable note and resetting its failure count, and
+        return it.
 
         Args:
             task (int | str): the task's id or name.
@@ -533,19 +553,29 @@ class AsyncClient:
         Raises:
             NotFound: no such task.
         """
-        return await self.update_task(task, enabled=True)
+        request = EnableTaskRequest(id=await self._task_id(task))
+        response = await self._call(self._stubs().tasks.EnableTask, request)
+        return response.task
 
-    async def disable_task(self, task: int | str) -> Task:
+    async def disable_task(
+        self, task: int | str, note: str = "", until: datetime | None = None
+    ) -> Task:
         """Disable a task, so that the scheduler stops enqueueing it, and return it (a manual
-        or API run still runs it).
+        or API run still runs it). Who disabled it (the token's label) and when are kept.
 
         Args:
             task (int | str): the task's id or name.
+            note (str): why, for people (at most 4000 characters).
+            until (datetime | None): enable it again by itself at this time (aware); None:
+                disabled until :meth:`enable_task`.
 
         Raises:
             NotFound: no such task.
+            InvalidArgument: a note too long, or ``until`` not in the future.
         """
-        return await self.update_task(task, enabled=False)
+        request = rq.disable_task_request(await self._task_id(task), note, until)
+        response = await self._call(self._stubs().tasks.DisableTask, request)
+        return response.task
 
     # -- schedules --------------------------------------------------------------------------
 
@@ -568,6 +598,8 @@ class AsyncClient:
         end_time: datetime | None = None,
         overlap_policy: OverlapPolicy | str = "SKIP",
         max_buffered: int = 0,
+        labels: Mapping[str, str] | None = None,
+        catch_up_on_resume: bool = False,
     ) -> Schedule:
         """Create a schedule and return it with its id, next run time (UTC) and description.
 
@@ -599,6 +631,10 @@ class AsyncClient:
                 ``"BUFFER_ALL"`` (wait), ``"REPLACE"`` the running job, ``"ALLOW"`` both.
             max_buffered (int): BUFFER_ALL's cap on waiting fires; 0 means 100, at most
                 10,000.
+            labels (Mapping[str, str] | None): labels for ownership and filtering, as a
+                task's.
+            catch_up_on_resume (bool): on resume, fire the paused windows through the
+                catch-up policy; by default the paused time is never caught up.
 
         Raises:
             InvalidArgument: no cron nor interval; an invalid or never-firing expression or an
@@ -625,6 +661,8 @@ class AsyncClient:
             end_time=end_time,
             overlap_policy=overlap_policy,
             max_buffered=max_buffered,
+            labels=labels,
+            catch_up_on_resume=catch_up_on_resume,
         )
         request = CreateScheduleRequest(schedule=schedule)
         response = await self._call(self._stubs().schedules.CreateSchedule, request)
@@ -672,11 +710,22 @@ class AsyncClient:
         response = await self._call(self._stubs().schedules.GetSchedule, request)
         return response.schedule
 
-    async def list_schedules(self) -> list[Schedule]:
-        """Return every schedule, in ascending name order (all pages are followed)."""
+    async def list_schedules(self, selector: str = "") -> list[Schedule]:
+        """Return every schedule, in ascending name order (all pages are followed).
+
+        Args:
+            selector (str): only schedules whose labels match this label selector,
+                ``"key=value,key2=value2"`` (all must hold); empty means all.
+
+        Raises:
+            InvalidArgument: a malformed selector.
+        """
+        rq.check_type(selector, str, "selector")
 
         async def fetch(size: int, token: str) -> tuple[Sequence[Schedule], str]:
-            request = ListSchedulesRequest(page_size=size, page_token=token)
+            request = ListSchedulesRequest(
+                page_size=size, page_token=token, label_selector=selector
+            )
             response = await self._call(self._stubs().schedules.ListSchedules, request)
             return response.schedules, response.next_page_token
 
@@ -714,6 +763,40 @@ class AsyncClient:
         )
         request = rq.update_schedule_request(schedule_id, fields, task_ids)
         response = await self._call(self._stubs().schedules.UpdateSchedule, request)
+        return response.schedule
+
+    async def pause_schedule(
+        self, schedule: int | str, note: str = "", until: datetime | None = None
+    ) -> Schedule:
+        """Pause a schedule (it does not fire) with a note, and return it. Who paused it (the
+        token's label) and when are kept; pausing a paused schedule replaces its note.
+
+        Args:
+            schedule (int | str): the schedule's id or name.
+            note (str): why, for people (at most 4000 characters).
+            until (datetime | None): resume it by itself at this time (aware); None: paused
+                until :meth:`resume_schedule`.
+
+        Raises:
+            NotFound: no such schedule.
+            InvalidArgument: a note too long, or ``until`` not in the future.
+        """
+        request = rq.pause_schedule_request(await self._schedule_id(schedule), note, until)
+        response = await self._call(self._stubs().schedules.PauseSchedule, request)
+        return response.schedule
+
+    async def resume_schedule(self, schedule: int | str) -> Schedule:
+        """Resume a paused schedule and return it with its next run time. The paused windows
+        are not fired unless its ``catch_up_on_resume`` is set.
+
+        Args:
+            schedule (int | str): the schedule's id or name.
+
+        Raises:
+            NotFound: no such schedule.
+        """
+        request = ResumeScheduleRequest(id=await self._schedule_id(schedule))
+        response = await self._call(self._stubs().schedules.ResumeSchedule, request)
         return response.schedule
 
     async def delete_schedule(self, schedule: int | str) -> None:

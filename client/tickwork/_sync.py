@@ -50,12 +50,14 @@ from tickwork.v1.schedule_pb2 import (
     ListFiresRequest,
     ListSchedulesRequest,
     OverlapPolicy,
+    ResumeScheduleRequest,
     Schedule,
 )
 from tickwork.v1.task_pb2 import (
     AbortTasksRequest,
     CreateTaskRequest,
     DeleteTaskRequest,
+    EnableTaskRequest,
     ListTasksRequest,
     Task,
     TaskAbort,
@@ -272,6 +274,7 @@ class Client:
         statuses: Iterable[JobStatus | str] = (),
         schedule: int | str | None = None,
         limit: int = 100,
+        selector: str = "",
     ) -> list[Job]:
         """List jobs, newest (highest id) first.
 
@@ -281,6 +284,8 @@ class Client:
                 names such as ``"FAILED"``); empty means all.
             schedule (int | str | None): only jobs fired by this schedule.
             limit (int): at most this many jobs (pages are followed until reached).
+            selector (str): only jobs whose labels (a run's labels) match this label
+                selector, ``"key=value,key2=value2"`` (all must hold); empty means all.
 
         Raises:
             NotFound: an unknown task or schedule name.
@@ -291,6 +296,7 @@ class Client:
             self._task_id(task) if task is not None else 0,
             statuses,
             self._schedule_id(schedule) if schedule is not None else 0,
+            selector,
         )
 
         def fetch(size: int, token: str) -> tuple[Sequence[Job], str]:
@@ -412,6 +418,7 @@ class Client:
         memory_limit_bytes: int = 0,
         cpu_limit_seconds: int = 0,
         concurrency_group: str = "",
+        labels: Mapping[str, str] | None = None,
     ) -> Task:
         """Create a task and return it with its id.
 
@@ -434,6 +441,8 @@ class Client:
             concurrency_group (str): jobs of tasks in one non-empty group never run at
                 once (with the service's TICKWORK_MAX_RUNNING_JOBS above 1); empty: the
                 task alone.
+            labels (Mapping[str, str] | None): labels for ownership and filtering (keys of
+                at most 63 characters of A-Z, a-z, 0-9 and ``._-/``; values at most 63).
 
         Raises:
             AlreadyExists: the name is taken.
@@ -453,6 +462,7 @@ class Client:
             memory_limit_bytes=memory_limit_bytes,
             cpu_limit_seconds=cpu_limit_seconds,
             concurrency_group=concurrency_group,
+            labels=labels,
         )
         request = CreateTaskRequest(task=task)
         response = self._call(self._stubs().tasks.CreateTask, request)
@@ -472,11 +482,20 @@ class Client:
         response = self._call(self._stubs().tasks.GetTask, request)
         return response.task
 
-    def list_tasks(self) -> list[Task]:
-        """Return every task, in ascending name order (all pages are followed)."""
+    def list_tasks(self, selector: str = "") -> list[Task]:
+        """Return every task, in ascending name order (all pages are followed).
+
+        Args:
+            selector (str): only tasks whose labels match this label selector,
+                ``"key=value,key2=value2"`` (all must hold); empty means all.
+
+        Raises:
+            InvalidArgument: a malformed selector.
+        """
+        rq.check_type(selector, str, "selector")
 
         def fetch(size: int, token: str) -> tuple[Sequence[Task], str]:
-            request = ListTasksRequest(page_size=size, page_token=token)
+            request = ListTasksRequest(page_size=size, page_token=token, label_selector=selector)
             response = self._call(self._stubs().tasks.ListTasks, request)
             return response.tasks, response.next_page_token
 
@@ -521,7 +540,8 @@ class Client:
         self._call(self._stubs().tasks.DeleteTask, request)
 
     def enable_task(self, task: int | str) -> Task:
-        """Enable a task, resetting its failure count, and return it.
+        """Enable a task, clearing its disable note and resetting its failure count, and
+        return it.
 
         Args:
             task (int | str): the task's id or name.
@@ -529,19 +549,27 @@ class Client:
         Raises:
             NotFound: no such task.
         """
-        return self.update_task(task, enabled=True)
+        request = EnableTaskRequest(id=self._task_id(task))
+        response = self._call(self._stubs().tasks.EnableTask, request)
+        return response.task
 
-    def disable_task(self, task: int | str) -> Task:
+    def disable_task(self, task: int | str, note: str = "", until: datetime | None = None) -> Task:
         """Disable a task, so that the scheduler stops enqueueing it, and return it (a manual
-        or API run still runs it).
+        or API run still runs it). Who disabled it (the token's label) and when are kept.
 
         Args:
             task (int | str): the task's id or name.
+            note (str): why, for people (at most 4000 characters).
+            until (datetime | None): enable it again by itself at this time (aware); None:
+                disabled until :meth:`enable_task`.
 
         Raises:
             NotFound: no such task.
+            InvalidArgument: a note too long, or ``until`` not in the future.
         """
-        return self.update_task(task, enabled=False)
+        request = rq.disable_task_request(self._task_id(task), note, until)
+        response = self._call(self._stubs().tasks.DisableTask, request)
+        return response.task
 
     # -- schedules --------------------------------------------------------------------------
 
@@ -564,6 +592,8 @@ class Client:
         end_time: datetime | None = None,
         overlap_policy: OverlapPolicy | str = "SKIP",
         max_buffered: int = 0,
+        labels: Mapping[str, str] | None = None,
+        catch_up_on_resume: bool = False,
     ) -> Schedule:
         """Create a schedule and return it with its id, next run time (UTC) and description.
 
@@ -595,6 +625,10 @@ class Client:
                 ``"BUFFER_ALL"`` (wait), ``"REPLACE"`` the running job, ``"ALLOW"`` both.
             max_buffered (int): BUFFER_ALL's cap on waiting fires; 0 means 100, at most
                 10,000.
+            labels (Mapping[str, str] | None): labels for ownership and filtering, as a
+                task's.
+            catch_up_on_resume (bool): on resume, fire the paused windows through the
+                catch-up policy; by default the paused time is never caught up.
 
         Raises:
             InvalidArgument: no cron nor interval; an invalid or never-firing expression or an
@@ -621,6 +655,8 @@ class Client:
             end_time=end_time,
             overlap_policy=overlap_policy,
             max_buffered=max_buffered,
+            labels=labels,
+            catch_up_on_resume=catch_up_on_resume,
         )
         request = CreateScheduleRequest(schedule=schedule)
         response = self._call(self._stubs().schedules.CreateSchedule, request)
@@ -668,11 +704,22 @@ class Client:
         response = self._call(self._stubs().schedules.GetSchedule, request)
         return response.schedule
 
-    def list_schedules(self) -> list[Schedule]:
-        """Return every schedule, in ascending name order (all pages are followed)."""
+    def list_schedules(self, selector: str = "") -> list[Schedule]:
+        """Return every schedule, in ascending name order (all pages are followed).
+
+        Args:
+            selector (str): only schedules whose labels match this label selector,
+                ``"key=value,key2=value2"`` (all must hold); empty means all.
+
+        Raises:
+            InvalidArgument: a malformed selector.
+        """
+        rq.check_type(selector, str, "selector")
 
         def fetch(size: int, token: str) -> tuple[Sequence[Schedule], str]:
-            request = ListSchedulesRequest(page_size=size, page_token=token)
+            request = ListSchedulesRequest(
+                page_size=size, page_token=token, label_selector=selector
+            )
             response = self._call(self._stubs().schedules.ListSchedules, request)
             return response.schedules, response.next_page_token
 
@@ -706,6 +753,40 @@ class Client:
         )
         request = rq.update_schedule_request(schedule_id, fields, task_ids)
         response = self._call(self._stubs().schedules.UpdateSchedule, request)
+        return response.schedule
+
+    def pause_schedule(
+        self, schedule: int | str, note: str = "", until: datetime | None = None
+    ) -> Schedule:
+        """Pause a schedule (it does not fire) with a note, and return it. Who paused it (the
+        token's label) and when are kept; pausing a paused schedule replaces its note.
+
+        Args:
+            schedule (int | str): the schedule's id or name.
+            note (str): why, for people (at most 4000 characters).
+            until (datetime | None): resume it by itself at this time (aware); None: paused
+                until :meth:`resume_schedule`.
+
+        Raises:
+            NotFound: no such schedule.
+            InvalidArgument: a note too long, or ``until`` not in the future.
+        """
+        request = rq.pause_schedule_request(self._schedule_id(schedule), note, until)
+        response = self._call(self._stubs().schedules.PauseSchedule, request)
+        return response.schedule
+
+    def resume_schedule(self, schedule: int | str) -> Schedule:
+        """Resume a paused schedule and return it with its next run time. The paused windows
+        are not fired unless its ``catch_up_on_resume`` is set.
+
+        Args:
+            schedule (int | str): the schedule's id or name.
+
+        Raises:
+            NotFound: no such schedule.
+        """
+        request = ResumeScheduleRequest(id=self._schedule_id(schedule))
+        response = self._call(self._stubs().schedules.ResumeSchedule, request)
         return response.schedule
 
     def delete_schedule(self, schedule: int | str) -> None:

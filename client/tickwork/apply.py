@@ -13,6 +13,7 @@ File format (every key but ``name``, ``handler`` and the schedule's timing is op
     memory_limit_bytes = 314572800  # RLIMIT_AS of each job process; 0: none
     cpu_limit_seconds = 60          # RLIMIT_CPU of each job process; 0: none
     concurrency_group = "staging"  # jobs of tasks in one group never run at once
+    labels = { owner = "team-a" }  # for ownership, selectors and --prune
     enabled = true
 
     [[schedules]]
@@ -30,6 +31,8 @@ File format (every key but ``name``, ``handler`` and the schedule's timing is op
     max_buffered = 20              # BUFFER_ALL's cap; 0 (default) means 100, at most 10000
     tasks = ["health-check"]
     description = "..."
+    labels = { owner = "team-a" }
+    catch_up_on_resume = false     # true: a resume fires the paused windows (catch-up)
     enabled = true
 
     [[notifiers]]                  # see tickwork.apply_notifiers
@@ -42,8 +45,9 @@ File format (every key but ``name``, ``handler`` and the schedule's timing is op
 :func:`apply_config` upserts it by name through a :class:`~tickwork.Client`, in one
 server transaction (``ConfigService.ApplyConfig``): all or nothing, or with ``dry_run``
 nothing but the report. Tasks and schedules on the server that the file does not name are
-left alone. A schedule may give both ``cron`` and ``interval_seconds``: cron wins, as in
-the API.
+left alone, unless a prune selector is given: then those whose labels match it are deleted
+in the same transaction. A schedule may give both ``cron`` and ``interval_seconds``: cron
+wins, as in the API.
 
 ``enabled`` is managed only when the file gives it: a task the scheduler disabled after
 repeated failures stays disabled when a file without ``enabled`` is applied again.
@@ -128,6 +132,7 @@ class TaskSpec:
     memory_limit_bytes: int = 0
     cpu_limit_seconds: int = 0
     concurrency_group: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -155,6 +160,8 @@ class ScheduleSpec:
     end_time: dt.datetime | None = None
     overlap_policy: str = "SKIP"
     max_buffered: int = 0
+    labels: Mapping[str, str] = field(default_factory=dict)
+    catch_up_on_resume: bool = False
 
 
 @dataclass(frozen=True)
@@ -175,7 +182,7 @@ class ApplyChange:
     Attributes:
         kind: ``"task"``, ``"schedule"`` or ``"notifier"``.
         name: its name.
-        action: ``"created"``, ``"updated"`` or ``"unchanged"``.
+        action: ``"created"``, ``"updated"``, ``"unchanged"`` or ``"deleted"`` (pruned).
         fields: for ``"updated"``, the fields that differed (API field paths, e.g.
             ``retry_policy.max_attempts``, ``cron_expression``, ``task_ids``), sorted.
         fire_times_before: for a schedule whose timing changes, its next three fire
@@ -186,7 +193,7 @@ class ApplyChange:
 
     kind: Literal["task", "schedule", "notifier"]
     name: str
-    action: Literal["created", "updated", "unchanged"]
+    action: Literal["created", "updated", "unchanged", "deleted"]
     fields: tuple[str, ...] = ()
     fire_times_before: tuple[dt.datetime, ...] = ()
     fire_times_after: tuple[dt.datetime, ...] = ()
@@ -228,18 +235,22 @@ class ApplyReport:
         return any(c.action != "unchanged" for c in self.changes)
 
     def count(self, action: str) -> int:
-        """How many changes have this action (``"created"``, ``"updated"``, ``"unchanged"``)."""
+        """How many changes have this action (``"created"``, ``"updated"``, ``"unchanged"``,
+        ``"deleted"``)."""
         return sum(1 for c in self.changes if c.action == action)
 
     def summary(self) -> str:
         """Return e.g. ``"1 created, 0 updated, 3 unchanged"`` (a dry run: ``"dry run, nothing
         written: 1 to create, 0 to update, 3 unchanged"``)."""
+        deleted = self.count("deleted")
         if self.dry_run:
             return (
                 f"dry run, nothing written: {self.count('created')} to create, "
                 f"{self.count('updated')} to update, {self.count('unchanged')} unchanged"
+                + (f", {deleted} to delete" if deleted else "")
             )
-        return ", ".join(f"{self.count(a)} {a}" for a in ("created", "updated", "unchanged"))
+        actions = ("created", "updated", "unchanged", "deleted") if deleted else _SUMMED
+        return ", ".join(f"{self.count(a)} {a}" for a in actions)
 
     def __str__(self) -> str:
         """One line per change (and its fire times), then the summary."""
@@ -247,6 +258,8 @@ class ApplyReport:
             [*(c.describe(dry_run=self.dry_run) for c in self.changes), self.summary()]
         )
 
+
+_SUMMED = ("created", "updated", "unchanged")
 
 # -- parsing ------------------------------------------------------------------------------
 
@@ -325,6 +338,7 @@ _TASK_KEYS = (
     "memory_limit_bytes",
     "cpu_limit_seconds",
     "concurrency_group",
+    "labels",
 )
 _LIMIT_KEYS = ("memory_limit_bytes", "cpu_limit_seconds")
 _RETRY_KEYS = ("max_attempts", "backoff_base_seconds", "backoff_cap_seconds")
@@ -340,7 +354,20 @@ _SCHEDULE_KEYS = (
     *rq.TIMING_KEYWORDS,
     "overlap_policy",
     "max_buffered",
+    "labels",
+    "catch_up_on_resume",
 )
+
+
+def _labels(item: Mapping[str, Any], prefix: str, problems: _Problems) -> dict[str, str]:
+    """The ``labels`` table of ``item``: strings to strings (the service checks the rest)."""
+    table = _get(item, prefix, "labels", "table", problems) or {}
+    for key, value in table.items():
+        if not isinstance(value, str):
+            problems.add(
+                f"{prefix}.labels.{key}", f"expected a string, got {_type_name(value)} {value!r}"
+            )
+    return dict(table)
 
 
 def _tables(data: Mapping[str, Any], key: str, problems: _Problems) -> list[Mapping[str, Any]]:
@@ -413,6 +440,7 @@ def _task(i: int, item: Mapping[str, Any], problems: _Problems) -> TaskSpec | No
     timeout = _get(item, prefix, "timeout_seconds", "number", problems)
     enabled = _get(item, prefix, "enabled", "bool", problems)
     group = _get(item, prefix, "concurrency_group", "str", problems)
+    labels = _labels(item, prefix, problems)
     if timeout is not None and timeout < 0:
         problems.add(f"{prefix}.timeout_seconds", f"must be >= 0 (0 means no limit), got {timeout}")
     limits = {key: _get(item, prefix, key, "int", problems) for key in _LIMIT_KEYS}
@@ -451,6 +479,7 @@ def _task(i: int, item: Mapping[str, Any], problems: _Problems) -> TaskSpec | No
         memory_limit_bytes=limits["memory_limit_bytes"] or 0,
         cpu_limit_seconds=limits["cpu_limit_seconds"] or 0,
         concurrency_group=(group or "").strip(),
+        labels=labels,
     )
 
 
@@ -480,6 +509,8 @@ def _schedule(i: int, item: Mapping[str, Any], problems: _Problems) -> ScheduleS
             f"{prefix}.max_buffered",
             f"must be between 0 (meaning 100) and 10000, got {max_buffered}",
         )
+    labels = _labels(item, prefix, problems)
+    catch_up_on_resume = _get(item, prefix, "catch_up_on_resume", "bool", problems)
     if "cron" not in item and "interval_seconds" not in item:
         problems.add(prefix, "give cron or interval_seconds")
     if cron is not None and not cron.strip():
@@ -521,6 +552,8 @@ def _schedule(i: int, item: Mapping[str, Any], problems: _Problems) -> ScheduleS
         **timing,
         overlap_policy=overlap or "SKIP",
         max_buffered=max_buffered or 0,
+        labels=labels,
+        catch_up_on_resume=bool(catch_up_on_resume),
     )
 
 
@@ -580,10 +613,12 @@ def _check_unique(kind: str, names: Sequence[str], problems: _Problems) -> None:
 # -- applying -----------------------------------------------------------------------------
 
 
-def config_request(config: Config, *, dry_run: bool = False) -> ApplyConfigRequest:
+def config_request(
+    config: Config, *, dry_run: bool = False, prune_selector: str = ""
+) -> ApplyConfigRequest:
     """The ``ConfigService.ApplyConfig`` request of ``config``: every field the file
-    manages set; ``enabled`` only when the file gives it."""
-    request = ApplyConfigRequest(dry_run=dry_run)
+    manages set; ``enabled`` only when the file gives it; ``prune_selector`` as given."""
+    request = ApplyConfigRequest(dry_run=dry_run, prune_selector=prune_selector)
     for spec in config.tasks:
         task = Task(
             name=spec.name,
@@ -600,6 +635,7 @@ def config_request(config: Config, *, dry_run: bool = False) -> ApplyConfigReque
             memory_limit_bytes=spec.memory_limit_bytes,
             cpu_limit_seconds=spec.cpu_limit_seconds,
             concurrency_group=spec.concurrency_group,
+            labels=spec.labels,
         )
         if spec.enabled is not None:
             task.enabled = spec.enabled
@@ -614,6 +650,8 @@ def config_request(config: Config, *, dry_run: bool = False) -> ApplyConfigReque
             catch_up_policy=rq.parse_catch_up_policy(sched.catch_up_policy),
             overlap_policy=rq.parse_overlap_policy(sched.overlap_policy),
             max_buffered=sched.max_buffered,
+            labels=sched.labels,
+            catch_up_on_resume=sched.catch_up_on_resume,
         )
         rq.set_timing(
             schedule,
@@ -632,14 +670,17 @@ def config_request(config: Config, *, dry_run: bool = False) -> ApplyConfigReque
     return request
 
 
-_ACTIONS: dict[int, Literal["created", "updated", "unchanged"]] = {
+_ACTIONS: dict[int, Literal["created", "updated", "unchanged", "deleted"]] = {
     ConfigChange.ACTION_CREATED: "created",
     ConfigChange.ACTION_UPDATED: "updated",
     ConfigChange.ACTION_UNCHANGED: "unchanged",
+    ConfigChange.ACTION_DELETED: "deleted",
 }
 
 
-def apply_config(client: Client, config: Config, *, dry_run: bool = False) -> ApplyReport:
+def apply_config(
+    client: Client, config: Config, *, dry_run: bool = False, prune_selector: str = ""
+) -> ApplyReport:
     """Make the server's tasks and schedules match ``config``, by name, all or nothing.
 
     One ``ConfigService.ApplyConfig`` call: the server validates every item as CreateTask
@@ -653,19 +694,26 @@ def apply_config(client: Client, config: Config, *, dry_run: bool = False) -> Ap
         client (Client): a connected client.
         config (Config): from :func:`load_config` or :func:`parse_config`.
         dry_run (bool): compute what would change and write nothing.
+        prune_selector (str): a label selector (``"owner=team-a"``): the stored tasks and
+            schedules it matches that the file does not name are deleted in the same
+            transaction (``"deleted"`` changes); empty deletes nothing.
 
     Returns:
-        ApplyReport: one change per task and per schedule, in file order.
+        ApplyReport: one change per task and per schedule, in file order, then the
+        deletions (schedules, then tasks).
 
     Raises:
         NotFound: a schedule names a task that is neither in the file nor on the server.
         InvalidArgument: the server refused a value (a handler, a priority, an interval...);
             the message starts with where it is in the file, e.g.
             ``tasks[1] (NAME).task_priority: ...``.
+        FailedPrecondition: a task to prune is still run by a schedule that stays, or has a
+            running job.
         TickworkError: any other server error. Nothing was applied.
     """
+    request = config_request(config, dry_run=dry_run, prune_selector=prune_selector)
     try:
-        response = client.apply_config(config_request(config, dry_run=dry_run))
+        response = client.apply_config(request)
     except TickworkError as err:
         raise _located(err, config) from None
     report = ApplyReport(dry_run=response.dry_run)

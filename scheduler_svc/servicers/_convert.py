@@ -83,6 +83,11 @@ def task(r: TaskRecord, outcomes: OutcomeTimes = (None, None)) -> task_pb2.Task:
         concurrency_group=r.concurrency_group,
         expect_success_within_seconds=r.expect_success_within_seconds,
         warn_after_seconds=r.warn_after_seconds,
+        labels=r.labels,
+        disable_note=r.disable_note,
+        disabled_until=ts(r.disabled_until),
+        disabled_by=r.disabled_by,
+        disable_time=ts(r.disabled_at),
     )
 
 
@@ -123,6 +128,12 @@ def schedule(r: ScheduleRecord, description: str) -> schedule_pb2.Schedule:
         end_time=ts(r.end_at),
         overlap_policy=overlap_policy_value(r.overlap_policy),  # type: ignore[arg-type]
         max_buffered=r.max_buffered,
+        labels=r.labels,
+        pause_note=r.pause_note,
+        paused_until=ts(r.paused_until),
+        paused_by=r.paused_by,
+        pause_time=ts(r.paused_at),
+        catch_up_on_resume=r.catch_up_on_resume,
     )
 
 

@@ -10,8 +10,9 @@ from typing import Any
 import grpc
 from google.protobuf import timestamp_pb2
 
-from scheduler_svc import validation
+from scheduler_svc import selectors, validation
 from scheduler_svc.app import App
+from scheduler_svc.callers import caller_label
 from scheduler_svc.errors import InvalidArgument, Reason, ServiceError
 from scheduler_svc.firing import cron_schedule
 from scheduler_svc.records import ScheduleRecord
@@ -47,6 +48,7 @@ _ACTIONS = {
     Action.CREATED: config_pb2.ConfigChange.ACTION_CREATED,
     Action.UPDATED: config_pb2.ConfigChange.ACTION_UPDATED,
     Action.UNCHANGED: config_pb2.ConfigChange.ACTION_UNCHANGED,
+    Action.DELETED: config_pb2.ConfigChange.ACTION_DELETED,
 }
 
 
@@ -207,10 +209,17 @@ class ConfigServicer(config_pb2_grpc.ConfigServiceServicer):
         self, request: config_pb2.ApplyConfigRequest, context: Ctx
     ) -> config_pb2.ApplyConfigResponse:
         now = self.app.clock()
+        prune = selectors.parse(request.prune_selector, "prune_selector")
         tasks = task_items(request)
         schedules = schedule_items(request, now)
         applied: Applied = await self.app.store.apply_config(
-            tasks, schedules, now, self.app.next_run, dry_run=request.dry_run
+            tasks,
+            schedules,
+            now,
+            self.app.next_run,
+            dry_run=request.dry_run,
+            by=caller_label(),
+            prune=prune or None,
         )
         if not request.dry_run:
             for job_id in applied.cancelled_jobs:

@@ -7,6 +7,7 @@ from typing import Any
 
 import grpc
 
+from scheduler_svc import selectors
 from scheduler_svc.app import App
 from scheduler_svc.callers import caller_label
 from scheduler_svc.errors import InvalidArgument, Reason
@@ -50,6 +51,7 @@ class JobServicer(job_pb2_grpc.JobServiceServicer):
             task_id=request.task_id or None,
             statuses=[cv.job_status_name(s) for s in request.statuses],
             schedule_id=request.schedule_id or None,
+            selector=selectors.parse(request.label_selector),
         )
         page = cv.fit_page(rows, size, cv.job)
         token = paging.encode(request, str(page.last.id)) if page.last else ""

@@ -11,8 +11,9 @@ from typing import Any
 import grpc
 from google.protobuf import timestamp_pb2
 
-from scheduler_svc import validation
+from scheduler_svc import pausing, selectors, validation
 from scheduler_svc.app import App
+from scheduler_svc.callers import caller_label
 from scheduler_svc.errors import (
     AlreadyExists,
     InvalidArgument,
@@ -29,6 +30,7 @@ from scheduler_svc.servicers._errors import rpc_errors
 from scheduler_svc.servicers._masks import update_paths, writable_fields
 from scheduler_svc.servicers._request_ids import once
 from scheduler_svc.servicers.backfill import BackfillRpc
+from scheduler_svc.servicers.pauses import SchedulePauses
 from scheduler_svc.store import Remember
 from scheduler_svc.values import FireOutcome
 from tickwork.cron import DST_NOTE_TEXT, CronError
@@ -129,6 +131,10 @@ def schedule_values(s: schedule_pb2.Schedule, paths: tuple[str, ...]) -> dict[st
             out["overlap_policy"] = validation.overlap_policy(cv.overlap_policy(s.overlap_policy))
         elif path == "max_buffered":
             out["max_buffered"] = validation.max_buffered(s.max_buffered)
+        elif path == "labels":
+            out["labels"] = validation.labels(s.labels, "schedule.labels")
+        elif path == "catch_up_on_resume":
+            out["catch_up_on_resume"] = s.catch_up_on_resume
         elif path in PLANNED_FIELDS:
             _refuse_planned(s, path)
         elif path != "task_ids":
@@ -204,8 +210,6 @@ def check_task_ids(task_ids: list[int]) -> list[int]:
 #: Writable Schedule fields whose behaviour is still being built: refused when set.
 PLANNED_FIELDS = frozenset(
     {
-        "labels",
-        "catch_up_on_resume",
         "start_deadline_seconds",
     }
 )
@@ -219,29 +223,7 @@ def _refuse_planned(message: Any, path: str) -> None:
         raise InvalidArgument(f"{path} is not served yet", field=f"schedule.{path}")
 
 
-class _PlannedScheduleRpcs:
-    """The ScheduleService RPCs whose behaviour is still being built: UNIMPLEMENTED."""
-
-    @rpc_errors
-    async def PauseSchedule(
-        self, request: schedule_pb2.PauseScheduleRequest, context: Ctx
-    ) -> schedule_pb2.PauseScheduleResponse:
-        cv.required_id(request.id, "id")
-        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "PauseSchedule is not served yet")
-        raise AssertionError
-
-    @rpc_errors
-    async def ResumeSchedule(
-        self, request: schedule_pb2.ResumeScheduleRequest, context: Ctx
-    ) -> schedule_pb2.ResumeScheduleResponse:
-        cv.required_id(request.id, "id")
-        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "ResumeSchedule is not served yet")
-        raise AssertionError
-
-
-class ScheduleServicer(
-    BackfillRpc, _PlannedScheduleRpcs, schedule_pb2_grpc.ScheduleServiceServicer
-):
+class ScheduleServicer(SchedulePauses, BackfillRpc, schedule_pb2_grpc.ScheduleServiceServicer):
     """tickwork.v1.ScheduleService."""
 
     def __init__(self, app: App) -> None:
@@ -378,7 +360,8 @@ class ScheduleServicer(
     ) -> schedule_pb2.ListSchedulesResponse:
         size = cv.page_size(request.page_size)
         after = paging.decode(request) or ""
-        rows = await self.app.store.list_schedules(size + 1, after)
+        selector = selectors.parse(request.label_selector)
+        rows = await self.app.store.list_schedules(size + 1, after, selector)
         page = cv.fit_page(rows, size, self._out)
         token = paging.encode(request, page.last.name) if page.last else ""
         return schedule_pb2.ListSchedulesResponse(schedules=page.items, next_page_token=token)
@@ -399,6 +382,7 @@ class ScheduleServicer(
             )
         values = schedule_values(request.schedule, paths)
         task_ids = check_task_ids(list(request.schedule.task_ids)) if "task_ids" in paths else None
+        now, by = self.app.clock(), caller_label()
 
         def complete(current: ScheduleRecord) -> dict[str, Any]:
             # Run by the store in the update's transaction, on the schedule as it is then
@@ -415,11 +399,13 @@ class ScheduleServicer(
                 getattr(current, k) != getattr(merged, k) for k in TIMING
             ):
                 extra["next_run_at"] = self.app.next_run(merged)
+            if merged.enabled and not current.enabled:  # a resume
+                extra.update(pausing.resume_columns(merged, now))
+            elif current.enabled and not merged.enabled:  # a pause without a note
+                extra.update(pausing.pause_columns(by, now))
             return extra
 
-        stored = await self.app.store.update_schedule(
-            sid, values, task_ids, self.app.clock(), complete=complete
-        )
+        stored = await self.app.store.update_schedule(sid, values, task_ids, now, complete=complete)
         self.app.schedules_changed()
         return schedule_pb2.UpdateScheduleResponse(schedule=self._out(stored))
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import grpc
 
-from scheduler_svc import validation
+from scheduler_svc import selectors, validation
 from scheduler_svc.app import App
 from scheduler_svc.callers import caller_label
 from scheduler_svc.errors import InvalidArgument, NotFound, Reason
@@ -17,6 +17,7 @@ from scheduler_svc.servicers import _paging as paging
 from scheduler_svc.servicers._errors import rpc_errors
 from scheduler_svc.servicers._masks import update_paths, writable_fields
 from scheduler_svc.servicers._request_ids import once
+from scheduler_svc.servicers.pauses import TaskDisables
 from scheduler_svc.store import Remember
 from scheduler_svc.values import AbortAction
 from tickwork.v1 import common_pb2, task_pb2, task_pb2_grpc
@@ -76,8 +77,8 @@ def task_values(task: task_pb2.Task, paths: tuple[str, ...]) -> dict[str, Any]:
         elif path.startswith("retry_policy.") and path[len("retry_policy.") :] in RETRY_FIELDS:
             column = path[len("retry_policy.") :]
             out[column] = getattr(task.retry_policy, column) or _RETRY_DEFAULTS[column]
-        elif path in PLANNED_FIELDS:
-            _refuse_planned(task, path)
+        elif path == "labels":
+            out["labels"] = validation.labels(task.labels, "task.labels")
         else:
             raise InvalidArgument(
                 f"unknown or read-only field {path!r}; writable: {', '.join(WRITABLE)}",
@@ -87,37 +88,7 @@ def task_values(task: task_pb2.Task, paths: tuple[str, ...]) -> dict[str, Any]:
     return out
 
 
-#: Writable Task fields whose behaviour is still being built: refused when set.
-PLANNED_FIELDS = frozenset({"labels"})
-
-
-def _refuse_planned(message: Any, path: str) -> None:
-    """Refuses a planned field that carries a value (its default is no change)."""
-    if len(getattr(message, path)):
-        raise InvalidArgument(f"{path} is not served yet", field=f"task.{path}")
-
-
-class _PlannedTaskRpcs:
-    """The TaskService RPCs whose behaviour is still being built: UNIMPLEMENTED."""
-
-    @rpc_errors
-    async def DisableTask(
-        self, request: task_pb2.DisableTaskRequest, context: Ctx
-    ) -> task_pb2.DisableTaskResponse:
-        cv.required_id(request.id, "id")
-        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "DisableTask is not served yet")
-        raise AssertionError
-
-    @rpc_errors
-    async def EnableTask(
-        self, request: task_pb2.EnableTaskRequest, context: Ctx
-    ) -> task_pb2.EnableTaskResponse:
-        cv.required_id(request.id, "id")
-        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "EnableTask is not served yet")
-        raise AssertionError
-
-
-class TaskServicer(_PlannedTaskRpcs, task_pb2_grpc.TaskServiceServicer):
+class TaskServicer(TaskDisables, task_pb2_grpc.TaskServiceServicer):
     """tickwork.v1.TaskService."""
 
     def __init__(self, app: App) -> None:
@@ -162,7 +133,8 @@ class TaskServicer(_PlannedTaskRpcs, task_pb2_grpc.TaskServiceServicer):
     ) -> task_pb2.ListTasksResponse:
         size = cv.page_size(request.page_size)
         after = paging.decode(request) or ""
-        rows = await self.app.store.list_tasks(size + 1, after)
+        selector = selectors.parse(request.label_selector)
+        rows = await self.app.store.list_tasks(size + 1, after, selector)
         times = await self.app.store.task_outcome_times([r.id for r in rows])
         page = cv.fit_page(rows, size, lambda r: cv.task(r, times.get(r.id, (None, None))))
         token = paging.encode(request, page.last.name) if page.last else ""
@@ -194,7 +166,7 @@ class TaskServicer(_PlannedTaskRpcs, task_pb2_grpc.TaskServiceServicer):
                 *(values.get(column, getattr(current, column)) for column in RETRY_FIELDS)
             )
         stored, cancelled = await self.app.store.update_task(
-            request.task.id, values, self.app.clock()
+            request.task.id, values, self.app.clock(), by=caller_label()
         )
         for job_id in cancelled:
             self.app.hub.job_changed(job_id)

@@ -46,6 +46,7 @@ from scheduler_svc.store import (
     fires,
     leases,
     outbox,
+    pauses,
     queue,
     requests,
     retention,
@@ -157,26 +158,33 @@ class Store:
         newest FAILED job finished (aware UTC; None when no such job is kept)."""
         return await self.db.read(lambda conn: tasks.outcome_times(conn, task_ids))
 
-    async def list_tasks(self, limit: int, after_name: str = "") -> list[TaskRecord]:
-        """Up to ``limit`` tasks with names after ``after_name``, ascending by name."""
-        return await self.db.read(lambda conn: tasks.list_tasks(conn, limit, after_name))
+    async def list_tasks(
+        self, limit: int, after_name: str = "", selector: dict[str, str] | None = None
+    ) -> list[TaskRecord]:
+        """Up to ``limit`` tasks with names after ``after_name``, ascending by name, whose
+        labels hold every key=value of ``selector`` (when given)."""
+        return await self.db.read(
+            lambda conn: tasks.list_tasks(conn, limit, after_name, selector or {})
+        )
 
     async def update_task(
-        self, task_id: int, values: dict[str, Any], now: dt.datetime
+        self, task_id: int, values: dict[str, Any], now: dt.datetime, *, by: str = ""
     ) -> tuple[TaskRecord, list[int]]:
         """Update the given columns of a task (and updated_at); return it and the ids of the
         jobs cancelled.
 
         Turning ``enabled`` from false to true resets consecutive_failure_count to 0 and
-        clears disabled_reason. Setting it false cancels the task's queued scheduler-lane
-        and backfill-lane jobs (a scheduled or backfilled run or its retry; not one a
-        manual or API run asked for or promoted), error :data:`TASK_DISABLED`; a running
-        job is left to finish.
+        clears disabled_reason and the disable fields (note, until, who, when). Turning it
+        from true to false records ``by`` and ``now`` as who disabled it and when, unless
+        ``values`` give them. Setting it false cancels the task's queued scheduler-lane and
+        backfill-lane jobs (a scheduled or backfilled run or its retry; not one a manual or
+        API run asked for or promoted), error :data:`TASK_DISABLED`; a running job is left
+        to finish.
         Raises NotFound(field="task.id"), AlreadyExists(field="task.name").
         """
         dialect = self.db.dialect
         return await self.db.write(
-            lambda conn: tasks.update_task(conn, dialect, task_id, values, now)
+            lambda conn: tasks.update_task(conn, dialect, task_id, values, now, by)
         )
 
     async def delete_task(self, task_id: int) -> None:
@@ -239,9 +247,14 @@ class Store:
         """The schedule named ``name``. Raises NotFound(field="name")."""
         return await self.db.read(lambda conn: schedules.get_schedule_by_name(conn, name))
 
-    async def list_schedules(self, limit: int, after_name: str = "") -> list[ScheduleRecord]:
-        """Up to ``limit`` schedules with names after ``after_name``, ascending by name."""
-        return await self.db.read(lambda conn: schedules.list_schedules(conn, limit, after_name))
+    async def list_schedules(
+        self, limit: int, after_name: str = "", selector: dict[str, str] | None = None
+    ) -> list[ScheduleRecord]:
+        """Up to ``limit`` schedules with names after ``after_name``, ascending by name,
+        whose labels hold every key=value of ``selector`` (when given)."""
+        return await self.db.read(
+            lambda conn: schedules.list_schedules(conn, limit, after_name, selector or {})
+        )
 
     async def update_schedule(
         self,
@@ -283,6 +296,8 @@ class Store:
         next_run: Callable[[ScheduleRecord], dt.datetime | None],
         *,
         dry_run: bool = False,
+        by: str = "",
+        prune: dict[str, str] | None = None,
     ) -> Applied:
         """Upsert tasks, then schedules, by name, in one transaction: all or nothing.
 
@@ -292,15 +307,22 @@ class Store:
         ``next_run``), one that differs in a given column is updated in those columns (a
         schedule's next run recomputed only when a timing column changes; a task disabled
         cancels its queued scheduler jobs, as :meth:`update_task`), one that matches is not
-        written. ``dry_run``: the same transaction, rolled back.
+        written. A schedule disabled is paused by ``by`` (who), one enabled resumed, as
+        UpdateSchedule does. With ``prune`` (a label selector), the stored schedules, then
+        tasks, whose labels match it and that the items do not name are deleted (DELETED
+        changes after the others). ``dry_run``: the same transaction, rolled back.
 
         Raises NotFound(field="schedules[i].task_names[j]"), AlreadyExists (a name taken by
-        another transaction meanwhile); nothing is written when it raises.
+        another transaction meanwhile), FailedPrecondition(field="prune_selector") for a
+        task to prune that a schedule left in place runs or that has a running job; nothing
+        is written when it raises.
         """
         dialect = self.db.dialect
 
         def run(conn: Connection) -> Applied:
-            return config.apply_config(conn, dialect, task_items, schedule_items, now, next_run)
+            return config.apply_config(
+                conn, dialect, task_items, schedule_items, now, next_run, by, prune
+            )
 
         return await (self.db.rehearse(run) if dry_run else self.db.write(run))
 
@@ -322,6 +344,23 @@ class Store:
     async def earliest_next_run(self) -> dt.datetime | None:
         """The earliest next_run_at among enabled schedules; None when there is none."""
         return await self.db.read(schedules.earliest_next_run)
+
+    async def resume_due_schedules(self, now: dt.datetime, limit: int) -> list[ScheduleRecord]:
+        """Resume up to ``limit`` paused schedules whose paused_until is at or before
+        ``now`` (:func:`scheduler_svc.pausing.resume_columns`, automatic), in one
+        transaction, their rows locked; return them resumed, with their next runs."""
+        dialect = self.db.dialect
+        return await self.db.write(lambda conn: pauses.resume_due(conn, dialect, now, limit))
+
+    async def enable_due_tasks(self, now: dt.datetime) -> list[int]:
+        """Enable every disabled task whose disabled_until is at or before ``now`` (the
+        disable fields and the failure count cleared); return their ids."""
+        return await self.db.write(lambda conn: pauses.enable_due(conn, now))
+
+    async def earliest_pause_end(self) -> dt.datetime | None:
+        """The earliest paused_until of a paused schedule or disabled_until of a disabled
+        task; None when no pause ends by itself."""
+        return await self.db.read(pauses.earliest_end)
 
     async def set_next_run(
         self,
@@ -738,11 +777,15 @@ class Store:
         task_id: int | None = None,
         statuses: Sequence[str] = (),
         schedule_id: int | None = None,
+        selector: dict[str, str] | None = None,
     ) -> list[JobRecord]:
         """Up to ``limit`` jobs, newest (highest id) first, with id < ``before_id``, of
-        ``task_id``, in one of ``statuses``, of ``schedule_id`` (each when given)."""
+        ``task_id``, in one of ``statuses``, of ``schedule_id``, whose labels hold every
+        key=value of ``selector`` (each when given)."""
         return await self.db.read(
-            lambda conn: queue.list_jobs(conn, limit, before_id, task_id, statuses, schedule_id)
+            lambda conn: queue.list_jobs(
+                conn, limit, before_id, task_id, statuses, schedule_id, selector or {}
+            )
         )
 
     async def queued_jobs_in_order(self, now: dt.datetime) -> list[JobRecord]:

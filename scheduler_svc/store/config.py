@@ -11,13 +11,15 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from scheduler_svc import pausing
 from scheduler_svc.db import Dialect
-from scheduler_svc.errors import NotFound, Reason, Resource
+from scheduler_svc.errors import FailedPrecondition, NotFound, Reason, Resource
 from scheduler_svc.records import ScheduleRecord, TaskRecord
-from scheduler_svc.schema import schedules, tasks
+from scheduler_svc.schema import schedule_tasks, schedules, tasks
 from scheduler_svc.store import locks, rows
 from scheduler_svc.store import schedules as schedule_ops
 from scheduler_svc.store import tasks as task_ops
+from scheduler_svc.store.labels import label_terms
 
 #: The schedule columns whose change moves its next run.
 TIMING = ("cron_expression", "interval_seconds", "timezone", "enabled", "start_at", "end_at")
@@ -29,6 +31,7 @@ class Action(enum.StrEnum):
     CREATED = "created"
     UPDATED = "updated"
     UNCHANGED = "unchanged"
+    DELETED = "deleted"
 
 
 @dataclass(frozen=True)
@@ -86,12 +89,22 @@ def apply_config(
     schedule_items: Sequence[ScheduleItem],
     now: dt.datetime,
     next_run: Callable[[ScheduleRecord], dt.datetime | None],
+    by: str = "",
+    prune: dict[str, str] | None = None,
 ) -> Applied:
     """See :meth:`scheduler_svc.store.Store.apply_config`."""
     out = Applied()
     task_ids: dict[str, int] = {}
     names = [values["name"] for values in task_items]
-    # LOCK_ORDER: the tasks first, then the schedules.
+    # LOCK_ORDER: the tasks first (those to prune too, in id order), then the schedules.
+    pruned_tasks: list[TaskRecord] = []
+    if prune:
+        query = (
+            tasks.select()
+            .where(tasks.c.name.not_in(names), *label_terms(tasks.c.labels, prune))
+            .order_by(tasks.c.id)
+        )
+        pruned_tasks = [rows.task(r) for r in conn.execute(locks.for_update(dialect, query))]
     stored_tasks: dict[str, TaskRecord] = {}
     if names:
         query = locks.for_update(dialect, tasks.select().where(tasks.c.name.in_(names)))
@@ -110,7 +123,7 @@ def apply_config(
             out.changes.append(Change("task", name, Action.UNCHANGED, current.id))
             continue
         _, cancelled = task_ops.update_task(
-            conn, dialect, current.id, {k: values[k] for k in diff}, now
+            conn, dialect, current.id, {k: values[k] for k in diff}, now, by
         )
         out.cancelled_jobs.extend(cancelled)
         out.changes.append(Change("task", name, Action.UPDATED, current.id, diff))
@@ -121,8 +134,64 @@ def apply_config(
         query = locks.for_update(dialect, schedules.select().where(schedules.c.name.in_(snames)))
         stored = {r.name: r for r in schedule_ops.with_tasks(conn, conn.execute(query).all())}
     for item in schedule_items:
-        out.changes.append(_apply_schedule(conn, dialect, item, stored, task_ids, now, next_run))
+        out.changes.append(
+            _apply_schedule(conn, dialect, item, stored, task_ids, now, next_run, by)
+        )
+    if prune:
+        out.changes.extend(_prune(conn, dialect, prune, set(snames), pruned_tasks))
     return out
+
+
+def _prune(
+    conn: Connection,
+    dialect: Dialect,
+    selector: dict[str, str],
+    kept_schedules: set[str],
+    pruned_tasks: list[TaskRecord],
+) -> list[Change]:
+    """Delete the stored schedules matching ``selector`` whose names are not in
+    ``kept_schedules``, then ``pruned_tasks``; their DELETED changes (schedules, then tasks,
+    by name). Raises FailedPrecondition(field="prune_selector") for a task to prune that a
+    schedule left in place still runs, or that has a running job."""
+    query = (
+        sa.select(schedules.c.id, schedules.c.name)
+        .where(schedules.c.name.not_in(kept_schedules), *label_terms(schedules.c.labels, selector))
+        .order_by(schedules.c.name)
+    )
+    gone = conn.execute(locks.for_update(dialect, query)).all()
+    changes = []
+    for sid, name in gone:
+        schedule_ops.delete_schedule(conn, sid)
+        changes.append(Change("schedule", name, Action.DELETED, sid))
+    ids = [t.id for t in pruned_tasks]
+    if ids:
+        used = conn.execute(
+            sa.select(tasks.c.name, schedules.c.name)
+            .select_from(schedule_tasks.join(schedules).join(tasks))
+            .where(schedule_tasks.c.task_id.in_(ids))
+            .order_by(tasks.c.name, schedules.c.name)
+        ).first()
+        if used is not None:
+            raise FailedPrecondition(
+                f"task {used[0]!r} matches the prune selector but schedule {used[1]!r}, "
+                "which stays, runs it; add the task to the file, or remove it from the "
+                "schedule (or prune the schedule too)",
+                field="prune_selector",
+                reason=Reason.TASK_IN_USE,
+                resource=Resource.task(used[0]),
+            )
+    for task in sorted(pruned_tasks, key=lambda t: t.name):
+        try:
+            task_ops.delete_task(conn, dialect, task.id)
+        except FailedPrecondition as err:
+            raise FailedPrecondition(
+                f"cannot prune task {task.name!r}: {err.text}",
+                field="prune_selector",
+                reason=err.reason,
+                resource=err.resource,
+            ) from None
+        changes.append(Change("task", task.name, Action.DELETED, task.id))
+    return changes
 
 
 def _resolve_task_names(
@@ -154,6 +223,7 @@ def _apply_schedule(
     task_ids: dict[str, int],
     now: dt.datetime,
     next_run: Callable[[ScheduleRecord], dt.datetime | None],
+    by: str,
 ) -> Change:
     name = item.values["name"]
     ids = [task_ids[n] for n in item.task_names]
@@ -175,6 +245,10 @@ def _apply_schedule(
     merged = replace(current, **values)
     if any(k in TIMING for k in values):
         values["next_run_at"] = next_run(merged)
+    if merged.enabled and not current.enabled:
+        values.update(pausing.resume_columns(merged, now))
+    elif current.enabled and not merged.enabled:
+        values.update(pausing.pause_columns(by, now))
     updated = schedule_ops.update_schedule(
         conn, dialect, current.id, values, ids if "task_ids" in diff else None, now, None
     )

@@ -16,6 +16,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from scheduler_svc.db import Dialect
+from scheduler_svc.pausing import SERVICE, disable_columns
 from scheduler_svc.records import FinishResult, JobRecord, TaskRecord
 from scheduler_svc.schema import jobs, schedules, slot_lease_name, tasks
 from scheduler_svc.store import hot, locks, outbox, queue, rows
@@ -191,6 +192,7 @@ def after_finish(
             values["disabled_reason"] = (
                 f"disabled after {count} consecutive failures; last error: {error[:500]}"
             )
+            values.update(disable_columns(SERVICE, now))
         updated = conn.execute(
             tasks.update().where(tasks.c.id == task.id).values(values).returning(*tasks.c)
         ).one()

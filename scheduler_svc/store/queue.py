@@ -24,6 +24,7 @@ from scheduler_svc.records import (
 )
 from scheduler_svc.schema import ACTIVE_JOB_PREDICATE, jobs, slot_lease_name, tasks
 from scheduler_svc.store import hot, locks, rows
+from scheduler_svc.store.labels import label_terms
 from scheduler_svc.values import FIRED_LANES, AbortAction, JobStatus, Lane, SkipReason, Trigger
 
 #: Rounds of a manual enqueue before it gives up on tasks another transaction keeps
@@ -348,9 +349,10 @@ def list_jobs(
     task_id: int | None,
     statuses: Sequence[str],
     schedule_id: int | None,
+    selector: dict[str, str],
 ) -> list[JobRecord]:
     """See :meth:`scheduler_svc.store.Store.list_jobs`."""
-    query = jobs.select()
+    query = jobs.select().where(*label_terms(jobs.c.labels, selector))
     if before_id is not None:
         query = query.where(jobs.c.id < before_id)
     if task_id is not None:

@@ -17,6 +17,7 @@ from scheduler_svc.records import ScheduleRecord
 from scheduler_svc.schema import schedule_tasks, schedules, tasks
 from scheduler_svc.store import hot, locks, rows
 from scheduler_svc.store.driver import Bulk
+from scheduler_svc.store.labels import label_terms
 
 _INSERT_SCHEDULE = schedules.insert().returning(*schedules.c)
 # Executed many at once, RETURNING rows in the order of the parameter sets.
@@ -181,9 +182,15 @@ def get_schedule_by_name(conn: Connection, name: str) -> ScheduleRecord:
     return with_tasks(conn, [row])[0]
 
 
-def list_schedules(conn: Connection, limit: int, after_name: str) -> list[ScheduleRecord]:
+def list_schedules(
+    conn: Connection, limit: int, after_name: str, selector: dict[str, str]
+) -> list[ScheduleRecord]:
     """See :meth:`scheduler_svc.store.Store.list_schedules`."""
-    query = schedules.select().where(schedules.c.name > after_name).order_by(schedules.c.name)
+    query = (
+        schedules.select()
+        .where(schedules.c.name > after_name, *label_terms(schedules.c.labels, selector))
+        .order_by(schedules.c.name)
+    )
     return with_tasks(conn, conn.execute(query.limit(limit)).all())
 
 

@@ -12,9 +12,11 @@ from sqlalchemy.exc import IntegrityError
 
 from scheduler_svc.db import Dialect
 from scheduler_svc.errors import AlreadyExists, FailedPrecondition, NotFound, Reason, Resource
+from scheduler_svc.pausing import ENABLED, disable_columns
 from scheduler_svc.records import TaskRecord
 from scheduler_svc.schema import jobs, schedule_tasks, schedules, tasks
 from scheduler_svc.store import locks, rows
+from scheduler_svc.store.labels import label_terms
 from scheduler_svc.values import FIRED_LANES, JobStatus
 
 TASK_DISABLED = "task disabled"
@@ -93,14 +95,25 @@ def outcome_times(
     return {row.id: (row.last_success, row.last_failure) for row in conn.execute(query)}
 
 
-def list_tasks(conn: Connection, limit: int, after_name: str) -> list[TaskRecord]:
+def list_tasks(
+    conn: Connection, limit: int, after_name: str, selector: dict[str, str]
+) -> list[TaskRecord]:
     """See :meth:`scheduler_svc.store.Store.list_tasks`."""
-    query = tasks.select().where(tasks.c.name > after_name).order_by(tasks.c.name)
+    query = (
+        tasks.select()
+        .where(tasks.c.name > after_name, *label_terms(tasks.c.labels, selector))
+        .order_by(tasks.c.name)
+    )
     return [rows.task(r) for r in conn.execute(query.limit(limit)).all()]
 
 
 def update_task(
-    conn: Connection, dialect: Dialect, task_id: int, values: dict[str, Any], now: dt.datetime
+    conn: Connection,
+    dialect: Dialect,
+    task_id: int,
+    values: dict[str, Any],
+    now: dt.datetime,
+    by: str = "",
 ) -> tuple[TaskRecord, list[int]]:
     """See :meth:`scheduler_svc.store.Store.update_task`."""
     disabling = values.get("enabled") is False
@@ -121,10 +134,11 @@ def update_task(
             )
         row = dict(values)
         if row.get("enabled") is True and not current._mapping["enabled"]:
-            row["consecutive_failure_count"] = 0
-            row["disabled_reason"] = ""
+            row = {**ENABLED, **row}
         if row.get("enabled") is False:
             row.setdefault("disabled_reason", "")
+            if current._mapping["enabled"]:  # who and when: a disable without a note
+                row = {**disable_columns(by, now), **row}
         row["updated_at"] = now
         result = conn.execute(
             tasks.update().where(tasks.c.id == task_id).values(row).returning(*tasks.c)

@@ -108,6 +108,24 @@ def assign_field(message: Any, field: str, value: object, name: str | None = Non
         raise InvalidArgument(f"{name or field}: wrong type, got {value!r:.80}") from None
 
 
+def assign_labels(message: Any, labels: Mapping[str, str] | None, field: str = "labels") -> None:
+    """Put ``labels`` into the map field ``field`` of ``message`` (the service checks the
+    label rules).
+
+    Raises:
+        InvalidArgument: ``labels`` is not a mapping of str to str (named ``field``).
+    """
+    if labels is None:
+        return
+    if not isinstance(labels, Mapping):
+        raise InvalidArgument(f"{field}: give a mapping of str to str, got {labels!r:.80}")
+    target = getattr(message, field)
+    for key, value in labels.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise InvalidArgument(f"{field}: keys and values must be str, got {key!r}: {value!r}")
+        target[key] = value
+
+
 def _kind(message: Any, field: str) -> str:
     """The protobuf type of ``field`` in words, e.g. ``"32-bit integer"``."""
     kind = message.DESCRIPTOR.fields_by_name[field].type

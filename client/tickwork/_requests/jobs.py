@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 import grpc
 
-from tickwork._requests.checks import parse_job_status
+from tickwork._requests.checks import check_type, parse_job_status
 from tickwork.errors import InvalidArgument, TickworkError
 from tickwork.v1.job_pb2 import Job, JobStatus, ListJobsRequest
 
@@ -28,16 +28,18 @@ TERMINAL_STATUSES: frozenset[int] = frozenset(
 
 
 def list_jobs_request(
-    task_id: int, statuses: Iterable[JobStatus | str], schedule_id: int
+    task_id: int, statuses: Iterable[JobStatus | str], schedule_id: int, selector: str = ""
 ) -> ListJobsRequest:
     """Build the first ListJobs request (page size and token are set per page). A single
-    status may be given alone."""
+    status may be given alone; ``selector`` is a label selector (``"k=v,k2=v2"``)."""
     if isinstance(statuses, str):
         statuses = [statuses]
+    check_type(selector, str, "selector")
     return ListJobsRequest(
         task_id=task_id,
         statuses=[parse_job_status(s) for s in statuses],
         schedule_id=schedule_id,
+        label_selector=selector,
     )
 
 

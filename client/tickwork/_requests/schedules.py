@@ -12,6 +12,7 @@ from google.protobuf.field_mask_pb2 import FieldMask
 from tickwork._requests.checks import (
     Ref,
     assign_field,
+    assign_labels,
     check_ref,
     check_type,
     parse_catch_up_policy,
@@ -30,6 +31,7 @@ from tickwork.v1.schedule_pb2 import (
     GetScheduleRequest,
     JitterMode,
     OverlapPolicy,
+    PauseScheduleRequest,
     Schedule,
     TriggerScheduleRequest,
     UpdateScheduleRequest,
@@ -60,6 +62,8 @@ class ScheduleFields(TypedDict, total=False):
     end_time: datetime | None
     overlap_policy: OverlapPolicy | str
     max_buffered: int
+    labels: Mapping[str, str]
+    catch_up_on_resume: bool
 
 
 class NewSchedule(TypedDict, total=False):
@@ -81,6 +85,8 @@ class NewSchedule(TypedDict, total=False):
     end_time: datetime | None
     overlap_policy: OverlapPolicy | str
     max_buffered: int
+    labels: Mapping[str, str]
+    catch_up_on_resume: bool
 
 
 #: The catch-up, jitter and bounds keywords, Schedule fields of the same names.
@@ -110,6 +116,8 @@ SCHEDULE_MASK = (
     *TIMING_KEYWORDS,
     "overlap_policy",
     "max_buffered",
+    "labels",
+    "catch_up_on_resume",
 )
 """Every writable Schedule field this SDK sets: the full update mask."""
 
@@ -140,6 +148,8 @@ def build_schedule(
     end_time: datetime | None = None,
     overlap_policy: OverlapPolicy | str = "SKIP",
     max_buffered: int = 0,
+    labels: Mapping[str, str] | None = None,
+    catch_up_on_resume: bool = False,
 ) -> Schedule:
     """Build a Schedule with every writable field set explicitly (see ``create_schedule``).
 
@@ -153,6 +163,7 @@ def build_schedule(
     check_type(timezone, str, "timezone")
     check_type(description, str, "description")
     check_type(enabled, bool, "enabled")
+    check_type(catch_up_on_resume, bool, "catch_up_on_resume")
     if not cron and not interval_seconds:
         raise InvalidArgument("schedule: give cron or interval_seconds")
     policy = parse_catch_up_policy(catch_up_policy)
@@ -165,6 +176,7 @@ def build_schedule(
         ("interval_seconds", 0 if cron else interval_seconds or 0),
         ("timezone", timezone),
         ("enabled", enabled),
+        ("catch_up_on_resume", catch_up_on_resume),
     ):
         assign_field(schedule, field, value, "cron" if field == "cron_expression" else None)
     set_timing(
@@ -178,6 +190,7 @@ def build_schedule(
             "end_time": end_time,
         },
     )
+    assign_labels(schedule, labels)
     try:
         schedule.task_ids.extend(task_ids)
     except (TypeError, ValueError):
@@ -252,6 +265,8 @@ def batch_create_schedules_request(
                 **_timing_of(item),
                 overlap_policy=item.get("overlap_policy", "SKIP"),
                 max_buffered=item.get("max_buffered", 0),
+                labels=item.get("labels"),
+                catch_up_on_resume=item.get("catch_up_on_resume", False),
             )
         except InvalidArgument as err:
             raise InvalidArgument(f"schedules[{i}]: {err.details}") from None
@@ -298,6 +313,8 @@ def update_schedule_request(
             set_timing(schedule, {key: value})  # None: back to the default, or no bound
         elif key == "overlap_policy":
             schedule.overlap_policy = parse_overlap_policy(fields["overlap_policy"])
+        elif key == "labels":
+            assign_labels(schedule, fields["labels"])
         else:
             assign_field(schedule, path, value, key)
         paths.append(path)
@@ -342,4 +359,19 @@ def describe_cron_request(
     assign_field(request, "count", count)
     if after is not None:
         request.after.CopyFrom(to_timestamp(after, "after"))
+    return request
+
+
+def pause_schedule_request(
+    schedule_id: int, note: str = "", until: datetime | None = None
+) -> PauseScheduleRequest:
+    """Build PauseSchedule: ``note`` for people, ``until`` (aware) when it resumes.
+
+    Raises:
+        InvalidArgument: a note that is not str, or a naive ``until``.
+    """
+    check_type(note, str, "note")
+    request = PauseScheduleRequest(id=schedule_id, note=note)
+    if until is not None:
+        request.paused_until.CopyFrom(to_timestamp(until, "until"))
     return request

@@ -9,11 +9,12 @@ from typing import Any, TypedDict
 
 from google.protobuf.field_mask_pb2 import FieldMask
 
-from tickwork._requests.checks import Ref, assign_field, check_ref, check_type
+from tickwork._requests.checks import Ref, assign_field, assign_labels, check_ref, check_type
 from tickwork._requests.convert import to_struct, to_timestamp
 from tickwork.errors import InvalidArgument
 from tickwork.v1.common_pb2 import TaskRun, Trigger
 from tickwork.v1.task_pb2 import (
+    DisableTaskRequest,
     GetTaskRequest,
     RetryPolicy,
     RunTasksRequest,
@@ -44,6 +45,7 @@ class TaskFields(TypedDict, total=False):
     concurrency_group: str
     expect_success_within_seconds: float
     warn_after_seconds: float
+    labels: Mapping[str, str]
 
 
 _RETRY_FIELDS = ("max_attempts", "backoff_base_seconds", "backoff_cap_seconds")
@@ -61,6 +63,7 @@ TASK_MASK = (
     "memory_limit_bytes",
     "cpu_limit_seconds",
     "concurrency_group",
+    "labels",
 )
 """Every writable Task field: the full update mask."""
 
@@ -140,6 +143,7 @@ def build_task(
     memory_limit_bytes: int = 0,
     cpu_limit_seconds: int = 0,
     concurrency_group: str = "",
+    labels: Mapping[str, str] | None = None,
 ) -> Task:
     """Build a Task with every writable field set explicitly (see ``create_task``).
 
@@ -171,6 +175,7 @@ def build_task(
         ("concurrency_group", concurrency_group),
     ):
         assign_field(task, field, value)
+    assign_labels(task, labels)
     for field, value in (
         ("max_attempts", max_attempts),
         ("backoff_base_seconds", backoff_base_seconds),
@@ -226,6 +231,8 @@ def update_task_request(current: Task, fields: TaskFields) -> UpdateTaskRequest:
             continue
         if key == "params":
             task.params.CopyFrom(to_struct(fields["params"], "task.params"))
+        elif key == "labels":
+            assign_labels(task, fields["labels"])
         else:
             assign_field(task, key, value)
         paths.append(key)
@@ -240,3 +247,18 @@ def update_task_request(current: Task, fields: TaskFields) -> UpdateTaskRequest:
         task.retry_policy.CopyFrom(retry)
         paths.append("retry_policy")
     return UpdateTaskRequest(task=task, update_mask=FieldMask(paths=paths))
+
+
+def disable_task_request(
+    task_id: int, note: str = "", until: datetime | None = None
+) -> DisableTaskRequest:
+    """Build DisableTask: ``note`` for people, ``until`` (aware) when it is enabled again.
+
+    Raises:
+        InvalidArgument: a note that is not str, or a naive ``until``.
+    """
+    check_type(note, str, "note")
+    request = DisableTaskRequest(id=task_id, note=note)
+    if until is not None:
+        request.disabled_until.CopyFrom(to_timestamp(until, "until"))
+    return request

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TextIO
 
 from tickwork._channel import TlsConfig
 from tickwork._sync import Client
+from tickwork.errors import InvalidArgument
 from tickwork.v1.common_pb2 import SkipReason
 from tickwork.v1.job_pb2 import JobStatus
 
@@ -140,3 +141,48 @@ def client_from_args(args: argparse.Namespace) -> Client:
     """A blocking client of the server at ``args.server`` with the connection options."""
     tls = tls_from_args(args)
     return Client(args.server, token=args.token, tls=tls if tls is not None else False)
+
+
+def selector_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """Add ``--selector K=V[,K=V...]`` to a list command of ``what``."""
+    parser.add_argument(
+        "--selector",
+        default="",
+        metavar="K=V[,K=V...]",
+        help=f"only {what} whose labels hold every key=value given",
+    )
+
+
+def labels_text(labels: Mapping[str, str]) -> str:
+    """Labels as ``k=v,k2=v2`` (sorted), or ``-`` for none."""
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items())) or "-"
+
+
+def label_options(parser: argparse.ArgumentParser) -> None:
+    """Add ``--label K=V`` (repeatable) and ``--clear`` to a command that sets labels."""
+    parser.add_argument(
+        "--label",
+        type=label_pair,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a label (VALUE as text); repeatable; the labels given replace the stored ones",
+    )
+    parser.add_argument("--clear", action="store_true", help="remove every label")
+
+
+def label_pair(text: str) -> tuple[str, str]:
+    """``KEY=VALUE`` as (key, value) (argparse type: ``--label``, ``--param``); the key must
+    not be empty."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key, value
+
+
+def labels_of(args: argparse.Namespace) -> dict[str, str]:
+    """The labels ``--label`` gave (``--clear``: none). Raises InvalidArgument when neither
+    or both were given."""
+    if bool(args.label) == bool(args.clear):
+        raise InvalidArgument("give --label KEY=VALUE (repeatable) or --clear")
+    return dict(args.label)

@@ -14,6 +14,7 @@ from tickwork.cli._common import (
     WAIT_EXIT_CODES,
     client_from_args,
     positive_int,
+    selector_option,
 )
 from tickwork.v1.common_pb2 import Trigger
 from tickwork.v1.job_pb2 import Job, JobStatus
@@ -35,6 +36,7 @@ def add_parsers(sub: argparse._SubParsersAction[Any], net: argparse.ArgumentPars
         "CANCELLED); repeat or separate with commas",
     )
     p.add_argument("--limit", type=positive_int, default=20, metavar="N", help="default 20")
+    selector_option(p, "jobs (labels given by tasks run --label)")
     p.set_defaults(func=_list)
     p = jsub.add_parser("get", parents=[net], help="show every field of a job")
     p.add_argument("job_id", type=positive_int, metavar="ID")
@@ -56,7 +58,9 @@ def add_parsers(sub: argparse._SubParsersAction[Any], net: argparse.ArgumentPars
 def _list(args: argparse.Namespace, out: TextIO) -> int:
     statuses = [s for text in args.status for s in text.split(",") if s.strip()]
     with client_from_args(args) as client:
-        jobs = client.list_jobs(task=args.task, statuses=statuses, limit=args.limit)
+        jobs = client.list_jobs(
+            task=args.task, statuses=statuses, limit=args.limit, selector=args.selector
+        )
     rows = [
         [
             str(j.id),

@@ -19,7 +19,12 @@ from tickwork.cli._common import (
     SKIP_TEXT,
     WAIT_EXIT_CODES,
     client_from_args,
+    label_options,
+    label_pair,
+    labels_of,
+    labels_text,
     seconds,
+    selector_option,
 )
 from tickwork.errors import InvalidArgument, JobTimeout
 from tickwork.v1.common_pb2 import Trigger
@@ -42,6 +47,7 @@ def add_parsers(sub: argparse._SubParsersAction[Any], net: argparse.ArgumentPars
     )
     tsub = tasks.add_subparsers(dest="tasks_command", metavar="ACTION", required=True)
     p = tsub.add_parser("list", parents=[net], help="list tasks")
+    selector_option(p, "tasks")
     p.set_defaults(func=_list)
     p = tsub.add_parser(
         "run",
@@ -60,7 +66,7 @@ def add_parsers(sub: argparse._SubParsersAction[Any], net: argparse.ArgumentPars
     )
     p.add_argument(
         "--param",
-        type=key_value,
+        type=label_pair,
         action="append",
         default=[],
         metavar="KEY=VALUE",
@@ -75,7 +81,7 @@ def add_parsers(sub: argparse._SubParsersAction[Any], net: argparse.ArgumentPars
     )
     p.add_argument(
         "--label",
-        type=key_value,
+        type=label_pair,
         action="append",
         default=[],
         metavar="KEY=VALUE",
@@ -101,10 +107,41 @@ def add_parsers(sub: argparse._SubParsersAction[Any], net: argparse.ArgumentPars
     )
     p.add_argument("name", metavar="NAME", help="task name")
     p.set_defaults(func=_abort)
-    for action, enabled in (("enable", True), ("disable", False)):
-        p = tsub.add_parser(action, parents=[net], help=f"{action} a task")
-        p.add_argument("name", metavar="NAME", help="task name")
-        p.set_defaults(func=_enable, enabled=enabled)
+    p = tsub.add_parser(
+        "enable",
+        parents=[net],
+        help="enable a task",
+        description="Enable a task: its disable note is cleared and its failure count reset.",
+    )
+    p.add_argument("name", metavar="NAME", help="task name")
+    p.set_defaults(func=_enable, enabled=True)
+    p = tsub.add_parser(
+        "disable",
+        parents=[net],
+        help="disable a task, with a note",
+        description="Disable a task: the scheduler no longer enqueues it (a manual run "
+        "still runs it). The note, who disabled it (the token's label) and when are shown "
+        "by tasks list and tasks get.",
+    )
+    p.add_argument("name", metavar="NAME", help="task name")
+    p.add_argument("--note", default="", metavar="TEXT", help="why, for people")
+    p.add_argument(
+        "--until",
+        type=aware_time,
+        metavar="TIME",
+        help="enable it again by itself at TIME, ISO 8601 with an offset (2026-12-01T15:00:00Z)",
+    )
+    p.set_defaults(func=_enable, enabled=False)
+    p = tsub.add_parser(
+        "label",
+        parents=[net],
+        help="set a task's labels",
+        description="Replace a task's labels with those given (tasks list --selector "
+        "K=V picks tasks by them; apply --prune uses them as ownership).",
+    )
+    p.add_argument("name", metavar="NAME", help="task name")
+    label_options(p)
+    p.set_defaults(func=_label)
     p = tsub.add_parser(
         "delete",
         parents=[net],
@@ -115,14 +152,6 @@ def add_parsers(sub: argparse._SubParsersAction[Any], net: argparse.ArgumentPars
     )
     p.add_argument("name", metavar="NAME", help="task name")
     p.set_defaults(func=_delete)
-
-
-def key_value(text: str) -> tuple[str, str]:
-    """``KEY=VALUE`` as (key, value) (argparse type); the key must not be empty."""
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    return key, value
 
 
 def json_or_text(value: str) -> Any:
@@ -146,7 +175,7 @@ def aware_time(text: str) -> datetime:
 
 def _list(args: argparse.Namespace, out: TextIO) -> int:
     with client_from_args(args) as client:
-        tasks = client.list_tasks()
+        tasks = client.list_tasks(selector=args.selector)
     rows = [
         [
             str(t.id),
@@ -155,13 +184,25 @@ def _list(args: argparse.Namespace, out: TextIO) -> int:
             "yes" if t.enabled else "no",
             str(t.task_priority),
             str(t.consecutive_failure_count),
-            o.first_line(t.disabled_reason or t.description),
+            labels_text(t.labels),
+            o.first_line(_note(t)),
         ]
         for t in tasks
     ]
-    headers = ["ID", "NAME", "HANDLER", "ENABLED", "PRIORITY", "FAILURES", "NOTE"]
+    headers = ["ID", "NAME", "HANDLER", "ENABLED", "PRIORITY", "FAILURES", "LABELS", "NOTE"]
     o.table(headers, rows, out)
     return EXIT_OK
+
+
+def _note(task: Task) -> str:
+    """A task's note for a listing: why and by whom it is disabled (until when), else its
+    description."""
+    if task.enabled:
+        return task.description
+    text = task.disable_note or task.disabled_reason
+    by = f" (by {task.disabled_by}" if task.disabled_by else " ("
+    until = f", until {o.when(task, 'disabled_until')}" if task.HasField("disabled_until") else ""
+    return f"{text}{by}{until})" if by != " (" or until else text
 
 
 def _run(args: argparse.Namespace, out: TextIO) -> int:
@@ -279,8 +320,22 @@ def _abort(args: argparse.Namespace, out: TextIO) -> int:
 
 def _enable(args: argparse.Namespace, out: TextIO) -> int:
     with client_from_args(args) as client:
-        task: Task = (client.enable_task if args.enabled else client.disable_task)(args.name)
-    print(f"task {task.name}: {'enabled' if task.enabled else 'disabled'}", file=out)
+        if args.enabled:
+            task: Task = client.enable_task(args.name)
+        else:
+            task = client.disable_task(args.name, note=args.note, until=args.until)
+    state = "enabled" if task.enabled else "disabled"
+    if task.HasField("disabled_until"):
+        state += f" until {o.when(task, 'disabled_until')}"
+    print(f"task {task.name}: {state}", file=out)
+    return EXIT_OK
+
+
+def _label(args: argparse.Namespace, out: TextIO) -> int:
+    labels = labels_of(args)
+    with client_from_args(args) as client:
+        task = client.update_task(args.name, labels=labels)
+    print(f"task {task.name}: labels {labels_text(task.labels)}", file=out)
     return EXIT_OK
 
 

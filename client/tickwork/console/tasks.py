@@ -44,7 +44,14 @@ class TaskRow:
     @property
     def disabled_tooltip(self) -> str:
         """The Disabled pill's tooltip: the reason, the count and the last error."""
-        parts = [self.task.disabled_reason or "disabled by an admin"]
+        task = self.task
+        who = f"disabled by {task.disabled_by}" if task.disabled_by else "disabled by an admin"
+        if task.HasField("disable_time"):
+            who += f" at {fmt.clock(task.disable_time)}"
+        if task.HasField("disabled_until"):
+            who += f", until {fmt.clock(task.disabled_until)}"
+        parts = [task.disable_note or task.disabled_reason or "", who]
+        parts = [p for p in parts if p]
         count = self.task.consecutive_failure_count
         if count:
             parts.append(f"{count} consecutive failure{'s' if count != 1 else ''}")

@@ -183,7 +183,8 @@ class ScheduleServiceServicer:
     def PauseSchedule(self, request, context):
         """Pauses a schedule (enabled becomes false) with a note for people and, optionally, a
         time after which it resumes by itself; who paused it (the token's label) and when are
-        kept. Pausing a paused schedule replaces its note and paused_until. Errors: NOT_FOUND,
+        kept. Pausing a paused schedule replaces its note, paused_until, who and when. Its
+        next_run_time is cleared. Errors: NOT_FOUND,
         INVALID_ARGUMENT (a note over 4000 characters, paused_until not in the future).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)

@@ -78,7 +78,8 @@ class ScheduleServiceStub:
     PauseSchedule: _grpc.UnaryUnaryMultiCallable[_schedule_pb2.PauseScheduleRequest, _schedule_pb2.PauseScheduleResponse]
     """Pauses a schedule (enabled becomes false) with a note for people and, optionally, a
     time after which it resumes by itself; who paused it (the token's label) and when are
-    kept. Pausing a paused schedule replaces its note and paused_until. Errors: NOT_FOUND,
+    kept. Pausing a paused schedule replaces its note, paused_until, who and when. Its
+    next_run_time is cleared. Errors: NOT_FOUND,
     INVALID_ARGUMENT (a note over 4000 characters, paused_until not in the future).
     """
     ResumeSchedule: _grpc.UnaryUnaryMultiCallable[_schedule_pb2.ResumeScheduleRequest, _schedule_pb2.ResumeScheduleResponse]
@@ -159,7 +160,8 @@ class ScheduleServiceAsyncStub(ScheduleServiceStub):
     PauseSchedule: _aio.UnaryUnaryMultiCallable[_schedule_pb2.PauseScheduleRequest, _schedule_pb2.PauseScheduleResponse]  # type: ignore[assignment]
     """Pauses a schedule (enabled becomes false) with a note for people and, optionally, a
     time after which it resumes by itself; who paused it (the token's label) and when are
-    kept. Pausing a paused schedule replaces its note and paused_until. Errors: NOT_FOUND,
+    kept. Pausing a paused schedule replaces its note, paused_until, who and when. Its
+    next_run_time is cleared. Errors: NOT_FOUND,
     INVALID_ARGUMENT (a note over 4000 characters, paused_until not in the future).
     """
     ResumeSchedule: _aio.UnaryUnaryMultiCallable[_schedule_pb2.ResumeScheduleRequest, _schedule_pb2.ResumeScheduleResponse]  # type: ignore[assignment]
@@ -291,7 +293,8 @@ class ScheduleServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_schedule_pb2.PauseScheduleResponse, _abc.Awaitable[_schedule_pb2.PauseScheduleResponse]]:
         """Pauses a schedule (enabled becomes false) with a note for people and, optionally, a
         time after which it resumes by itself; who paused it (the token's label) and when are
-        kept. Pausing a paused schedule replaces its note and paused_until. Errors: NOT_FOUND,
+        kept. Pausing a paused schedule replaces its note, paused_until, who and when. Its
+        next_run_time is cleared. Errors: NOT_FOUND,
         INVALID_ARGUMENT (a note over 4000 characters, paused_until not in the future).
         """
 
