@@ -67,6 +67,7 @@ RPC_ROLES: Mapping[str, frozenset[str]] = {
     "/tickwork.v1.ScheduleService/DescribeCron": _VIEW,
     "/tickwork.v1.ScheduleService/ListFires": _VIEW,
     "/tickwork.v1.ScheduleService/TriggerSchedule": _OPERATE,
+    "/tickwork.v1.ScheduleService/BackfillSchedule": _OPERATE,
     "/tickwork.v1.ScheduleService/PauseSchedule": _OPERATE,
     "/tickwork.v1.ScheduleService/ResumeSchedule": _OPERATE,
     "/tickwork.v1.ConfigService/ApplyConfig": _ADMINISTER,

@@ -46,6 +46,7 @@ OPERATE = {
     "TaskService/RunTasks",
     "TaskService/AbortTasks",
     "ScheduleService/TriggerSchedule",
+    "ScheduleService/BackfillSchedule",
     "JobService/CancelJob",
     "NotifierService/TestNotifier",
     "TaskService/DisableTask",
