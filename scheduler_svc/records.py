@@ -61,6 +61,8 @@ class ScheduleRecord:
     updated_at: dt.datetime
     task_ids: tuple[int, ...] = ()
     task_names: tuple[str, ...] = ()
+    #: Seconds after a fire time its job must have started by; 0: no deadline.
+    start_deadline_seconds: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -73,6 +73,8 @@ schedules = sa.Table(
     sa.Column("last_run_at", UTCDateTime, nullable=True),
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.Column("updated_at", UTCDateTime, nullable=False),
+    # Seconds after a fire time its job must have started by (0: no deadline).
+    sa.Column("start_deadline_seconds", sa.Float, nullable=False, server_default="0"),
     # Due schedules are found through this index: the cost grows with the due ones only.
     sa.Index("ix_schedules_due", "enabled", "next_run_at"),
     **_NEVER_REUSE_IDS,
@@ -134,6 +136,7 @@ jobs = sa.Table(
     sa.Column("stopped_by", sa.String(200), nullable=False, server_default=""),
     # Whether this running job's long run (its task's warn_after_seconds) was notified.
     sa.Column("long_run_notified", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("start_deadline_notified", sa.Boolean, nullable=False, server_default=sa.false()),
     # At most one queued or running job per task: the database enforces the skip logic.
     sa.Index(
         "uq_jobs_one_active_per_task",
@@ -254,6 +257,16 @@ notification_events = sa.Table(
     sa.Column("routed", sa.Boolean, nullable=False),
     sa.UniqueConstraint("event_id", name="uq_notification_events_event_id"),
     sa.Index("ix_notification_events_unrouted", "routed", "id"),
+)
+
+#: A condition of the service as a whole that was notified when it began (``name``, e.g.
+#: ``no_active_worker``) and is cleared when it ends: one row while it lasts, so it is
+#: notified once, by one replica (the primary key).
+notification_conditions = sa.Table(
+    "notification_conditions",
+    metadata,
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("since", UTCDateTime, nullable=False),
 )
 
 #: One event's delivery through one notifier: PENDING until SENT or GIVEN_UP.

@@ -556,6 +556,7 @@ class AsyncClient:
         catch_up_policy: CatchUpPolicy | str = "SKIP",
         description: str = "",
         enabled: bool = True,
+        start_deadline_seconds: float = 0.0,
     ) -> Schedule:
         """Create a schedule and return it with its id, next run time (UTC) and description.
 
@@ -570,10 +571,12 @@ class AsyncClient:
                 windows or ``"RUN_ONCE"``.
             description (str): free text.
             enabled (bool): a disabled schedule does not fire.
+            start_deadline_seconds (float): a start_deadline notification goes out when a
+                fire's job has not started this many seconds after the fire time; 0: never.
 
         Raises:
             InvalidArgument: no cron nor interval; an invalid or never-firing expression or an
-                unknown zone (the message names the field).
+                unknown zone; a negative start deadline (the message names the field).
             AlreadyExists: the name is taken.
             NotFound: an unknown task.
         """
@@ -586,6 +589,7 @@ class AsyncClient:
             catch_up_policy=catch_up_policy,
             description=description,
             enabled=enabled,
+            start_deadline_seconds=start_deadline_seconds,
         )
         request = CreateScheduleRequest(schedule=schedule)
         response = await self._call(self._stubs().schedules.CreateSchedule, request)
@@ -648,9 +652,10 @@ class AsyncClient:
         """Change the given fields of a schedule and return the stored schedule.
 
         Keywords: ``name``, ``description``, ``cron``, ``interval_seconds``, ``timezone``,
-        ``catch_up_policy``, ``enabled``, ``tasks`` (ids or names, replacing the list).
-        ``interval_seconds`` without ``cron`` also clears the cron expression. The server
-        recomputes the next run time (UTC) when the timing or enabled state changes.
+        ``catch_up_policy``, ``enabled``, ``tasks`` (ids or names, replacing the list),
+        ``start_deadline_seconds``. ``interval_seconds`` without ``cron`` also clears the
+        cron expression. The server recomputes the next run time (UTC) when the timing or
+        enabled state changes.
 
         Args:
             schedule (int | str): the schedule's id or name.

@@ -20,6 +20,7 @@ File format (every key but ``name``, ``handler`` and the schedule's timing is op
     cron = "*/10 * * * * *"        # or: interval_seconds = 30
     timezone = "UTC"
     catch_up_policy = "SKIP"       # or "RUN_ONCE"
+    start_deadline_seconds = 300   # notify when a fire's job has not started by then
     tasks = ["health-check"]
     description = "..."
     enabled = true
@@ -136,6 +137,7 @@ class ScheduleSpec:
     catch_up_policy: str = "SKIP"
     description: str = ""
     enabled: bool | None = None
+    start_deadline_seconds: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -314,6 +316,7 @@ _SCHEDULE_KEYS = (
     "tasks",
     "description",
     "enabled",
+    "start_deadline_seconds",
 )
 
 
@@ -439,6 +442,11 @@ def _schedule(i: int, item: Mapping[str, Any], problems: _Problems) -> ScheduleS
     policy = _get(item, prefix, "catch_up_policy", "str", problems)
     description = _get(item, prefix, "description", "str", problems)
     enabled = _get(item, prefix, "enabled", "bool", problems)
+    deadline = _get(item, prefix, "start_deadline_seconds", "number", problems)
+    if deadline is not None and deadline < 0:
+        problems.add(
+            f"{prefix}.start_deadline_seconds", f"must be >= 0 (0 means none), got {deadline}"
+        )
     if "cron" not in item and "interval_seconds" not in item:
         problems.add(prefix, "give cron or interval_seconds")
     if cron is not None and not cron.strip():
@@ -477,6 +485,7 @@ def _schedule(i: int, item: Mapping[str, Any], problems: _Problems) -> ScheduleS
         catch_up_policy=policy or "SKIP",
         description=description or "",
         enabled=enabled,
+        start_deadline_seconds=float(deadline or 0),
     )
 
 
@@ -526,6 +535,7 @@ def config_request(config: Config, *, dry_run: bool = False) -> ApplyConfigReque
             interval_seconds=0 if sched.cron else sched.interval_seconds or 0,
             timezone=sched.timezone,
             catch_up_policy=rq.parse_catch_up_policy(sched.catch_up_policy),
+            start_deadline_seconds=sched.start_deadline_seconds,
         )
         if sched.enabled is not None:
             schedule.enabled = sched.enabled

@@ -38,6 +38,10 @@ EVENTS = {
     "auto_disabled": pb.NOTIFICATION_EVENT_AUTO_DISABLED,
     "no_success": pb.NOTIFICATION_EVENT_NO_SUCCESS,
     "long_run": pb.NOTIFICATION_EVENT_LONG_RUN,
+    "missed_fire": pb.NOTIFICATION_EVENT_MISSED_FIRE,
+    "start_deadline": pb.NOTIFICATION_EVENT_START_DEADLINE,
+    "no_active_worker": pb.NOTIFICATION_EVENT_NO_ACTIVE_WORKER,
+    "worker_returned": pb.NOTIFICATION_EVENT_WORKER_RETURNED,
 }
 _KEYS = ("name", "type", "url", "secret", "to", "timeout_seconds", "events", "every", "tasks",
          "schedules")  # fmt: skip

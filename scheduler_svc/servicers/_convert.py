@@ -110,6 +110,7 @@ def schedule(r: ScheduleRecord, description: str) -> schedule_pb2.Schedule:
         cron_description=description,
         create_time=ts(r.created_at),
         update_time=ts(r.updated_at),
+        start_deadline_seconds=r.start_deadline_seconds,
     )
 
 

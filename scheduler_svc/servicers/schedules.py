@@ -98,6 +98,10 @@ def schedule_values(s: schedule_pb2.Schedule, paths: tuple[str, ...]) -> dict[st
             )
         elif path == "enabled":
             out["enabled"] = s.enabled if s.HasField("enabled") else True
+        elif path == "start_deadline_seconds":
+            out["start_deadline_seconds"] = validation.seconds(
+                s.start_deadline_seconds, "schedule.start_deadline_seconds"
+            )
         elif path in PLANNED_FIELDS:
             _refuse_planned(s, path)
         elif path != "task_ids":
@@ -180,7 +184,6 @@ PLANNED_FIELDS = frozenset(
         "end_time",
         "labels",
         "catch_up_on_resume",
-        "start_deadline_seconds",
     }
 )
 

@@ -43,6 +43,10 @@ DEFAULT_EVENTS = (
     EventKind.AUTO_DISABLED,
     EventKind.NO_SUCCESS,
     EventKind.LONG_RUN,
+    EventKind.MISSED_FIRE,
+    EventKind.START_DEADLINE,
+    EventKind.NO_ACTIVE_WORKER,
+    EventKind.WORKER_RETURNED,
 )
 #: The longest job error an event carries, in characters.
 EVENT_ERROR_CHARS = 2000
@@ -125,11 +129,13 @@ def insert_event(
     task_name: str,
     now: dt.datetime,
     job: JobRecord | None = None,
+    schedule_id: int | None = None,
     details: dict[str, Any] | None = None,
 ) -> str:
     """Write one event to the outbox in ``conn``'s transaction; its new event id (32 hex
     digits). ``details`` are the kind's own fields; a ``job`` adds its id, status, attempt,
-    trigger, error (first :data:`EVENT_ERROR_CHARS`) and times (ISO 8601, UTC)."""
+    trigger, error (first :data:`EVENT_ERROR_CHARS`) and times (ISO 8601, UTC), and its
+    schedule (else ``schedule_id``, for an event of a schedule itself)."""
     event_id = uuid.uuid4().hex
     body = dict(details or {})
     if job is not None:
@@ -150,7 +156,7 @@ def insert_event(
             state_change=state_change,
             task_id=task_id,
             task_name=task_name,
-            schedule_id=job.schedule_id if job is not None else None,
+            schedule_id=job.schedule_id if job is not None else schedule_id,
             job_id=job.id if job is not None else None,
             details=body,
             occurred_at=now,

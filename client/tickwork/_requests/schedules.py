@@ -46,6 +46,7 @@ class ScheduleFields(TypedDict, total=False):
     catch_up_policy: CatchUpPolicy | str
     enabled: bool
     tasks: Sequence[Ref]
+    start_deadline_seconds: float
 
 
 class NewSchedule(TypedDict, total=False):
@@ -59,6 +60,7 @@ class NewSchedule(TypedDict, total=False):
     catch_up_policy: CatchUpPolicy | str
     description: str
     enabled: bool
+    start_deadline_seconds: float
 
 
 _NEW_SCHEDULE_KEYS = frozenset(NewSchedule.__annotations__)
@@ -75,6 +77,7 @@ SCHEDULE_MASK = (
     "catch_up_policy",
     "enabled",
     "task_ids",
+    "start_deadline_seconds",
 )
 """Every writable Schedule field: the full update mask."""
 
@@ -97,6 +100,7 @@ def build_schedule(
     catch_up_policy: CatchUpPolicy | str,
     description: str,
     enabled: bool,
+    start_deadline_seconds: float = 0.0,
 ) -> Schedule:
     """Build a Schedule with every writable field set explicitly (see ``create_schedule``).
 
@@ -120,6 +124,7 @@ def build_schedule(
         ("interval_seconds", 0 if cron else interval_seconds or 0),
         ("timezone", timezone),
         ("enabled", enabled),
+        ("start_deadline_seconds", start_deadline_seconds),
     ):
         assign_field(schedule, field, value, "cron" if field == "cron_expression" else None)
     try:
@@ -171,6 +176,7 @@ def batch_create_schedules_request(
                 catch_up_policy=item.get("catch_up_policy", "SKIP"),
                 description=item.get("description", ""),
                 enabled=item.get("enabled", True),
+                start_deadline_seconds=item.get("start_deadline_seconds", 0.0),
             )
         except InvalidArgument as err:
             raise InvalidArgument(f"schedules[{i}]: {err.details}") from None
