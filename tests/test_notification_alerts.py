@@ -193,3 +193,85 @@ async def test_the_new_events_can_be_routed_by_name_and_read_as_one_line(
             ("chat", pb.NOTIFICATION_EVENT_MISSED_FIRE),
             ("chat", pb.NOTIFICATION_EVENT_NO_ACTIVE_WORKER),
         }
+
+
+async def test_a_retry_is_not_held_to_the_start_deadline_and_a_later_job_waits_from_then(
+    tmp_path: Path, database_url: str
+) -> None:
+    with http_receiver() as receiver:
+        async with inprocess(
+            tmp_path, database_url, T0, lease_ttl_s=15.0, auto_disable_task_failure_count=0
+        ) as h:
+            sender = h.service.start_sender()
+            await h.client.put_notifier(webhook("hook", receiver.url))
+            await h.client.create_task(
+                "t", "shell", {"argv": ["false"]}, max_attempts=2, backoff_base_seconds=1
+            )
+            await h.client.create_schedule(
+                "s", ["t"], cron="*/10 * * * *", start_deadline_seconds=60
+            )
+            fire = T0 + dt.timedelta(minutes=10)
+            await h.tick(fire)
+            store = h.service.app.store
+            assert await store.acquire_slot_lease("w1", h.clock(), 3600.0, 1) is not None
+            await finish(h, await claim(h), "FAILED", "boom")  # a retry is queued
+            (retry,) = [j for j in await h.client.list_jobs(task="t") if j.attempt == 2]
+            assert retry.fire_time.ToDatetime(tzinfo=UTC) == fire
+            h.clock.set(fire + dt.timedelta(seconds=600))
+            await sender.pass_once()
+            await settle(receiver, 0)  # the retry is late, but not held to the deadline
+
+            await h.client.delete_schedule("s")
+            await finish(h, await claim(h), "SUCCEEDED")
+            await store.release_lease("worker", "w1", h.clock())
+            start = h.clock()
+            await h.client.run("t", not_before=start + dt.timedelta(seconds=100))
+            h.clock.set(start + dt.timedelta(seconds=114))
+            await sender.pass_once()
+            await settle(receiver, 0)  # ready for 14 s only
+            h.clock.set(start + dt.timedelta(seconds=116))
+            await sender.pass_once()
+            (down,) = await settle(receiver, 1)
+        assert down["type"] == "no_active_worker" and down["waiting_jobs"] == 1
+
+
+async def test_the_config_file_and_the_cli_set_the_start_deadline(
+    tmp_path: Path, database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tickwork.cli import main
+
+    config = tmp_path / "tickwork.toml"
+
+    def write(deadline: object) -> None:
+        config.write_text(
+            '[[tasks]]\nname = "t"\nhandler = "shell"\nparams = { argv = ["true"] }\n'
+            '[[schedules]]\nname = "s"\ncron = "* * * * *"\ntasks = ["t"]\n'
+            f"start_deadline_seconds = {deadline}\n"
+        )
+
+    async with inprocess(tmp_path, database_url, T0) as h:
+
+        async def cli(*argv: str) -> tuple[int, str]:
+            code = await asyncio.to_thread(main, [*argv, "--server", h.service.address])
+            captured = capsys.readouterr()
+            return code, captured.out + captured.err
+
+        write(300)
+        code, out = await cli("apply", "-f", str(config))
+        assert code == 0 and "schedule s: created" in out
+        assert (await h.client.get_schedule("s")).start_deadline_seconds == 300
+        code, out = await cli("apply", "-f", str(config))
+        assert "schedule s: unchanged" in out
+        write(60.5)
+        code, out = await cli("apply", "-f", str(config))
+        assert "schedule s: updated (start_deadline_seconds)" in out
+        assert (await h.client.get_schedule("s")).start_deadline_seconds == 60.5
+        write(-1)
+        code, out = await cli("apply", "-f", str(config))
+        assert code != 0 and "schedules[0].start_deadline_seconds: must be >= 0" in out
+
+        code, out = await cli("schedules", "update", "s", "--start-deadline", "0")
+        assert code == 0 and "schedule s: updated, start deadline none" in out
+        assert (await h.client.get_schedule("s")).start_deadline_seconds == 0
+        code, out = await cli("schedules", "update", "s", "--start-deadline", "-2")
+        assert code != 0 and "schedule.start_deadline_seconds" in out

@@ -1,4 +1,4 @@
-"""``tickwork schedules``: list, fires, enable, disable, delete."""
+"""``tickwork schedules``: list, fires, enable, disable, update, delete."""
 
 from __future__ import annotations
 
@@ -36,6 +36,21 @@ def add_parsers(sub: argparse._SubParsersAction[Any], net: argparse.ArgumentPars
         )
         p.add_argument("name", metavar="NAME", help="schedule name")
         p.set_defaults(func=_enable, enabled=enabled)
+    p = ssub.add_parser(
+        "update",
+        parents=[net],
+        help="change a schedule's settings",
+        description="Change the given settings of a schedule; the others stay.",
+    )
+    p.add_argument("name", metavar="NAME", help="schedule name")
+    p.add_argument(
+        "--start-deadline",
+        type=float,
+        metavar="S",
+        help="notify (start_deadline) when a fire's job has not started S seconds after "
+        "the fire time; 0: never",
+    )
+    p.set_defaults(func=_update)
     p = ssub.add_parser(
         "delete",
         parents=[net],
@@ -87,6 +102,21 @@ def _enable(args: argparse.Namespace, out: TextIO) -> int:
     if schedule.HasField("next_run_time"):
         state += f", next run {o.when(schedule, 'next_run_time')}"
     print(f"schedule {schedule.name}: {state}", file=out)
+    return EXIT_OK
+
+
+def _update(args: argparse.Namespace, out: TextIO) -> int:
+    fields: rq.ScheduleFields = {}
+    if args.start_deadline is not None:
+        fields["start_deadline_seconds"] = args.start_deadline
+    with client_from_args(args) as client:
+        schedule = client.update_schedule(args.name, **fields)
+    deadline = schedule.start_deadline_seconds
+    print(
+        f"schedule {schedule.name}: updated, start deadline "
+        + (f"{deadline:g} s" if deadline else "none"),
+        file=out,
+    )
     return EXIT_OK
 
 
