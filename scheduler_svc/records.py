@@ -41,6 +41,9 @@ class TaskRecord:
     """Notify when no job of it succeeded for this long, seconds; 0: never."""
     warn_after_seconds: float = 0.0
     """Notify once when a job of it still runs this long after it started; 0: never."""
+    notify: list[dict[str, Any]] | None = None
+    """Its notification routes (``{"notifiers": [...], "events": [...], "every": bool}``,
+    events as :class:`~scheduler_svc.values.EventKind` values); None: none."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,8 @@ class ScheduleRecord:
     task_names: tuple[str, ...] = ()
     #: Seconds after a fire time its job must have started by; 0: no deadline.
     start_deadline_seconds: float = 0.0
+    #: Its notification routes, as :attr:`TaskRecord.notify`; None: none.
+    notify: list[dict[str, Any]] | None = None
 
 
 @dataclass(frozen=True)

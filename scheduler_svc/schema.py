@@ -55,6 +55,9 @@ tasks = sa.Table(
     # Notify once when a job of the task is still running this long after it started (0:
     # off); it is not stopped (that is timeout_seconds).
     sa.Column("warn_after_seconds", sa.Float, nullable=False, server_default="0"),
+    # Its notification routes (Task.notify: a list of {notifiers, events, every}); NULL:
+    # none, each notifier's own route applies.
+    sa.Column("notify", sa.JSON(none_as_null=True), nullable=True),
     **_NEVER_REUSE_IDS,
 )
 
@@ -75,6 +78,8 @@ schedules = sa.Table(
     sa.Column("updated_at", UTCDateTime, nullable=False),
     # Seconds after a fire time its job must have started by (0: no deadline).
     sa.Column("start_deadline_seconds", sa.Float, nullable=False, server_default="0"),
+    # Its notification routes (Schedule.notify), as tasks.notify.
+    sa.Column("notify", sa.JSON(none_as_null=True), nullable=True),
     # Due schedules are found through this index: the cost grows with the due ones only.
     sa.Index("ix_schedules_due", "enabled", "next_run_at"),
     **_NEVER_REUSE_IDS,

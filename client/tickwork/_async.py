@@ -412,6 +412,7 @@ class AsyncClient:
         memory_limit_bytes: int = 0,
         cpu_limit_seconds: int = 0,
         concurrency_group: str = "",
+        notify: Sequence[rq.Route] = (),
     ) -> Task:
         """Create a task and return it with its id.
 
@@ -435,6 +436,10 @@ class AsyncClient:
                 once (with the service's TICKWORK_MAX_RUNNING_JOBS above 1); empty: the
                 task alone.
 
+            notify (Sequence[Route]): which notifiers get which of its events: NotifyRoute
+                messages or mappings ``{"notifiers": [...], "events": ["final_failure"],
+                "every": False}``; empty: each notifier's own route.
+
         Raises:
             AlreadyExists: the name is taken.
             InvalidArgument: a bad field, e.g. params the handler rejects (named).
@@ -454,6 +459,7 @@ class AsyncClient:
             cpu_limit_seconds=cpu_limit_seconds,
             concurrency_group=concurrency_group,
         )
+        task.notify.extend(rq.notify_routes(notify))
         request = CreateTaskRequest(task=task)
         response = await self._call(self._stubs().tasks.CreateTask, request)
         return response.task
@@ -557,6 +563,7 @@ class AsyncClient:
         description: str = "",
         enabled: bool = True,
         start_deadline_seconds: float = 0.0,
+        notify: Sequence[rq.Route] = (),
     ) -> Schedule:
         """Create a schedule and return it with its id, next run time (UTC) and description.
 
@@ -573,6 +580,9 @@ class AsyncClient:
             enabled (bool): a disabled schedule does not fire.
             start_deadline_seconds (float): a start_deadline notification goes out when a
                 fire's job has not started this many seconds after the fire time; 0: never.
+
+            notify (Sequence[Route]): which notifiers get which events of its jobs and of
+                itself, added to its tasks' routes (as ``create_task``'s).
 
         Raises:
             InvalidArgument: no cron nor interval; an invalid or never-firing expression or an
@@ -591,6 +601,7 @@ class AsyncClient:
             enabled=enabled,
             start_deadline_seconds=start_deadline_seconds,
         )
+        schedule.notify.extend(rq.notify_routes(notify))
         request = CreateScheduleRequest(schedule=schedule)
         response = await self._call(self._stubs().schedules.CreateSchedule, request)
         return response.schedule
@@ -653,9 +664,9 @@ class AsyncClient:
 
         Keywords: ``name``, ``description``, ``cron``, ``interval_seconds``, ``timezone``,
         ``catch_up_policy``, ``enabled``, ``tasks`` (ids or names, replacing the list),
-        ``start_deadline_seconds``. ``interval_seconds`` without ``cron`` also clears the
-        cron expression. The server recomputes the next run time (UTC) when the timing or
-        enabled state changes.
+        ``start_deadline_seconds``, ``notify``. ``interval_seconds`` without ``cron`` also
+        clears the cron expression. The server recomputes the next run time (UTC) when the
+        timing or enabled state changes.
 
         Args:
             schedule (int | str): the schedule's id or name.

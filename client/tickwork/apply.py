@@ -13,6 +13,9 @@ File format (every key but ``name``, ``handler`` and the schedule's timing is op
     memory_limit_bytes = 314572800  # RLIMIT_AS of each job process; 0: none
     cpu_limit_seconds = 60          # RLIMIT_CPU of each job process; 0: none
     concurrency_group = "staging"  # jobs of tasks in one group never run at once
+    expect_success_within_seconds = 93600  # dead-man: notify when no success for this long
+    warn_after_seconds = 600       # notify when a job still runs this long after it started
+    notify = [{ notifiers = ["ops-hook"], events = ["final_failure", "recovery"] }]
     enabled = true
 
     [[schedules]]
@@ -21,6 +24,7 @@ File format (every key but ``name``, ``handler`` and the schedule's timing is op
     timezone = "UTC"
     catch_up_policy = "SKIP"       # or "RUN_ONCE"
     start_deadline_seconds = 300   # notify when a fire's job has not started by then
+    notify = [{ notifiers = ["ops-hook"], events = ["missed_fire"], every = true }]
     tasks = ["health-check"]
     description = "..."
     enabled = true
@@ -120,6 +124,10 @@ class TaskSpec:
     memory_limit_bytes: int = 0
     cpu_limit_seconds: int = 0
     concurrency_group: str = ""
+    expect_success_within_seconds: float = 0.0
+    warn_after_seconds: float = 0.0
+    #: Its notification routes: mappings of ``notifiers``, ``events``, ``every``.
+    notify: tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -138,6 +146,7 @@ class ScheduleSpec:
     description: str = ""
     enabled: bool | None = None
     start_deadline_seconds: float = 0.0
+    notify: tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -304,7 +313,11 @@ _TASK_KEYS = (
     "memory_limit_bytes",
     "cpu_limit_seconds",
     "concurrency_group",
+    "expect_success_within_seconds",
+    "warn_after_seconds",
+    "notify",
 )
+_ALERT_KEYS = ("expect_success_within_seconds", "warn_after_seconds")
 _LIMIT_KEYS = ("memory_limit_bytes", "cpu_limit_seconds")
 _RETRY_KEYS = ("max_attempts", "backoff_base_seconds", "backoff_cap_seconds")
 _SCHEDULE_KEYS = (
@@ -317,6 +330,7 @@ _SCHEDULE_KEYS = (
     "description",
     "enabled",
     "start_deadline_seconds",
+    "notify",
 )
 
 
@@ -392,6 +406,11 @@ def _task(i: int, item: Mapping[str, Any], problems: _Problems) -> TaskSpec | No
     group = _get(item, prefix, "concurrency_group", "str", problems)
     if timeout is not None and timeout < 0:
         problems.add(f"{prefix}.timeout_seconds", f"must be >= 0 (0 means no limit), got {timeout}")
+    alerts = {key: _get(item, prefix, key, "number", problems) for key in _ALERT_KEYS}
+    for key, number in alerts.items():
+        if number is not None and number < 0:
+            problems.add(f"{prefix}.{key}", f"must be >= 0 (0 means never), got {number}")
+    notify = _notify(prefix, item, problems)
     limits = {key: _get(item, prefix, key, "int", problems) for key in _LIMIT_KEYS}
     for key, value in limits.items():
         if value is not None and value < 0:
@@ -428,6 +447,9 @@ def _task(i: int, item: Mapping[str, Any], problems: _Problems) -> TaskSpec | No
         memory_limit_bytes=limits["memory_limit_bytes"] or 0,
         cpu_limit_seconds=limits["cpu_limit_seconds"] or 0,
         concurrency_group=(group or "").strip(),
+        expect_success_within_seconds=float(alerts["expect_success_within_seconds"] or 0),
+        warn_after_seconds=float(alerts["warn_after_seconds"] or 0),
+        notify=notify,
     )
 
 
@@ -447,6 +469,7 @@ def _schedule(i: int, item: Mapping[str, Any], problems: _Problems) -> ScheduleS
         problems.add(
             f"{prefix}.start_deadline_seconds", f"must be >= 0 (0 means none), got {deadline}"
         )
+    notify = _notify(prefix, item, problems)
     if "cron" not in item and "interval_seconds" not in item:
         problems.add(prefix, "give cron or interval_seconds")
     if cron is not None and not cron.strip():
@@ -486,7 +509,21 @@ def _schedule(i: int, item: Mapping[str, Any], problems: _Problems) -> ScheduleS
         description=description or "",
         enabled=enabled,
         start_deadline_seconds=float(deadline or 0),
+        notify=notify,
     )
+
+
+def _notify(
+    prefix: str, item: Mapping[str, Any], problems: _Problems
+) -> tuple[Mapping[str, Any], ...]:
+    """The ``notify`` routes of a task or schedule table, checked as the SDK checks them."""
+    value = item.get("notify", [])
+    try:
+        rq.notify_routes(value)
+    except InvalidArgument as err:
+        problems.add(f"{prefix}.{err.details.split(':', 1)[0]}", err.details.split(": ", 1)[-1])
+        return ()
+    return tuple(value)
 
 
 def _check_unique(kind: str, names: Sequence[str], problems: _Problems) -> None:
@@ -523,6 +560,9 @@ def config_request(config: Config, *, dry_run: bool = False) -> ApplyConfigReque
             memory_limit_bytes=spec.memory_limit_bytes,
             cpu_limit_seconds=spec.cpu_limit_seconds,
             concurrency_group=spec.concurrency_group,
+            expect_success_within_seconds=spec.expect_success_within_seconds,
+            warn_after_seconds=spec.warn_after_seconds,
+            notify=rq.notify_routes(spec.notify),
         )
         if spec.enabled is not None:
             task.enabled = spec.enabled
@@ -536,6 +576,7 @@ def config_request(config: Config, *, dry_run: bool = False) -> ApplyConfigReque
             timezone=sched.timezone,
             catch_up_policy=rq.parse_catch_up_policy(sched.catch_up_policy),
             start_deadline_seconds=sched.start_deadline_seconds,
+            notify=rq.notify_routes(sched.notify),
         )
         if sched.enabled is not None:
             schedule.enabled = sched.enabled

@@ -11,6 +11,7 @@ from google.protobuf import message, struct_pb2, timestamp_pb2
 
 from scheduler_svc.errors import InvalidArgument, Reason
 from scheduler_svc.records import FireRecord, JobRecord, ScheduleRecord, TaskRecord, TaskRunResult
+from scheduler_svc.servicers._routes import route_messages
 from scheduler_svc.values import JobStatus, Trigger
 from tickwork.structs import dict_to_struct, struct_to_dict
 from tickwork.timestamps import to_timestamp
@@ -83,6 +84,7 @@ def task(r: TaskRecord, outcomes: OutcomeTimes = (None, None)) -> task_pb2.Task:
         concurrency_group=r.concurrency_group,
         expect_success_within_seconds=r.expect_success_within_seconds,
         warn_after_seconds=r.warn_after_seconds,
+        notify=route_messages(r.notify),
     )
 
 
@@ -111,6 +113,7 @@ def schedule(r: ScheduleRecord, description: str) -> schedule_pb2.Schedule:
         create_time=ts(r.created_at),
         update_time=ts(r.updated_at),
         start_deadline_seconds=r.start_deadline_seconds,
+        notify=route_messages(r.notify),
     )
 
 

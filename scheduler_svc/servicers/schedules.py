@@ -21,6 +21,7 @@ from scheduler_svc.servicers import _paging as paging
 from scheduler_svc.servicers._errors import rpc_errors
 from scheduler_svc.servicers._masks import update_paths, writable_fields
 from scheduler_svc.servicers._request_ids import once
+from scheduler_svc.servicers._routes import stored_routes
 from scheduler_svc.store import Remember
 from tickwork.cron import DST_NOTE_TEXT, CronError
 from tickwork.v1 import schedule_pb2, schedule_pb2_grpc
@@ -98,6 +99,8 @@ def schedule_values(s: schedule_pb2.Schedule, paths: tuple[str, ...]) -> dict[st
             )
         elif path == "enabled":
             out["enabled"] = s.enabled if s.HasField("enabled") else True
+        elif path == "notify":
+            out["notify"] = stored_routes(s.notify, "schedule.notify")
         elif path == "start_deadline_seconds":
             out["start_deadline_seconds"] = validation.seconds(
                 s.start_deadline_seconds, "schedule.start_deadline_seconds"

@@ -224,6 +224,31 @@ def _deliveries_query() -> sa.Select[Any]:
     )
 
 
+def route_takes(route: dict[str, Any], event: EventRecord) -> bool:
+    """Whether a task's or a schedule's stored route sends ``event``: its kind is one the
+    route names (none named: :data:`DEFAULT_EVENTS`), and it is a change of state or the
+    route asks for every event."""
+    kinds = route.get("events") or DEFAULT_EVENTS
+    return event.kind in kinds and (bool(route.get("every")) or event.state_change)
+
+
+def _targets(
+    event: EventRecord,
+    own_routes: Sequence[dict[str, Any]],
+    every: Sequence[NotifierRecord],
+    builtin: Sequence[NotifierRecord],
+    schedule_name: str | None,
+) -> list[str]:
+    """The notifiers (names) ``event`` goes to: with routes of its task or schedule
+    (``own_routes``), the notifiers those that take it name, and the built-in ones whose
+    own route takes it; without, every notifier whose own route takes it."""
+    if not own_routes:
+        return [n.name for n in every if n.wants(event, schedule_name)]
+    named = {name for r in own_routes if route_takes(r, event) for name in r["notifiers"]}
+    named |= {n.name for n in builtin if n.wants(event, schedule_name)}
+    return sorted(named)
+
+
 # ----------------------------------------------------------------------- the outbox
 
 
@@ -455,8 +480,9 @@ class Outbox:
         limit: int = 500,
     ) -> int:
         """Route up to ``limit`` new events, oldest first, each once whatever other senders
-        do at the same time: one PENDING delivery, due now, per notifier whose route takes
-        it, of the declared ones (read in the same transaction) and ``routes()`` (a name in
+        do at the same time: one PENDING delivery, due now, per notifier it goes to
+        (:func:`_targets`: the routes of its task and schedule, else each notifier's own),
+        of the declared ones (read in the same transaction) and ``routes()`` (a name in
         both is the declared one); the events are then marked routed. The number of events
         routed."""
 
@@ -476,21 +502,30 @@ class Outbox:
                 return 0
             declared = [_notifier(r._mapping) for r in conn.execute(notifiers.select())]
             names = {n.name for n in declared}
-            every = declared + [n for n in routes() if n.name not in names]
+            builtin = [n for n in routes() if n.name not in names]
+            every = declared + builtin
             schedule_ids = {e.schedule_id for e in events if e.schedule_id is not None}
-            schedule_names: dict[int, str] = {}
-            if schedule_ids and any(n.schedules for n in every):
-                schedule_names = dict(
-                    conn.execute(
-                        sa.select(schedules.c.id, schedules.c.name).where(
-                            schedules.c.id.in_(schedule_ids)
-                        )
-                    ).all()
-                )
+            task_ids = {e.task_id for e in events if e.task_id is not None}
+            schedule_rows = (
+                conn.execute(
+                    sa.select(schedules.c.id, schedules.c.name, schedules.c.notify).where(
+                        schedules.c.id.in_(schedule_ids)
+                    )
+                ).all()
+                if schedule_ids
+                else []
+            )
+            schedule_names = {r.id: r.name for r in schedule_rows}
+            own: dict[tuple[str, int], list[dict[str, Any]]] = {
+                ("schedule", r.id): r.notify for r in schedule_rows if r.notify
+            }
+            if task_ids:
+                found = sa.select(tasks.c.id, tasks.c.notify).where(tasks.c.id.in_(task_ids))
+                own.update({("task", r.id): r.notify for r in conn.execute(found) if r.notify})
             deliveries = [
                 {
                     "event": event.id,
-                    "notifier": notifier.name,
+                    "notifier": name,
                     "status": DeliveryStatus.PENDING,
                     "attempts": 0,
                     "next_attempt_at": now,
@@ -499,8 +534,14 @@ class Outbox:
                     "created_at": now,
                 }
                 for event in events
-                for notifier in every
-                if notifier.wants(event, schedule_names.get(event.schedule_id or 0))
+                for name in _targets(
+                    event,
+                    own.get(("task", event.task_id or 0), [])
+                    + own.get(("schedule", event.schedule_id or 0), []),
+                    every,
+                    builtin,
+                    schedule_names.get(event.schedule_id or 0),
+                )
             ]
             if deliveries:
                 conn.execute(notification_deliveries.insert(), deliveries)

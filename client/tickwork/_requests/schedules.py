@@ -18,6 +18,7 @@ from tickwork._requests.checks import (
     task_refs,
 )
 from tickwork._requests.convert import to_timestamp
+from tickwork._requests.routes import Route, notify_routes
 from tickwork.errors import InvalidArgument
 from tickwork.v1.schedule_pb2 import (
     BatchCreateSchedulesRequest,
@@ -47,6 +48,7 @@ class ScheduleFields(TypedDict, total=False):
     enabled: bool
     tasks: Sequence[Ref]
     start_deadline_seconds: float
+    notify: Sequence[Route]
 
 
 class NewSchedule(TypedDict, total=False):
@@ -78,6 +80,7 @@ SCHEDULE_MASK = (
     "enabled",
     "task_ids",
     "start_deadline_seconds",
+    "notify",
 )
 """Every writable Schedule field: the full update mask."""
 
@@ -214,6 +217,8 @@ def update_schedule_request(
             schedule.task_ids.extend(task_ids or [])
         elif key == "catch_up_policy":
             schedule.catch_up_policy = parse_catch_up_policy(fields["catch_up_policy"])
+        elif key == "notify":
+            schedule.notify.extend(notify_routes(fields["notify"]))
         else:
             assign_field(schedule, path, value, key)
         paths.append(path)

@@ -11,6 +11,7 @@ from google.protobuf.field_mask_pb2 import FieldMask
 
 from tickwork._requests.checks import Ref, assign_field, check_ref, check_type
 from tickwork._requests.convert import to_struct, to_timestamp
+from tickwork._requests.routes import Route, notify_routes
 from tickwork.errors import InvalidArgument
 from tickwork.v1.common_pb2 import TaskRun, Trigger
 from tickwork.v1.task_pb2 import (
@@ -44,6 +45,7 @@ class TaskFields(TypedDict, total=False):
     concurrency_group: str
     expect_success_within_seconds: float
     warn_after_seconds: float
+    notify: Sequence[Route]
 
 
 _RETRY_FIELDS = ("max_attempts", "backoff_base_seconds", "backoff_cap_seconds")
@@ -61,6 +63,9 @@ TASK_MASK = (
     "memory_limit_bytes",
     "cpu_limit_seconds",
     "concurrency_group",
+    "expect_success_within_seconds",
+    "warn_after_seconds",
+    "notify",
 )
 """Every writable Task field: the full update mask."""
 
@@ -226,6 +231,8 @@ def update_task_request(current: Task, fields: TaskFields) -> UpdateTaskRequest:
             continue
         if key == "params":
             task.params.CopyFrom(to_struct(fields["params"], "task.params"))
+        elif key == "notify":
+            task.notify.extend(notify_routes(fields["notify"]))
         else:
             assign_field(task, key, value)
         paths.append(key)

@@ -58,6 +58,16 @@ NOTIFICATION_STATUS_PENDING: NotificationStatus
 NOTIFICATION_STATUS_SENT: NotificationStatus
 NOTIFICATION_STATUS_GIVEN_UP: NotificationStatus
 
+class NotifyRoute(_message.Message):
+    __slots__ = ("notifiers", "events", "every")
+    NOTIFIERS_FIELD_NUMBER: _ClassVar[int]
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    EVERY_FIELD_NUMBER: _ClassVar[int]
+    notifiers: _containers.RepeatedScalarFieldContainer[str]
+    events: _containers.RepeatedScalarFieldContainer[NotificationEvent]
+    every: bool
+    def __init__(self, notifiers: _Optional[_Iterable[str]] = ..., events: _Optional[_Iterable[_Union[NotificationEvent, str]]] = ..., every: _Optional[bool] = ...) -> None: ...
+
 class Notifier(_message.Message):
     __slots__ = ("name", "type", "url", "secret", "to", "timeout_seconds", "events", "every", "tasks", "schedules", "has_url", "has_secret", "builtin", "create_time", "update_time")
     NAME_FIELD_NUMBER: _ClassVar[int]

@@ -1,10 +1,11 @@
-"""notification deadlines: schedules.start_deadline_seconds, jobs.start_deadline_notified,
-notification_conditions
+"""notification deadlines and routes: schedules.start_deadline_seconds,
+jobs.start_deadline_notified, notification_conditions, tasks.notify, schedules.notify
 
 ``schedules.start_deadline_seconds`` is how long after its fire time a fire's job must have
 started (0: no deadline); ``jobs.start_deadline_notified`` whether a job's missed start was
 notified. ``notification_conditions`` holds one row per service-wide condition notified
-when it began (``no_active_worker``) until it ends.
+when it began (``no_active_worker``) until it ends. ``tasks.notify`` and
+``schedules.notify`` are their notification routes (JSON lists; NULL: none).
 
 Revision ID: 0013
 Revises: 0009
@@ -38,6 +39,8 @@ def upgrade() -> None:
             "start_deadline_notified", sa.Boolean(), nullable=False, server_default=sa.false()
         ),
     )
+    for table in ("tasks", "schedules"):
+        op.add_column(table, sa.Column("notify", sa.JSON(none_as_null=True), nullable=True))
     op.create_table(
         "notification_conditions",
         sa.Column("name", sa.String(64), nullable=False),
@@ -48,5 +51,7 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.drop_table("notification_conditions")
+    op.execute("ALTER TABLE tasks DROP COLUMN notify")
+    op.execute("ALTER TABLE schedules DROP COLUMN notify")
     op.execute("ALTER TABLE jobs DROP COLUMN start_deadline_notified")
     op.execute("ALTER TABLE schedules DROP COLUMN start_deadline_seconds")
