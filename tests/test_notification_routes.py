@@ -193,3 +193,21 @@ async def test_the_builtin_smtp_notifier_keeps_its_route_under_task_routes(
         ((rcpt, mail),) = box.messages()
         assert rcpt == ["oncall@example.com"] and "disabled after 1" in mail["Subject"]
         assert [r.json()["type"] for r in receiver.received()] == ["final_failure", "auto_disabled"]
+
+
+async def test_tasks_list_shows_the_last_success_and_failure(
+    tmp_path: Path, database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tickwork.cli import main
+
+    async with inprocess(tmp_path, database_url, T0) as h:
+        await h.client.create_task("t", "shell", {"argv": ["true"]})
+        await run_and_end(h, "t", "FAILED")
+        h.clock.advance(60)
+        await run_and_end(h, "t", "SUCCEEDED")
+        code = await asyncio.to_thread(main, ["tasks", "list", "--server", h.service.address])
+        out = capsys.readouterr().out
+    assert code == 0
+    header, row = out.splitlines()[:2]
+    assert "LAST SUCCESS (UTC)" in header and "LAST FAILURE (UTC)" in header
+    assert "2026-06-01T10:01:00Z" in row and "2026-06-01T10:00:00Z" in row

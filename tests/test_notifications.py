@@ -25,6 +25,8 @@ from tickwork.v1 import notifier_pb2 as pb
 UTC = dt.UTC
 T0 = dt.datetime(2026, 6, 1, 10, 0, 0, tzinfo=UTC)
 SECRET = "s3cret-key"
+#: The route of the dead-man tests: with no worker, no_active_worker would come too.
+DEAD_MAN = [pb.NOTIFICATION_EVENT_NO_SUCCESS]
 
 
 def webhook(name: str, url: str, **fields: object) -> pb.Notifier:
@@ -462,7 +464,7 @@ async def test_a_dead_man_alert_fires_once_for_a_schedule_whose_worker_is_stoppe
     with http_receiver() as receiver:
         async with inprocess(tmp_path, database_url, T0) as h:
             sender = h.service.start_sender()
-            await h.client.put_notifier(webhook("hook", receiver.url))
+            await h.client.put_notifier(webhook("hook", receiver.url, events=DEAD_MAN))
             await flaky(h)
             task = await h.client.update_task("flaky", expect_success_within_seconds=150)
             assert task.expect_success_within_seconds == 150
@@ -538,7 +540,7 @@ def test_a_dead_man_alert_fires_for_a_schedule_whose_worker_is_stopped(
         try:
             srv.wait_healthy()
             with Client(srv.address) as client:
-                client.put_notifier(webhook("hook", receiver.url))
+                client.put_notifier(webhook("hook", receiver.url, events=DEAD_MAN))
                 client.create_task("backup", "shell", {"argv": ["true"]})
                 client.update_task("backup", expect_success_within_seconds=2)
                 client.create_schedule("each-second", ["backup"], cron="* * * * * *")

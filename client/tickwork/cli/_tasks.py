@@ -155,11 +155,23 @@ def _list(args: argparse.Namespace, out: TextIO) -> int:
             "yes" if t.enabled else "no",
             str(t.task_priority),
             str(t.consecutive_failure_count),
+            o.when(t, "last_success_time"),
+            o.when(t, "last_failure_time"),
             o.first_line(t.disabled_reason or t.description),
         ]
         for t in tasks
     ]
-    headers = ["ID", "NAME", "HANDLER", "ENABLED", "PRIORITY", "FAILURES", "NOTE"]
+    headers = [
+        "ID",
+        "NAME",
+        "HANDLER",
+        "ENABLED",
+        "PRIORITY",
+        "FAILURES",
+        "LAST SUCCESS (UTC)",
+        "LAST FAILURE (UTC)",
+        "NOTE",
+    ]
     o.table(headers, rows, out)
     return EXIT_OK
 
