@@ -87,8 +87,8 @@ class Sender:
         ready jobs wait with no active worker (longer than ``lease_ttl_s``), route new
         events, then start sending every due delivery; how many started."""
         now = self.clock()
-        await self.outbox.check_overdue(now)
-        await self.outbox.check_long_runs(now)
+        await alerts.check_overdue(self.outbox.db, now)
+        await alerts.check_long_runs(self.outbox.db, now)
         await alerts.check_start_deadlines(self.outbox.db, now)
         await alerts.check_workers(self.outbox.db, now, self.lease_ttl_s)
         while await self.outbox.route(now, self._builtin) > 0:

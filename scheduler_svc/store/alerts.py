@@ -1,9 +1,11 @@
-"""Events of schedules and of the service as a whole: missed fires, missed start
-deadlines, and ready jobs waiting with no active worker (and the worker's return).
+"""Events of conditions rather than of a job's outcome: a task's missing success (the
+dead-man), a long run, missed fires, missed start deadlines, and ready jobs waiting with no
+active worker (and the worker's return).
 
 A missed fire's event is written in the transaction that records the miss
-(:func:`insert_missed_fires`, from :mod:`.fires`). The other two are lasting conditions the
-sender checks at each pass (:func:`check_start_deadlines`, :func:`check_workers`): a read
+(:func:`insert_missed_fires`, from :mod:`.fires`). The others are lasting conditions the
+sender checks at each pass (:func:`check_overdue`, :func:`check_long_runs`,
+:func:`check_start_deadlines`, :func:`check_workers`): a read
 first (the usual answer is "nothing due", with no write transaction), then one transaction
 that marks what it notifies under a conditional UPDATE or a keyed INSERT, so two replicas
 never both notify it and a condition that lasts is notified once.
@@ -19,7 +21,7 @@ from sqlalchemy.engine import Connection
 
 from scheduler_svc.db import Database, insert_skipping_conflicts
 from scheduler_svc.records import FireRequest
-from scheduler_svc.schema import jobs, leases, notification_conditions, schedules
+from scheduler_svc.schema import jobs, leases, notification_conditions, schedules, tasks
 from scheduler_svc.store import rows
 from scheduler_svc.store.outbox import insert_event
 from scheduler_svc.values import EventKind, JobStatus
@@ -73,6 +75,139 @@ def insert_missed_fires(
             )
         )
     return out
+
+
+async def check_overdue(db: Database, now: dt.datetime) -> list[str]:
+    """The dead-man check: every enabled task with an ``expect_success_within_seconds``
+    whose newest success (or, when none is kept, its last change) is older than that,
+    and not yet notified, is marked overdue and gets a no_success event, in one
+    transaction; a conditional UPDATE, so two replicas never both notify it. The new
+    events' ids. The next success clears the mark (:mod:`.finish`)."""
+    last_success = (
+        sa.select(jobs.c.finished_at)
+        .where(jobs.c.task_id == tasks.c.id, jobs.c.status == JobStatus.SUCCEEDED)
+        .order_by(jobs.c.id.desc())
+        .limit(1)
+        .correlate(tasks)
+        .scalar_subquery()
+    )
+    query = sa.select(
+        tasks.c.id,
+        tasks.c.name,
+        tasks.c.updated_at,
+        tasks.c.expect_success_within_seconds,
+        last_success.label("last_success"),
+    ).where(
+        tasks.c.expect_success_within_seconds > 0,
+        tasks.c.enabled.is_(True),
+        tasks.c.overdue_since.is_(None),
+    )
+
+    candidates = await db.read(lambda conn: conn.execute(query).all())
+    due = [
+        row
+        for row in candidates
+        if (row.last_success or row.updated_at)
+        + dt.timedelta(seconds=row.expect_success_within_seconds)
+        <= now
+    ]
+    if not due:
+        return []  # the usual case: a read, no write transaction
+
+    def run(conn: Connection) -> list[str]:
+        out = []
+        for row in due:
+            window = dt.timedelta(seconds=row.expect_success_within_seconds)
+            succeeded_meanwhile = sa.exists(
+                sa.select(jobs.c.id).where(
+                    jobs.c.task_id == row.id,
+                    jobs.c.status == JobStatus.SUCCEEDED,
+                    jobs.c.finished_at > now - window,
+                )
+            )
+            marked = conn.execute(
+                tasks.update()
+                .where(
+                    tasks.c.id == row.id,
+                    tasks.c.overdue_since.is_(None),
+                    ~succeeded_meanwhile,
+                )
+                .values(overdue_since=now)
+            )
+            if not marked.rowcount:
+                continue  # another replica notified it, or a success came meanwhile
+            out.append(
+                insert_event(
+                    conn,
+                    EventKind.NO_SUCCESS,
+                    state_change=True,
+                    task_id=row.id,
+                    task_name=row.name,
+                    now=now,
+                    details={
+                        "expect_success_within_seconds": row.expect_success_within_seconds,
+                        "last_success_at": _iso(row.last_success),
+                    },
+                )
+            )
+        return out
+
+    return await db.write(run)
+
+
+async def check_long_runs(db: Database, now: dt.datetime) -> list[str]:
+    """Every RUNNING job started at least its task's ``warn_after_seconds`` ago (> 0)
+    and not yet notified gets a long_run event, once: a read, then (only when one is
+    due) one transaction that marks each job under a conditional UPDATE and writes its
+    event. The new events' ids. The job goes on running."""
+    query = (
+        sa.select(jobs, tasks.c.warn_after_seconds.label("warn_after"))
+        .join(tasks, tasks.c.id == jobs.c.task_id)
+        .where(
+            jobs.c.status == JobStatus.RUNNING,
+            jobs.c.long_run_notified.is_(False),
+            tasks.c.warn_after_seconds > 0,
+        )
+    )
+    candidates = await db.read(lambda conn: conn.execute(query).all())
+    due = [
+        (rows.job(row), row.warn_after)
+        for row in candidates
+        if row.started_at is not None
+        and row.started_at + dt.timedelta(seconds=row.warn_after) <= now
+    ]
+    if not due:
+        return []
+
+    def run(conn: Connection) -> list[str]:
+        out = []
+        for job, warn_after in due:
+            marked = conn.execute(
+                jobs.update()
+                .where(
+                    jobs.c.id == job.id,
+                    jobs.c.status == JobStatus.RUNNING,
+                    jobs.c.long_run_notified.is_(False),
+                )
+                .values(long_run_notified=True)
+            )
+            if not marked.rowcount:
+                continue  # it ended meanwhile, or another replica notified it
+            out.append(
+                insert_event(
+                    conn,
+                    EventKind.LONG_RUN,
+                    state_change=True,
+                    task_id=job.task_id,
+                    task_name=job.task_name,
+                    now=now,
+                    job=job,
+                    details={"warn_after_seconds": warn_after},
+                )
+            )
+        return out
+
+    return await db.write(run)
 
 
 async def check_start_deadlines(db: Database, now: dt.datetime) -> list[str]:
