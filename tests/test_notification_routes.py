@@ -211,3 +211,41 @@ async def test_tasks_list_shows_the_last_success_and_failure(
     header, row = out.splitlines()[:2]
     assert "LAST SUCCESS (UTC)" in header and "LAST FAILURE (UTC)" in header
     assert "2026-06-01T10:01:00Z" in row and "2026-06-01T10:00:00Z" in row
+
+
+async def test_the_notifiers_of_a_file_share_its_transaction(
+    tmp_path: Path, database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file whose task is refused writes none of its notifiers, and one whose notifier
+    is refused writes none of its tasks; the error names the notifier."""
+    from tickwork.cli import main
+
+    config = tmp_path / "tickwork.toml"
+    notifier = '[[notifiers]]\nname = "hook"\ntype = "webhook"\nurl = "{url}"\n'
+    task = '[[tasks]]\nname = "t"\nhandler = "{handler}"\nparams = {{ argv = ["true"] }}\n'
+
+    async with inprocess(tmp_path, database_url, T0) as h:
+
+        async def apply(text: str) -> tuple[int, str]:
+            config.write_text(text)
+            argv = ["apply", "-f", str(config), "--server", h.service.address]
+            code = await asyncio.to_thread(main, argv)
+            captured = capsys.readouterr()
+            return code, captured.out + captured.err
+
+        code, out = await apply(
+            notifier.format(url="http://127.0.0.1:9/") + task.format(handler="no-such-handler")
+        )
+        assert code != 0 and "tasks[0] (t).handler" in out
+        assert await h.client.list_notifiers() == []
+        code, out = await apply(notifier.format(url="ftp://x/") + task.format(handler="shell"))
+        assert code != 0 and "notifiers[0] (hook).url" in out
+        assert await h.client.list_tasks() == []
+        code, out = await apply(
+            notifier.format(url="http://127.0.0.1:9/") + task.format(handler="shell")
+        )
+        assert code == 0 and "notifier hook: created" in out and "task t: created" in out
+        code, out = await apply(
+            notifier.format(url="http://127.0.0.1:9/x") + task.format(handler="shell")
+        )
+        assert "notifier hook: updated (url)" in out and "task t: unchanged" in out

@@ -59,7 +59,7 @@ from typing import Any, Literal
 
 from tickwork import _requests as rq
 from tickwork._sync import Client
-from tickwork.apply_notifiers import NotifierSpec, apply_notifiers, parse_notifiers
+from tickwork.apply_notifiers import NotifierSpec, parse_notifiers
 from tickwork.errors import InvalidArgument, TickworkError
 from tickwork.v1.config_pb2 import ApplyConfigRequest, ConfigChange, ConfigSchedule
 from tickwork.v1.schedule_pb2 import CatchUpPolicy, Schedule
@@ -581,9 +581,15 @@ def config_request(config: Config, *, dry_run: bool = False) -> ApplyConfigReque
         if sched.enabled is not None:
             schedule.enabled = sched.enabled
         request.schedules.append(ConfigSchedule(schedule=schedule, task_names=sched.tasks))
+    request.notifiers.extend(spec.message for spec in config.notifiers)
     return request
 
 
+_KINDS: dict[int, Literal["task", "schedule", "notifier"]] = {
+    ConfigChange.KIND_TASK: "task",
+    ConfigChange.KIND_SCHEDULE: "schedule",
+    ConfigChange.KIND_NOTIFIER: "notifier",
+}
 _ACTIONS: dict[int, Literal["created", "updated", "unchanged"]] = {
     ConfigChange.ACTION_CREATED: "created",
     ConfigChange.ACTION_UPDATED: "updated",
@@ -624,7 +630,7 @@ def apply_config(client: Client, config: Config, *, dry_run: bool = False) -> Ap
     for change in response.changes:
         report.changes.append(
             ApplyChange(
-                "task" if change.kind == ConfigChange.KIND_TASK else "schedule",
+                _KINDS[change.kind],
                 change.name,
                 _ACTIONS[change.action],
                 tuple(change.fields),
@@ -632,14 +638,10 @@ def apply_config(client: Client, config: Config, *, dry_run: bool = False) -> Ap
                 tuple(t.ToDatetime(dt.UTC) for t in change.fire_times_after),
             )
         )
-    # Notifiers are declared after the tasks and schedules' transaction, one PutNotifier
-    # each (in a dry run, each checked and answered with nothing written).
-    for name, action, fields in apply_notifiers(client, config.notifiers, dry_run=dry_run):
-        report.changes.append(ApplyChange("notifier", name, action, fields))  # type: ignore[arg-type]
     return report
 
 
-_ITEM = re.compile(r"^(tasks|schedules)\[(\d+)\]")
+_ITEM = re.compile(r"^(tasks|schedules|notifiers)\[(\d+)\]")
 
 
 def _located(err: TickworkError, config: Config) -> TickworkError:
@@ -648,9 +650,12 @@ def _located(err: TickworkError, config: Config) -> TickworkError:
     found = _ITEM.match(err.field)
     if not found:
         return err
-    items: Sequence[TaskSpec | ScheduleSpec] = (
-        config.tasks if found[1] == "tasks" else config.schedules
-    )
+    by_kind: dict[str, Sequence[TaskSpec | ScheduleSpec | NotifierSpec]] = {
+        "tasks": config.tasks,
+        "schedules": config.schedules,
+        "notifiers": config.notifiers,
+    }
+    items = by_kind[found[1]]
     index = int(found[2])
     if index >= len(items):
         return err

@@ -54,6 +54,7 @@ from scheduler_svc.store import (
 from scheduler_svc.store.config import Applied, ScheduleItem
 from scheduler_svc.store.finish import LEASE_LOST, backoff_delay_s
 from scheduler_svc.store.locks import LOCK_ORDER
+from scheduler_svc.store.outbox import NotifierRecord
 from scheduler_svc.store.requests import Answer, Remember, RequestRaced
 from scheduler_svc.store.rows import ERROR_CHARS, OUTPUT_TAIL_CHARS, job_error
 from scheduler_svc.store.schedules import due_schedules_query
@@ -279,6 +280,7 @@ class Store:
         next_run: Callable[[ScheduleRecord], dt.datetime | None],
         *,
         dry_run: bool = False,
+        notifier_items: Sequence[NotifierRecord] = (),
     ) -> Applied:
         """Upsert tasks, then schedules, by name, in one transaction: all or nothing.
 
@@ -288,7 +290,8 @@ class Store:
         ``next_run``), one that differs in a given column is updated in those columns (a
         schedule's next run recomputed only when a timing column changes; a task disabled
         cancels its queued scheduler jobs, as :meth:`update_task`), one that matches is not
-        written. ``dry_run``: the same transaction, rolled back.
+        written. ``notifier_items`` are then put, each whole by name (as
+        :meth:`Outbox.put_notifier`). ``dry_run``: the same transaction, rolled back.
 
         Raises NotFound(field="schedules[i].task_names[j]"), AlreadyExists (a name taken by
         another transaction meanwhile); nothing is written when it raises.
@@ -296,7 +299,9 @@ class Store:
         dialect = self.db.dialect
 
         def run(conn: Connection) -> Applied:
-            return config.apply_config(conn, dialect, task_items, schedule_items, now, next_run)
+            return config.apply_config(
+                conn, dialect, task_items, schedule_items, now, next_run, notifier_items
+            )
 
         return await (self.db.rehearse(run) if dry_run else self.db.write(run))
 

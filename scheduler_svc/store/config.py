@@ -15,9 +15,10 @@ from scheduler_svc.db import Dialect
 from scheduler_svc.errors import NotFound, Reason, Resource
 from scheduler_svc.records import ScheduleRecord, TaskRecord
 from scheduler_svc.schema import schedules, tasks
-from scheduler_svc.store import locks, rows
+from scheduler_svc.store import locks, outbox, rows
 from scheduler_svc.store import schedules as schedule_ops
 from scheduler_svc.store import tasks as task_ops
+from scheduler_svc.store.outbox import NotifierRecord
 
 #: The schedule columns whose change moves its next run.
 TIMING = ("cron_expression", "interval_seconds", "timezone", "enabled")
@@ -86,6 +87,7 @@ def apply_config(
     schedule_items: Sequence[ScheduleItem],
     now: dt.datetime,
     next_run: Callable[[ScheduleRecord], dt.datetime | None],
+    notifier_items: Sequence[NotifierRecord] = (),
 ) -> Applied:
     """See :meth:`scheduler_svc.store.Store.apply_config`."""
     out = Applied()
@@ -122,6 +124,10 @@ def apply_config(
         stored = {r.name: r for r in schedule_ops.with_tasks(conn, conn.execute(query).all())}
     for item in schedule_items:
         out.changes.append(_apply_schedule(conn, dialect, item, stored, task_ids, now, next_run))
+    for notifier in notifier_items:
+        _, is_new, differed = outbox.put_notifier_row(conn, dialect, notifier, now)
+        action = Action.CREATED if is_new else Action.UPDATED if differed else Action.UNCHANGED
+        out.changes.append(Change("notifier", notifier.name, action, 0, differed))
     return out
 
 

@@ -23,7 +23,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from scheduler_svc.db import Database
+from scheduler_svc.db import Database, Dialect
 from scheduler_svc.errors import NotFound, Reason, Resource
 from scheduler_svc.records import JobRecord
 from scheduler_svc.schema import (
@@ -249,6 +249,45 @@ def _targets(
     return sorted(named)
 
 
+#: The notifier columns a put compares, as the Notifier fields they hold.
+_NOTIFIER_FIELDS = ("type", "events", "every", "tasks", "schedules")
+_CONFIG_FIELDS = ("url", "secret", "to", "timeout_seconds")
+
+
+def put_notifier_row(
+    conn: Connection, dialect: Dialect, notifier: NotifierRecord, now: dt.datetime
+) -> tuple[NotifierRecord, bool, tuple[str, ...]]:
+    """Create the notifier, or replace the one of that name (its ``created_at`` kept;
+    nothing written when every field, secrets included, is the same), in ``conn``'s
+    transaction. The notifier as stored, whether it was created, and the Notifier fields
+    that differed (sorted; empty when created or unchanged)."""
+    values = {
+        "type": notifier.type,
+        "config": notifier.config,
+        "events": list(notifier.events),
+        "every": notifier.every,
+        "tasks": list(notifier.tasks),
+        "schedules": list(notifier.schedules),
+    }
+    select = notifiers.select().where(notifiers.c.name == notifier.name)
+    old = conn.execute(locks.for_update(dialect, select)).first()
+    if old is None:
+        conn.execute(
+            notifiers.insert().values(name=notifier.name, created_at=now, updated_at=now, **values)
+        )
+        return _notifier(conn.execute(select).one()._mapping), True, ()
+    before = old._mapping
+    changed = [f for f in _NOTIFIER_FIELDS if before[f] != values[f]]
+    old_config = dict(before["config"] or {})
+    changed += [f for f in _CONFIG_FIELDS if old_config.get(f) != notifier.config.get(f)]
+    if not changed:
+        return _notifier(before), False, ()
+    conn.execute(
+        notifiers.update().where(notifiers.c.name == notifier.name).values(updated_at=now, **values)
+    )
+    return _notifier(conn.execute(select).one()._mapping), False, tuple(sorted(changed))
+
+
 # ----------------------------------------------------------------------- the outbox
 
 
@@ -270,32 +309,8 @@ class Outbox:
         ``validate_only``: the same answer, with nothing written (a dry run)."""
 
         def run(conn: Connection) -> tuple[NotifierRecord, bool, bool]:
-            values = {
-                "type": notifier.type,
-                "config": notifier.config,
-                "events": list(notifier.events),
-                "every": notifier.every,
-                "tasks": list(notifier.tasks),
-                "schedules": list(notifier.schedules),
-            }
-            select = notifiers.select().where(notifiers.c.name == notifier.name)
-            old = conn.execute(locks.for_update(self.db.dialect, select)).first()
-            created = old is None
-            if old is None:
-                conn.execute(
-                    notifiers.insert().values(
-                        name=notifier.name, created_at=now, updated_at=now, **values
-                    )
-                )
-            elif any(old._mapping[k] != v for k, v in values.items()):
-                conn.execute(
-                    notifiers.update()
-                    .where(notifiers.c.name == notifier.name)
-                    .values(updated_at=now, **values)
-                )
-            else:
-                return _notifier(old._mapping), False, False
-            return _notifier(conn.execute(select).one()._mapping), created, True
+            stored, created, changed = put_notifier_row(conn, self.db.dialect, notifier, now)
+            return stored, created, created or bool(changed)
 
         return await (self.db.rehearse(run) if validate_only else self.db.write(run))
 
