@@ -83,6 +83,9 @@ def summary(event: EventRecord) -> str:
     """One line for people: the task, what happened, and the last error's first line."""
     if event.kind == EventKind.TEST:
         return f"tickwork: test notification through {event.details.get('notifier', '')!r}"
+    special = _service_summary(event)
+    if special:
+        return special
     line = f"tickwork: task {event.task_name!r} {_TITLES.get(event.kind, str(event.kind))}"
     count = event.details.get("consecutive_failures")
     if event.kind == EventKind.AUTO_DISABLED and count:
@@ -91,6 +94,35 @@ def summary(event: EventRecord) -> str:
     if error and event.kind != EventKind.RECOVERY:
         line += f": {error.splitlines()[0][:300]}"
     return line
+
+
+def _service_summary(event: EventRecord) -> str:
+    """The line of an event of a schedule or of the service, "" for a task's event."""
+    d = event.details
+    schedule = str(d.get("schedule", {}).get("name", ""))
+    if event.kind == EventKind.MISSED_FIRE:
+        count = int(d.get("missed_count", 0))
+        times = d.get("fire_times") or [""]
+        return (
+            f"tickwork: schedule {schedule!r} missed {count} fire{'s' * (count != 1)}"
+            f" (catch-up {d.get('catch_up_policy', '')}), the first at {times[0]}"
+        )
+    if event.kind == EventKind.START_DEADLINE:
+        return (
+            f"tickwork: task {event.task_name!r} has not started"
+            f" {d.get('start_deadline_seconds', 0):g} s after its fire at"
+            f" {d.get('job', {}).get('fire_time', '')} (schedule {schedule!r})"
+        )
+    if event.kind == EventKind.NO_ACTIVE_WORKER:
+        count = int(d.get("waiting_jobs", 0))
+        jobs = "1 ready job has" if count == 1 else f"{count} ready jobs have"
+        return (
+            f"tickwork: {jobs} waited over {d.get('lease_ttl_seconds', 0):g} s"
+            " with no active worker"
+        )
+    if event.kind == EventKind.WORKER_RETURNED:
+        return "tickwork: a worker is active again"
+    return ""
 
 
 async def deliver(notifier: NotifierRecord, event: EventRecord, smtp: SmtpSettings) -> str:

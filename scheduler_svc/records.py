@@ -51,6 +51,9 @@ class TaskRecord:
     """Who disabled it (a token label, "anonymous", or "tickwork" for an auto-disable)."""
     disabled_at: dt.datetime | None = None
     """When it was disabled; None while enabled."""
+    notify: list[dict[str, Any]] | None = None
+    """Its notification routes (``{"notifiers": [...], "events": [...], "every": bool}``,
+    events as :class:`~scheduler_svc.values.EventKind` values); None: none."""
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,10 @@ class ScheduleRecord:
     """When it was paused; None while enabled."""
     catch_up_on_resume: bool = False
     """A resume fires the paused windows through the catch-up policy."""
+    #: Seconds after a fire time its job must have started by; 0: no deadline.
+    start_deadline_seconds: float = 0.0
+    #: Its notification routes, as :attr:`TaskRecord.notify`; None: none.
+    notify: list[dict[str, Any]] | None = None
 
     @property
     def buffer_cap(self) -> int:

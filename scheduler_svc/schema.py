@@ -66,6 +66,9 @@ tasks = sa.Table(
     sa.Column("disabled_at", UTCDateTime, nullable=True),
     # The disables that end by themselves are found through this index.
     sa.Index("ix_tasks_disabled_until", "disabled_until"),
+    # Its notification routes (Task.notify: a list of {notifiers, events, every}); NULL:
+    # none, each notifier's own route applies.
+    sa.Column("notify", sa.JSON(none_as_null=True), nullable=True),
     **_NEVER_REUSE_IDS,
 )
 
@@ -107,6 +110,10 @@ schedules = sa.Table(
     sa.Column("paused_by", sa.String(200), nullable=False, server_default=""),
     sa.Column("paused_at", UTCDateTime, nullable=True),
     sa.Column("catch_up_on_resume", sa.Boolean, nullable=False, server_default=sa.false()),
+    # Seconds after a fire time its job must have started by (0: no deadline).
+    sa.Column("start_deadline_seconds", sa.Float, nullable=False, server_default="0"),
+    # Its notification routes (Schedule.notify), as tasks.notify.
+    sa.Column("notify", sa.JSON(none_as_null=True), nullable=True),
     # Due schedules are found through this index: the cost grows with the due ones only.
     sa.Index("ix_schedules_due", "enabled", "next_run_at"),
     # And the pauses that end by themselves through this one.
@@ -178,6 +185,7 @@ jobs = sa.Table(
     # How the job stands to its task's other active jobs (values.QueuedBehind): '' plain,
     # WAIT (a fire's job queued behind the task's running job), ALLOW (runs alongside).
     sa.Column("overlap", sa.String(8), nullable=False, server_default=""),
+    sa.Column("start_deadline_notified", sa.Boolean, nullable=False, server_default=sa.false()),
     # At most one plain queued or running job per task: the database enforces the skip
     # logic.
     sa.Index(
@@ -312,6 +320,16 @@ notification_events = sa.Table(
     sa.Column("routed", sa.Boolean, nullable=False),
     sa.UniqueConstraint("event_id", name="uq_notification_events_event_id"),
     sa.Index("ix_notification_events_unrouted", "routed", "id"),
+)
+
+#: A condition of the service as a whole that was notified when it began (``name``, e.g.
+#: ``no_active_worker``) and is cleared when it ends: one row while it lasts, so it is
+#: notified once, by one replica (the primary key).
+notification_conditions = sa.Table(
+    "notification_conditions",
+    metadata,
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("since", UTCDateTime, nullable=False),
 )
 
 #: One event's delivery through one notifier: PENDING until SENT or GIVEN_UP.

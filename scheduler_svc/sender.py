@@ -24,6 +24,7 @@ from scheduler_svc.hub import Signal
 from scheduler_svc.metrics import Metrics
 from scheduler_svc.settings import NotifySettings, SmtpSettings
 from scheduler_svc.storage_health import log_failure
+from scheduler_svc.store import alerts
 from scheduler_svc.store.outbox import DeliveryRecord, NotifierRecord, Outbox
 from scheduler_svc.values import DeliveryStatus
 
@@ -53,6 +54,7 @@ class Sender:
         clock: Callable[[], dt.datetime],
         wake: Signal,
         *,
+        lease_ttl_s: float = 15.0,
         rng: random.Random | None = None,
     ) -> None:
         self.outbox = outbox
@@ -61,6 +63,7 @@ class Sender:
         self.metrics = metrics
         self.clock = clock
         self.wake = wake
+        self.lease_ttl_s = lease_ttl_s
         self.rng = rng or random.Random()
         self._sending: dict[int, asyncio.Task[None]] = {}
         self._notifiers: dict[str, NotifierRecord] = {}
@@ -80,11 +83,14 @@ class Sender:
             await ticket.wait(self.settings.poll_interval_s)
 
     async def pass_once(self) -> int:
-        """Check the dead-man windows and the long runs, route new events, then start
-        sending every due delivery; how many started."""
+        """Check the dead-man windows, the long runs, the start deadlines and whether
+        ready jobs wait with no active worker (longer than ``lease_ttl_s``), route new
+        events, then start sending every due delivery; how many started."""
         now = self.clock()
-        await self.outbox.check_overdue(now)
-        await self.outbox.check_long_runs(now)
+        await alerts.check_overdue(self.outbox.db, now)
+        await alerts.check_long_runs(self.outbox.db, now)
+        await alerts.check_start_deadlines(self.outbox.db, now)
+        await alerts.check_workers(self.outbox.db, now, self.lease_ttl_s)
         while await self.outbox.route(now, self._builtin) > 0:
             pass
         declared = {n.name: n for n in await self.outbox.list_notifiers()}

@@ -225,6 +225,7 @@ class Service:
                 app.metrics,
                 app.clock,
                 app.hub.outbox,
+                lease_ttl_s=self.settings.lease_ttl_s,
             )
             if not hasattr(self, "stopped"):
                 self.stopped = asyncio.Event()

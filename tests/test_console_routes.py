@@ -323,3 +323,25 @@ def test_the_schedule_page_shows_its_pause_note_and_the_task_page_its_disable(
     assert "<code>owner=ops</code>" in page.body
     page = v.get(f"/tasks/{task.id}")
     assert re.search(r"vendor outage; disabled by operator-test at ", page.body), page.body
+
+
+def test_the_overview_shows_when_a_failing_task_last_failed_and_succeeded(
+    console: Console,
+) -> None:
+    with Client(console.server.address, token=console.tokens["admin"]) as admin:
+        admin.create_task("wobbly", "shell", {"argv": ["sh", "-c", "exit 3"]})
+        admin.create_schedule("wobbly-each-second", ["wobbly"], cron="* * * * * *")
+        try:
+            wait_for(
+                lambda: admin.get_task("wobbly").consecutive_failure_count > 0,
+                what="a scheduled failure of wobbly",
+            )
+        finally:
+            admin.delete_schedule("wobbly-each-second")
+    page = visitor(console, "viewer").get("/")
+    assert page.status == 200
+    assert re.search(
+        r'wobbly</a>: \d+ consecutive failures?; last failure <time datetime="[^"]+">.*?'
+        r"</time>, last success none kept</li>",
+        page.body,
+    ), page.body

@@ -97,6 +97,7 @@ def test_the_update_masks_write_exactly_the_fields_not_marked_output_only() -> N
         "expect_success_within_seconds",
         "warn_after_seconds",
         "labels",
+        "notify",
     )
     assert schedules.WRITABLE == (
         "name",
@@ -118,6 +119,7 @@ def test_the_update_masks_write_exactly_the_fields_not_marked_output_only() -> N
         "labels",
         "catch_up_on_resume",
         "start_deadline_seconds",
+        "notify",
     )
 
 

@@ -423,6 +423,7 @@ class AsyncClient:
         cpu_limit_seconds: int = 0,
         concurrency_group: str = "",
         labels: Mapping[str, str] | None = None,
+        notify: Sequence[rq.Route] = (),
     ) -> Task:
         """Create a task and return it with its id.
 
@@ -448,6 +449,10 @@ class AsyncClient:
             labels (Mapping[str, str] | None): labels for ownership and filtering (keys of
                 at most 63 characters of A-Z, a-z, 0-9 and ``._-/``; values at most 63).
 
+            notify (Sequence[Route]): which notifiers get which of its events: NotifyRoute
+                messages or mappings ``{"notifiers": [...], "events": ["final_failure"],
+                "every": False}``; empty: each notifier's own route.
+
         Raises:
             AlreadyExists: the name is taken.
             InvalidArgument: a bad field, e.g. params the handler rejects (named).
@@ -468,6 +473,7 @@ class AsyncClient:
             concurrency_group=concurrency_group,
             labels=labels,
         )
+        task.notify.extend(rq.notify_routes(notify))
         request = CreateTaskRequest(task=task)
         response = await self._call(self._stubs().tasks.CreateTask, request)
         return response.task
@@ -600,6 +606,8 @@ class AsyncClient:
         max_buffered: int = 0,
         labels: Mapping[str, str] | None = None,
         catch_up_on_resume: bool = False,
+        start_deadline_seconds: float = 0.0,
+        notify: Sequence[rq.Route] = (),
     ) -> Schedule:
         """Create a schedule and return it with its id, next run time (UTC) and description.
 
@@ -635,12 +643,16 @@ class AsyncClient:
                 task's.
             catch_up_on_resume (bool): on resume, fire the paused windows through the
                 catch-up policy; by default the paused time is never caught up.
+            start_deadline_seconds (float): a start_deadline notification goes out when a
+                fire's job has not started this many seconds after the fire time; 0: never.
+            notify (Sequence[Route]): which notifiers get which events of its jobs and of
+                itself, added to its tasks' routes (as ``create_task``'s).
 
         Raises:
             InvalidArgument: no cron nor interval; an invalid or never-firing expression or an
-                unknown zone; a negative catch-up window, a jitter over 86400 s, an unknown
-                jitter mode or overlap policy, a max_buffered outside 0..10000, an end_time
-                not after start_time (the message names the field).
+                unknown zone; a negative catch-up window or start deadline, a jitter over
+                86400 s, an unknown jitter mode or overlap policy, a max_buffered outside
+                0..10000, an end_time not after start_time (the message names the field).
             AlreadyExists: the name is taken.
             NotFound: an unknown task.
         """
@@ -663,7 +675,9 @@ class AsyncClient:
             max_buffered=max_buffered,
             labels=labels,
             catch_up_on_resume=catch_up_on_resume,
+            start_deadline_seconds=start_deadline_seconds,
         )
+        schedule.notify.extend(rq.notify_routes(notify))
         request = CreateScheduleRequest(schedule=schedule)
         response = await self._call(self._stubs().schedules.CreateSchedule, request)
         return response.schedule
@@ -741,7 +755,8 @@ class AsyncClient:
         ``overlap_policy``, ``max_buffered``, ``catch_up_window_seconds``,
         ``max_catch_up_runs``, ``jitter_seconds``, ``jitter_mode``, ``start_time``,
         ``end_time`` (as in :meth:`create_schedule`; None
-        resets the catch-up window to 5 s and removes a bound).
+        resets the catch-up window to 5 s and removes a bound), ``start_deadline_seconds``,
+        ``notify``.
         ``interval_seconds`` without ``cron`` also clears the cron expression. The server
         recomputes the next run time (UTC) when the timing or enabled state changes.
 

@@ -14,6 +14,9 @@ File format (every key but ``name``, ``handler`` and the schedule's timing is op
     cpu_limit_seconds = 60          # RLIMIT_CPU of each job process; 0: none
     concurrency_group = "staging"  # jobs of tasks in one group never run at once
     labels = { owner = "team-a" }  # for ownership, selectors and --prune
+    expect_success_within_seconds = 93600  # dead-man: notify when no success for this long
+    warn_after_seconds = 600       # notify when a job still runs this long after it started
+    notify = [{ notifiers = ["ops-hook"], events = ["final_failure", "recovery"] }]
     enabled = true
 
     [[schedules]]
@@ -29,6 +32,8 @@ File format (every key but ``name``, ``handler`` and the schedule's timing is op
     end_time = 2027-01-01T00:00:00Z    # no fire at or after; after start_time
     overlap_policy = "BUFFER_ALL"  # SKIP (default) | BUFFER_ONE | BUFFER_ALL | REPLACE | ALLOW
     max_buffered = 20              # BUFFER_ALL's cap; 0 (default) means 100, at most 10000
+    start_deadline_seconds = 300   # notify when a fire's job has not started by then
+    notify = [{ notifiers = ["ops-hook"], events = ["missed_fire"], every = true }]
     tasks = ["health-check"]
     description = "..."
     labels = { owner = "team-a" }
@@ -66,7 +71,7 @@ from typing import Any, Literal
 
 from tickwork import _requests as rq
 from tickwork._sync import Client
-from tickwork.apply_notifiers import NotifierSpec, apply_notifiers, parse_notifiers
+from tickwork.apply_notifiers import NotifierSpec, parse_notifiers
 from tickwork.errors import InvalidArgument, TickworkError
 from tickwork.jitter import MAX_JITTER_S, jitter_text
 from tickwork.v1.config_pb2 import ApplyConfigRequest, ConfigChange, ConfigSchedule
@@ -133,6 +138,10 @@ class TaskSpec:
     cpu_limit_seconds: int = 0
     concurrency_group: str = ""
     labels: Mapping[str, str] = field(default_factory=dict)
+    expect_success_within_seconds: float = 0.0
+    warn_after_seconds: float = 0.0
+    #: Its notification routes: mappings of ``notifiers``, ``events``, ``every``.
+    notify: tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -162,6 +171,8 @@ class ScheduleSpec:
     max_buffered: int = 0
     labels: Mapping[str, str] = field(default_factory=dict)
     catch_up_on_resume: bool = False
+    start_deadline_seconds: float = 0.0
+    notify: tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -339,7 +350,11 @@ _TASK_KEYS = (
     "cpu_limit_seconds",
     "concurrency_group",
     "labels",
+    "expect_success_within_seconds",
+    "warn_after_seconds",
+    "notify",
 )
+_ALERT_KEYS = ("expect_success_within_seconds", "warn_after_seconds")
 _LIMIT_KEYS = ("memory_limit_bytes", "cpu_limit_seconds")
 _RETRY_KEYS = ("max_attempts", "backoff_base_seconds", "backoff_cap_seconds")
 _SCHEDULE_KEYS = (
@@ -356,6 +371,8 @@ _SCHEDULE_KEYS = (
     "max_buffered",
     "labels",
     "catch_up_on_resume",
+    "start_deadline_seconds",
+    "notify",
 )
 
 
@@ -443,6 +460,11 @@ def _task(i: int, item: Mapping[str, Any], problems: _Problems) -> TaskSpec | No
     labels = _labels(item, prefix, problems)
     if timeout is not None and timeout < 0:
         problems.add(f"{prefix}.timeout_seconds", f"must be >= 0 (0 means no limit), got {timeout}")
+    alerts = {key: _get(item, prefix, key, "number", problems) for key in _ALERT_KEYS}
+    for key, number in alerts.items():
+        if number is not None and number < 0:
+            problems.add(f"{prefix}.{key}", f"must be >= 0 (0 means never), got {number}")
+    notify = _notify(prefix, item, problems)
     limits = {key: _get(item, prefix, key, "int", problems) for key in _LIMIT_KEYS}
     for key, value in limits.items():
         if value is not None and value < 0:
@@ -480,6 +502,9 @@ def _task(i: int, item: Mapping[str, Any], problems: _Problems) -> TaskSpec | No
         cpu_limit_seconds=limits["cpu_limit_seconds"] or 0,
         concurrency_group=(group or "").strip(),
         labels=labels,
+        expect_success_within_seconds=float(alerts["expect_success_within_seconds"] or 0),
+        warn_after_seconds=float(alerts["warn_after_seconds"] or 0),
+        notify=notify,
     )
 
 
@@ -511,6 +536,12 @@ def _schedule(i: int, item: Mapping[str, Any], problems: _Problems) -> ScheduleS
         )
     labels = _labels(item, prefix, problems)
     catch_up_on_resume = _get(item, prefix, "catch_up_on_resume", "bool", problems)
+    deadline = _get(item, prefix, "start_deadline_seconds", "number", problems)
+    if deadline is not None and deadline < 0:
+        problems.add(
+            f"{prefix}.start_deadline_seconds", f"must be >= 0 (0 means none), got {deadline}"
+        )
+    notify = _notify(prefix, item, problems)
     if "cron" not in item and "interval_seconds" not in item:
         problems.add(prefix, "give cron or interval_seconds")
     if cron is not None and not cron.strip():
@@ -554,6 +585,8 @@ def _schedule(i: int, item: Mapping[str, Any], problems: _Problems) -> ScheduleS
         max_buffered=max_buffered or 0,
         labels=labels,
         catch_up_on_resume=bool(catch_up_on_resume),
+        start_deadline_seconds=float(deadline or 0),
+        notify=notify,
     )
 
 
@@ -599,6 +632,19 @@ def _schedule_timing(prefix: str, item: Mapping[str, Any], problems: _Problems) 
     return out
 
 
+def _notify(
+    prefix: str, item: Mapping[str, Any], problems: _Problems
+) -> tuple[Mapping[str, Any], ...]:
+    """The ``notify`` routes of a task or schedule table, checked as the SDK checks them."""
+    value = item.get("notify", [])
+    try:
+        rq.notify_routes(value)
+    except InvalidArgument as err:
+        problems.add(f"{prefix}.{err.details.split(':', 1)[0]}", err.details.split(": ", 1)[-1])
+        return ()
+    return tuple(value)
+
+
 def _check_unique(kind: str, names: Sequence[str], problems: _Problems) -> None:
     seen: dict[str, int] = {}
     for i, name in enumerate(names):
@@ -636,6 +682,9 @@ def config_request(
             cpu_limit_seconds=spec.cpu_limit_seconds,
             concurrency_group=spec.concurrency_group,
             labels=spec.labels,
+            expect_success_within_seconds=spec.expect_success_within_seconds,
+            warn_after_seconds=spec.warn_after_seconds,
+            notify=rq.notify_routes(spec.notify),
         )
         if spec.enabled is not None:
             task.enabled = spec.enabled
@@ -652,6 +701,8 @@ def config_request(
             max_buffered=sched.max_buffered,
             labels=sched.labels,
             catch_up_on_resume=sched.catch_up_on_resume,
+            start_deadline_seconds=sched.start_deadline_seconds,
+            notify=rq.notify_routes(sched.notify),
         )
         rq.set_timing(
             schedule,
@@ -667,9 +718,15 @@ def config_request(
         if sched.enabled is not None:
             schedule.enabled = sched.enabled
         request.schedules.append(ConfigSchedule(schedule=schedule, task_names=sched.tasks))
+    request.notifiers.extend(spec.message for spec in config.notifiers)
     return request
 
 
+_KINDS: dict[int, Literal["task", "schedule", "notifier"]] = {
+    ConfigChange.KIND_TASK: "task",
+    ConfigChange.KIND_SCHEDULE: "schedule",
+    ConfigChange.KIND_NOTIFIER: "notifier",
+}
 _ACTIONS: dict[int, Literal["created", "updated", "unchanged", "deleted"]] = {
     ConfigChange.ACTION_CREATED: "created",
     ConfigChange.ACTION_UPDATED: "updated",
@@ -722,7 +779,7 @@ def apply_config(
         spec = specs.get(change.name) if change.kind == ConfigChange.KIND_SCHEDULE else None
         report.changes.append(
             ApplyChange(
-                "task" if change.kind == ConfigChange.KIND_TASK else "schedule",
+                _KINDS[change.kind],
                 change.name,
                 _ACTIONS[change.action],
                 tuple(change.fields),
@@ -731,14 +788,10 @@ def apply_config(
                 jitter_text(spec.name, spec.jitter_seconds, spec.jitter_mode) if spec else "",
             )
         )
-    # Notifiers are declared after the tasks and schedules' transaction, one PutNotifier
-    # each (in a dry run, each checked and answered with nothing written).
-    for name, action, fields in apply_notifiers(client, config.notifiers, dry_run=dry_run):
-        report.changes.append(ApplyChange("notifier", name, action, fields))  # type: ignore[arg-type]
     return report
 
 
-_ITEM = re.compile(r"^(tasks|schedules)\[(\d+)\]")
+_ITEM = re.compile(r"^(tasks|schedules|notifiers)\[(\d+)\]")
 
 
 def _located(err: TickworkError, config: Config) -> TickworkError:
@@ -747,9 +800,12 @@ def _located(err: TickworkError, config: Config) -> TickworkError:
     found = _ITEM.match(err.field)
     if not found:
         return err
-    items: Sequence[TaskSpec | ScheduleSpec] = (
-        config.tasks if found[1] == "tasks" else config.schedules
-    )
+    by_kind: dict[str, Sequence[TaskSpec | ScheduleSpec | NotifierSpec]] = {
+        "tasks": config.tasks,
+        "schedules": config.schedules,
+        "notifiers": config.notifiers,
+    }
+    items = by_kind[found[1]]
     index = int(found[2])
     if index >= len(items):
         return err

@@ -1,4 +1,5 @@
-"""The ``[[notifiers]]`` tables of a configuration file, and applying them by name.
+"""The ``[[notifiers]]`` tables of a configuration file, as Notifier messages (applied by
+:func:`tickwork.apply.apply_config`, in the ApplyConfig transaction).
 
 Example::
 
@@ -12,20 +13,17 @@ Example::
     tasks = ["nightly-backup"]        # only these tasks' events (default: every task)
 
 An email notifier takes ``to = ["ops@example.com"]`` (default: SMTP_TO) and sends through
-the SMTP_* server. The server never returns a url or secret, so whether one changed is the
-server's answer (PutNotifier's ``changed``), not a comparison made here.
+the SMTP_* server. The server never returns a url or secret: whether one changed is the
+server's answer (the change's fields ``url``, ``secret``), not a comparison made here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tickwork.v1 import notifier_pb2 as pb
-
-if TYPE_CHECKING:
-    from tickwork._sync import Client
 
 TYPES = {
     "email": pb.NOTIFIER_TYPE_EMAIL,
@@ -38,12 +36,14 @@ EVENTS = {
     "auto_disabled": pb.NOTIFICATION_EVENT_AUTO_DISABLED,
     "no_success": pb.NOTIFICATION_EVENT_NO_SUCCESS,
     "long_run": pb.NOTIFICATION_EVENT_LONG_RUN,
+    "missed_fire": pb.NOTIFICATION_EVENT_MISSED_FIRE,
+    "start_deadline": pb.NOTIFICATION_EVENT_START_DEADLINE,
+    "no_active_worker": pb.NOTIFICATION_EVENT_NO_ACTIVE_WORKER,
+    "worker_returned": pb.NOTIFICATION_EVENT_WORKER_RETURNED,
 }
 _KEYS = ("name", "type", "url", "secret", "to", "timeout_seconds", "events", "every", "tasks",
          "schedules")  # fmt: skip
 _LISTS = ("to", "events", "tasks", "schedules")
-#: The fields compared to tell what changed (the url and secret cannot be read back).
-_VISIBLE = ("type", "to", "timeout_seconds", "events", "every", "tasks", "schedules")
 
 
 @dataclass(frozen=True)
@@ -123,39 +123,3 @@ def _notifier(prefix: str, item: Mapping[str, Any], add_problem: Any) -> Notifie
         schedules=item.get("schedules", []),
     )
     return NotifierSpec(str(name), message)
-
-
-def apply_notifiers(
-    client: Client, specs: Sequence[NotifierSpec], *, dry_run: bool = False
-) -> list[tuple[str, str, tuple[str, ...]]]:
-    """Put each notifier; for each, (name, action, fields): ``created``, ``updated`` with
-    the visible fields that differed (``url/secret`` when only those did), or
-    ``unchanged``. ``dry_run``: the server checks each and answers as a put would,
-    writing nothing.
-
-    Raises:
-        InvalidArgument: the server refused a value; the message starts ``notifiers[i]
-            (NAME):``.
-    """
-    from tickwork.errors import InvalidArgument
-
-    before = {n.name: n for n in client.list_notifiers()} if specs else {}
-    out: list[tuple[str, str, tuple[str, ...]]] = []
-    for i, spec in enumerate(specs):
-        try:
-            put = client.put_notifier(spec.message, validate_only=dry_run)
-        except InvalidArgument as err:
-            raise InvalidArgument(f"notifiers[{i}] ({spec.name}): {err.details}") from None
-        if put.created:
-            out.append((spec.name, "created", ()))
-        elif not put.changed:
-            out.append((spec.name, "unchanged", ()))
-        else:
-            old = before.get(spec.name)
-            fields = tuple(
-                f
-                for f in _VISIBLE
-                if old is not None and getattr(old, f) != getattr(put.notifier, f)
-            )
-            out.append((spec.name, "updated", fields or ("url/secret",)))
-    return out

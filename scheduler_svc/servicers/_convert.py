@@ -11,6 +11,7 @@ from google.protobuf import message, struct_pb2, timestamp_pb2
 
 from scheduler_svc.errors import InvalidArgument, Reason
 from scheduler_svc.records import FireRecord, JobRecord, ScheduleRecord, TaskRecord, TaskRunResult
+from scheduler_svc.servicers._routes import route_messages
 from scheduler_svc.values import JobStatus, Trigger
 from tickwork.structs import dict_to_struct, struct_to_dict
 from tickwork.timestamps import to_timestamp
@@ -88,6 +89,7 @@ def task(r: TaskRecord, outcomes: OutcomeTimes = (None, None)) -> task_pb2.Task:
         disabled_until=ts(r.disabled_until),
         disabled_by=r.disabled_by,
         disable_time=ts(r.disabled_at),
+        notify=route_messages(r.notify),
     )
 
 
@@ -134,6 +136,8 @@ def schedule(r: ScheduleRecord, description: str) -> schedule_pb2.Schedule:
         paused_by=r.paused_by,
         pause_time=ts(r.paused_at),
         catch_up_on_resume=r.catch_up_on_resume,
+        start_deadline_seconds=r.start_deadline_seconds,
+        notify=route_messages(r.notify),
     )
 
 

@@ -17,12 +17,14 @@ from scheduler_svc.errors import InvalidArgument, Reason, ServiceError
 from scheduler_svc.firing import cron_schedule
 from scheduler_svc.records import ScheduleRecord
 from scheduler_svc.servicers._errors import rpc_errors
+from scheduler_svc.servicers.notifiers import notifier_record
 from scheduler_svc.servicers.schedules import WRITABLE as SCHEDULE_WRITABLE
 from scheduler_svc.servicers.schedules import check_timing, schedule_values
 from scheduler_svc.servicers.tasks import WRITABLE as TASK_WRITABLE
 from scheduler_svc.servicers.tasks import task_values
 from scheduler_svc.store import Applied, ScheduleItem
 from scheduler_svc.store.config import TIMING, Action, Change
+from scheduler_svc.store.outbox import NotifierRecord
 from tickwork.v1 import config_pb2, config_pb2_grpc
 
 Ctx = grpc.aio.ServicerContext[Any, Any]
@@ -43,6 +45,7 @@ _FIELD_PATHS = {
 _KINDS = {
     "task": config_pb2.ConfigChange.KIND_TASK,
     "schedule": config_pb2.ConfigChange.KIND_SCHEDULE,
+    "notifier": config_pb2.ConfigChange.KIND_NOTIFIER,
 }
 _ACTIONS = {
     Action.CREATED: config_pb2.ConfigChange.ACTION_CREATED,
@@ -145,6 +148,18 @@ def schedule_items(request: config_pb2.ApplyConfigRequest, now: dt.datetime) -> 
     return out
 
 
+def notifier_items(request: config_pb2.ApplyConfigRequest) -> list[NotifierRecord]:
+    """The request's notifiers as records, checked as PutNotifier checks them. Raises
+    InvalidArgument naming ``notifiers[i].<field>``."""
+    _check_count(len(request.notifiers), "notifiers")
+    out = []
+    for i, notifier in enumerate(request.notifiers):
+        with at(f"notifiers[{i}]", "notifier"):
+            out.append(notifier_record(notifier))
+    _unique([n.name for n in out], "notifiers")
+    return out
+
+
 def fire_times(record: ScheduleRecord | None, count: int = PREVIEW) -> list[dt.datetime]:
     """A schedule's next ``count`` fire times from its stored next run (cron: the
     expression's next ones; interval: one interval apart), none at or after its end_time;
@@ -212,6 +227,7 @@ class ConfigServicer(config_pb2_grpc.ConfigServiceServicer):
         prune = selectors.parse(request.prune_selector, "prune_selector")
         tasks = task_items(request)
         schedules = schedule_items(request, now)
+        notifiers = notifier_items(request)
         applied: Applied = await self.app.store.apply_config(
             tasks,
             schedules,
@@ -220,6 +236,7 @@ class ConfigServicer(config_pb2_grpc.ConfigServiceServicer):
             dry_run=request.dry_run,
             by=caller_label(),
             prune=prune or None,
+            notifier_items=notifiers,
         )
         if not request.dry_run:
             for job_id in applied.cancelled_jobs:

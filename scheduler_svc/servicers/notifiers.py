@@ -18,6 +18,7 @@ from scheduler_svc.app import App
 from scheduler_svc.errors import InvalidArgument, NotFound, Reason, Resource
 from scheduler_svc.servicers import _convert as cv
 from scheduler_svc.servicers._errors import rpc_errors
+from scheduler_svc.servicers._routes import EVENT_VALUES, EVENTS
 from scheduler_svc.store.outbox import DeliveryRecord, EventRecord, NotifierRecord
 from scheduler_svc.values import DeliveryStatus, EventKind, NotifierType
 from tickwork.v1 import notifier_pb2, notifier_pb2_grpc
@@ -30,16 +31,6 @@ _TYPES = {
     notifier_pb2.NOTIFIER_TYPE_SLACK: NotifierType.SLACK,
 }
 _TYPE_VALUES = {v: k for k, v in _TYPES.items()}
-_EVENTS = {
-    notifier_pb2.NOTIFICATION_EVENT_FINAL_FAILURE: EventKind.FINAL_FAILURE,
-    notifier_pb2.NOTIFICATION_EVENT_RECOVERY: EventKind.RECOVERY,
-    notifier_pb2.NOTIFICATION_EVENT_AUTO_DISABLED: EventKind.AUTO_DISABLED,
-    notifier_pb2.NOTIFICATION_EVENT_NO_SUCCESS: EventKind.NO_SUCCESS,
-    notifier_pb2.NOTIFICATION_EVENT_LONG_RUN: EventKind.LONG_RUN,
-}
-_EVENT_VALUES = {v: k for k, v in _EVENTS.items()} | {
-    EventKind.TEST: notifier_pb2.NOTIFICATION_EVENT_TEST
-}
 _STATUSES = {
     notifier_pb2.NOTIFICATION_STATUS_PENDING: DeliveryStatus.PENDING,
     notifier_pb2.NOTIFICATION_STATUS_SENT: DeliveryStatus.SENT,
@@ -83,12 +74,12 @@ def notifier_record(msg: notifier_pb2.Notifier) -> NotifierRecord:
             config["timeout_seconds"] = msg.timeout_seconds
     events = []
     for i, value in enumerate(msg.events):
-        if value not in _EVENTS:
+        if value not in EVENTS:
             raise InvalidArgument(
                 "must be FINAL_FAILURE, RECOVERY, AUTO_DISABLED, NO_SUCCESS or LONG_RUN",
                 field=f"notifier.events[{i}]",
             )
-        events.append(str(_EVENTS[value]))
+        events.append(str(EVENTS[value]))
     return NotifierRecord(
         name=name,
         type=kind,
@@ -107,7 +98,7 @@ def notifier_message(r: NotifierRecord, *, builtin: bool = False) -> notifier_pb
         type=_TYPE_VALUES[r.type],
         to=list(r.config.get("to") or ()),
         timeout_seconds=float(r.config.get("timeout_seconds") or 0),
-        events=[_EVENT_VALUES[EventKind(e)] for e in r.events],
+        events=[EVENT_VALUES[EventKind(e)] for e in r.events],
         every=r.every,
         tasks=list(r.tasks),
         schedules=list(r.schedules),
@@ -125,7 +116,7 @@ def notification_message(d: DeliveryRecord) -> notifier_pb2.Notification:
     msg = notifier_pb2.Notification(
         id=d.id,
         event_id=d.event.event_id,
-        event=_EVENT_VALUES[d.event.kind],
+        event=EVENT_VALUES[d.event.kind],
         notifier=d.notifier,
         status=_STATUS_VALUES[d.status],
         attempts=d.attempts,

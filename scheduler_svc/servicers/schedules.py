@@ -29,6 +29,7 @@ from scheduler_svc.servicers import _paging as paging
 from scheduler_svc.servicers._errors import rpc_errors
 from scheduler_svc.servicers._masks import update_paths, writable_fields
 from scheduler_svc.servicers._request_ids import once
+from scheduler_svc.servicers._routes import stored_routes
 from scheduler_svc.servicers.backfill import BackfillRpc
 from scheduler_svc.servicers.pauses import SchedulePauses
 from scheduler_svc.store import Remember
@@ -135,8 +136,12 @@ def schedule_values(s: schedule_pb2.Schedule, paths: tuple[str, ...]) -> dict[st
             out["labels"] = validation.labels(s.labels, "schedule.labels")
         elif path == "catch_up_on_resume":
             out["catch_up_on_resume"] = s.catch_up_on_resume
-        elif path in PLANNED_FIELDS:
-            _refuse_planned(s, path)
+        elif path == "notify":
+            out["notify"] = stored_routes(s.notify, "schedule.notify")
+        elif path == "start_deadline_seconds":
+            out["start_deadline_seconds"] = validation.seconds(
+                s.start_deadline_seconds, "schedule.start_deadline_seconds"
+            )
         elif path != "task_ids":
             raise InvalidArgument(
                 f"unknown or read-only field {path!r}; writable: {', '.join(WRITABLE)}",
@@ -205,22 +210,6 @@ def check_task_ids(task_ids: list[int]) -> list[int]:
     if len(set(task_ids)) != len(task_ids):
         raise InvalidArgument("a task is listed twice", field="schedule.task_ids")
     return task_ids
-
-
-#: Writable Schedule fields whose behaviour is still being built: refused when set.
-PLANNED_FIELDS = frozenset(
-    {
-        "start_deadline_seconds",
-    }
-)
-
-
-def _refuse_planned(message: Any, path: str) -> None:
-    """Refuses a planned field that carries a value (its default is no change)."""
-    field = message.DESCRIPTOR.fields_by_name[path]
-    present = message.HasField(path) if field.has_presence else bool(getattr(message, path))
-    if present:
-        raise InvalidArgument(f"{path} is not served yet", field=f"schedule.{path}")
 
 
 class ScheduleServicer(SchedulePauses, BackfillRpc, schedule_pb2_grpc.ScheduleServiceServicer):

@@ -17,6 +17,7 @@ from scheduler_svc.servicers import _paging as paging
 from scheduler_svc.servicers._errors import rpc_errors
 from scheduler_svc.servicers._masks import update_paths, writable_fields
 from scheduler_svc.servicers._request_ids import once
+from scheduler_svc.servicers._routes import stored_routes
 from scheduler_svc.servicers.pauses import TaskDisables
 from scheduler_svc.store import Remember
 from scheduler_svc.values import AbortAction
@@ -64,6 +65,8 @@ def task_values(task: task_pb2.Task, paths: tuple[str, ...]) -> dict[str, Any]:
             out[path] = validation.process_limit(getattr(task, path), f"task.{path}")
         elif path == "concurrency_group":
             out[path] = validation.concurrency_group(task.concurrency_group)
+        elif path == "notify":
+            out["notify"] = stored_routes(task.notify, "task.notify")
         elif path in ("expect_success_within_seconds", "warn_after_seconds"):
             out[path] = validation.seconds(getattr(task, path), f"task.{path}")
         elif path == "retry_policy":

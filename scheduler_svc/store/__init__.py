@@ -57,6 +57,7 @@ from scheduler_svc.store.backfill import Planned, PlanWindows, Window
 from scheduler_svc.store.config import Applied, ScheduleItem
 from scheduler_svc.store.finish import LEASE_LOST, backoff_delay_s
 from scheduler_svc.store.locks import LOCK_ORDER
+from scheduler_svc.store.outbox import NotifierRecord
 from scheduler_svc.store.requests import Answer, Remember, RequestRaced
 from scheduler_svc.store.rows import ERROR_CHARS, OUTPUT_TAIL_CHARS, job_error
 from scheduler_svc.store.schedules import due_schedules_query
@@ -298,6 +299,7 @@ class Store:
         dry_run: bool = False,
         by: str = "",
         prune: dict[str, str] | None = None,
+        notifier_items: Sequence[NotifierRecord] = (),
     ) -> Applied:
         """Upsert tasks, then schedules, by name, in one transaction: all or nothing.
 
@@ -308,9 +310,11 @@ class Store:
         schedule's next run recomputed only when a timing column changes; a task disabled
         cancels its queued scheduler jobs, as :meth:`update_task`), one that matches is not
         written. A schedule disabled is paused by ``by`` (who), one enabled resumed, as
-        UpdateSchedule does. With ``prune`` (a label selector), the stored schedules, then
-        tasks, whose labels match it and that the items do not name are deleted (DELETED
-        changes after the others). ``dry_run``: the same transaction, rolled back.
+        UpdateSchedule does. ``notifier_items`` are put after the schedules, each whole by
+        name (as :meth:`Outbox.put_notifier`). With ``prune`` (a label selector), the stored
+        schedules, then tasks, whose labels match it and that the items do not name are
+        deleted (DELETED changes after all the others). ``dry_run``: the same transaction,
+        rolled back.
 
         Raises NotFound(field="schedules[i].task_names[j]"), AlreadyExists (a name taken by
         another transaction meanwhile), FailedPrecondition(field="prune_selector") for a
@@ -321,7 +325,15 @@ class Store:
 
         def run(conn: Connection) -> Applied:
             return config.apply_config(
-                conn, dialect, task_items, schedule_items, now, next_run, by, prune
+                conn,
+                dialect,
+                task_items,
+                schedule_items,
+                now,
+                next_run,
+                by,
+                prune,
+                notifier_items,
             )
 
         return await (self.db.rehearse(run) if dry_run else self.db.write(run))

@@ -16,10 +16,11 @@ from scheduler_svc.db import Dialect
 from scheduler_svc.errors import FailedPrecondition, NotFound, Reason, Resource
 from scheduler_svc.records import ScheduleRecord, TaskRecord
 from scheduler_svc.schema import schedule_tasks, schedules, tasks
-from scheduler_svc.store import locks, rows
+from scheduler_svc.store import locks, outbox, rows
 from scheduler_svc.store import schedules as schedule_ops
 from scheduler_svc.store import tasks as task_ops
 from scheduler_svc.store.labels import label_terms
+from scheduler_svc.store.outbox import NotifierRecord
 
 #: The schedule columns whose change moves its next run.
 TIMING = ("cron_expression", "interval_seconds", "timezone", "enabled", "start_at", "end_at")
@@ -91,6 +92,7 @@ def apply_config(
     next_run: Callable[[ScheduleRecord], dt.datetime | None],
     by: str = "",
     prune: dict[str, str] | None = None,
+    notifier_items: Sequence[NotifierRecord] = (),
 ) -> Applied:
     """See :meth:`scheduler_svc.store.Store.apply_config`."""
     out = Applied()
@@ -137,6 +139,10 @@ def apply_config(
         out.changes.append(
             _apply_schedule(conn, dialect, item, stored, task_ids, now, next_run, by)
         )
+    for notifier in notifier_items:
+        _, is_new, differed = outbox.put_notifier_row(conn, dialect, notifier, now)
+        action = Action.CREATED if is_new else Action.UPDATED if differed else Action.UNCHANGED
+        out.changes.append(Change("notifier", notifier.name, action, 0, differed))
     if prune:
         out.changes.extend(_prune(conn, dialect, prune, set(snames), pruned_tasks))
     return out

@@ -29,7 +29,7 @@ from scheduler_svc.records import (
     TaskRunResult,
 )
 from scheduler_svc.schema import fires, schedules
-from scheduler_svc.store import hot, locks, overlap, rows
+from scheduler_svc.store import alerts, hot, locks, overlap, rows
 from scheduler_svc.store.driver import Bulk
 from scheduler_svc.store.rows import FiringTask
 from scheduler_svc.values import FireOutcome, JobStatus, Lane, OverlapPolicy, SkipReason, Trigger
@@ -125,6 +125,7 @@ def _record_new_fires(
             first.setdefault((r.schedule_id, r.fire_time), r)
     claimed = list(first.values())
     _record_missed(bulk, claimed, now)
+    alerts.insert_missed_fires(conn, claimed, now)
     wanted = {t for r in claimed if not r.missed for t in r.task_ids if t in tasks_by_id}
     active = _active(conn, dialect, wanted)
     plan, new_rows = _plan_jobs(claimed, tasks_by_id, policies, active, now)

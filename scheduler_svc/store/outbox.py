@@ -2,7 +2,8 @@
 routing to notifiers, and each delivery's claim, outcome and history.
 
 An event is born in the store transaction of its state change (:func:`insert_event`, from
-:mod:`.finish`), so it exists exactly when the change does. The sender
+:mod:`.finish`, and from :mod:`.alerts` for the conditions it checks), so it exists exactly
+when the change does. The sender
 (:mod:`scheduler_svc.sender`) then, each in its own transaction: routes new events into one
 PENDING delivery per notifier (:meth:`Outbox.route`), claims the due deliveries
 (:meth:`Outbox.claim_due`: a conditional UPDATE, so two replicas never send the same
@@ -22,19 +23,18 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from scheduler_svc.db import Database
+from scheduler_svc.db import Database, Dialect
 from scheduler_svc.errors import NotFound, Reason, Resource
 from scheduler_svc.records import JobRecord
 from scheduler_svc.schema import (
-    jobs,
     notification_deliveries,
     notification_events,
     notifiers,
     schedules,
     tasks,
 )
-from scheduler_svc.store import locks, rows
-from scheduler_svc.values import DeliveryStatus, EventKind, JobStatus, NotifierType
+from scheduler_svc.store import locks
+from scheduler_svc.values import DeliveryStatus, EventKind, NotifierType
 
 #: The event kinds a notifier whose route names none receives.
 DEFAULT_EVENTS = (
@@ -43,6 +43,10 @@ DEFAULT_EVENTS = (
     EventKind.AUTO_DISABLED,
     EventKind.NO_SUCCESS,
     EventKind.LONG_RUN,
+    EventKind.MISSED_FIRE,
+    EventKind.START_DEADLINE,
+    EventKind.NO_ACTIVE_WORKER,
+    EventKind.WORKER_RETURNED,
 )
 #: The longest job error an event carries, in characters.
 EVENT_ERROR_CHARS = 2000
@@ -125,11 +129,13 @@ def insert_event(
     task_name: str,
     now: dt.datetime,
     job: JobRecord | None = None,
+    schedule_id: int | None = None,
     details: dict[str, Any] | None = None,
 ) -> str:
     """Write one event to the outbox in ``conn``'s transaction; its new event id (32 hex
     digits). ``details`` are the kind's own fields; a ``job`` adds its id, status, attempt,
-    trigger, error (first :data:`EVENT_ERROR_CHARS`) and times (ISO 8601, UTC)."""
+    trigger, error (first :data:`EVENT_ERROR_CHARS`) and times (ISO 8601, UTC), and its
+    schedule (else ``schedule_id``, for an event of a schedule itself)."""
     event_id = uuid.uuid4().hex
     body = dict(details or {})
     if job is not None:
@@ -150,7 +156,7 @@ def insert_event(
             state_change=state_change,
             task_id=task_id,
             task_name=task_name,
-            schedule_id=job.schedule_id if job is not None else None,
+            schedule_id=job.schedule_id if job is not None else schedule_id,
             job_id=job.id if job is not None else None,
             details=body,
             occurred_at=now,
@@ -218,6 +224,70 @@ def _deliveries_query() -> sa.Select[Any]:
     )
 
 
+def route_takes(route: dict[str, Any], event: EventRecord) -> bool:
+    """Whether a task's or a schedule's stored route sends ``event``: its kind is one the
+    route names (none named: :data:`DEFAULT_EVENTS`), and it is a change of state or the
+    route asks for every event."""
+    kinds = route.get("events") or DEFAULT_EVENTS
+    return event.kind in kinds and (bool(route.get("every")) or event.state_change)
+
+
+def _targets(
+    event: EventRecord,
+    own_routes: Sequence[dict[str, Any]],
+    every: Sequence[NotifierRecord],
+    builtin: Sequence[NotifierRecord],
+    schedule_name: str | None,
+) -> list[str]:
+    """The notifiers (names) ``event`` goes to: with routes of its task or schedule
+    (``own_routes``), the notifiers those that take it name, and the built-in ones whose
+    own route takes it; without, every notifier whose own route takes it."""
+    if not own_routes:
+        return [n.name for n in every if n.wants(event, schedule_name)]
+    named = {name for r in own_routes if route_takes(r, event) for name in r["notifiers"]}
+    named |= {n.name for n in builtin if n.wants(event, schedule_name)}
+    return sorted(named)
+
+
+#: The notifier columns a put compares, as the Notifier fields they hold.
+_NOTIFIER_FIELDS = ("type", "events", "every", "tasks", "schedules")
+_CONFIG_FIELDS = ("url", "secret", "to", "timeout_seconds")
+
+
+def put_notifier_row(
+    conn: Connection, dialect: Dialect, notifier: NotifierRecord, now: dt.datetime
+) -> tuple[NotifierRecord, bool, tuple[str, ...]]:
+    """Create the notifier, or replace the one of that name (its ``created_at`` kept;
+    nothing written when every field, secrets included, is the same), in ``conn``'s
+    transaction. The notifier as stored, whether it was created, and the Notifier fields
+    that differed (sorted; empty when created or unchanged)."""
+    values = {
+        "type": notifier.type,
+        "config": notifier.config,
+        "events": list(notifier.events),
+        "every": notifier.every,
+        "tasks": list(notifier.tasks),
+        "schedules": list(notifier.schedules),
+    }
+    select = notifiers.select().where(notifiers.c.name == notifier.name)
+    old = conn.execute(locks.for_update(dialect, select)).first()
+    if old is None:
+        conn.execute(
+            notifiers.insert().values(name=notifier.name, created_at=now, updated_at=now, **values)
+        )
+        return _notifier(conn.execute(select).one()._mapping), True, ()
+    before = old._mapping
+    changed = [f for f in _NOTIFIER_FIELDS if before[f] != values[f]]
+    old_config = dict(before["config"] or {})
+    changed += [f for f in _CONFIG_FIELDS if old_config.get(f) != notifier.config.get(f)]
+    if not changed:
+        return _notifier(before), False, ()
+    conn.execute(
+        notifiers.update().where(notifiers.c.name == notifier.name).values(updated_at=now, **values)
+    )
+    return _notifier(conn.execute(select).one()._mapping), False, tuple(sorted(changed))
+
+
 # ----------------------------------------------------------------------- the outbox
 
 
@@ -239,32 +309,8 @@ class Outbox:
         ``validate_only``: the same answer, with nothing written (a dry run)."""
 
         def run(conn: Connection) -> tuple[NotifierRecord, bool, bool]:
-            values = {
-                "type": notifier.type,
-                "config": notifier.config,
-                "events": list(notifier.events),
-                "every": notifier.every,
-                "tasks": list(notifier.tasks),
-                "schedules": list(notifier.schedules),
-            }
-            select = notifiers.select().where(notifiers.c.name == notifier.name)
-            old = conn.execute(locks.for_update(self.db.dialect, select)).first()
-            created = old is None
-            if old is None:
-                conn.execute(
-                    notifiers.insert().values(
-                        name=notifier.name, created_at=now, updated_at=now, **values
-                    )
-                )
-            elif any(old._mapping[k] != v for k, v in values.items()):
-                conn.execute(
-                    notifiers.update()
-                    .where(notifiers.c.name == notifier.name)
-                    .values(updated_at=now, **values)
-                )
-            else:
-                return _notifier(old._mapping), False, False
-            return _notifier(conn.execute(select).one()._mapping), created, True
+            stored, created, changed = put_notifier_row(conn, self.db.dialect, notifier, now)
+            return stored, created, created or bool(changed)
 
         return await (self.db.rehearse(run) if validate_only else self.db.write(run))
 
@@ -310,137 +356,6 @@ class Outbox:
             )
         )
 
-    async def check_overdue(self, now: dt.datetime) -> list[str]:
-        """The dead-man check: every enabled task with an ``expect_success_within_seconds``
-        whose newest success (or, when none is kept, its last change) is older than that,
-        and not yet notified, is marked overdue and gets a no_success event, in one
-        transaction; a conditional UPDATE, so two replicas never both notify it. The new
-        events' ids. The next success clears the mark (:mod:`.finish`)."""
-        last_success = (
-            sa.select(jobs.c.finished_at)
-            .where(jobs.c.task_id == tasks.c.id, jobs.c.status == JobStatus.SUCCEEDED)
-            .order_by(jobs.c.id.desc())
-            .limit(1)
-            .correlate(tasks)
-            .scalar_subquery()
-        )
-        query = sa.select(
-            tasks.c.id,
-            tasks.c.name,
-            tasks.c.updated_at,
-            tasks.c.expect_success_within_seconds,
-            last_success.label("last_success"),
-        ).where(
-            tasks.c.expect_success_within_seconds > 0,
-            tasks.c.enabled.is_(True),
-            tasks.c.overdue_since.is_(None),
-        )
-
-        candidates = await self.db.read(lambda conn: conn.execute(query).all())
-        due = [
-            row
-            for row in candidates
-            if (row.last_success or row.updated_at)
-            + dt.timedelta(seconds=row.expect_success_within_seconds)
-            <= now
-        ]
-        if not due:
-            return []  # the usual case: a read, no write transaction
-
-        def run(conn: Connection) -> list[str]:
-            out = []
-            for row in due:
-                window = dt.timedelta(seconds=row.expect_success_within_seconds)
-                succeeded_meanwhile = sa.exists(
-                    sa.select(jobs.c.id).where(
-                        jobs.c.task_id == row.id,
-                        jobs.c.status == JobStatus.SUCCEEDED,
-                        jobs.c.finished_at > now - window,
-                    )
-                )
-                marked = conn.execute(
-                    tasks.update()
-                    .where(
-                        tasks.c.id == row.id,
-                        tasks.c.overdue_since.is_(None),
-                        ~succeeded_meanwhile,
-                    )
-                    .values(overdue_since=now)
-                )
-                if not marked.rowcount:
-                    continue  # another replica notified it, or a success came meanwhile
-                out.append(
-                    insert_event(
-                        conn,
-                        EventKind.NO_SUCCESS,
-                        state_change=True,
-                        task_id=row.id,
-                        task_name=row.name,
-                        now=now,
-                        details={
-                            "expect_success_within_seconds": row.expect_success_within_seconds,
-                            "last_success_at": _iso(row.last_success),
-                        },
-                    )
-                )
-            return out
-
-        return await self.db.write(run)
-
-    async def check_long_runs(self, now: dt.datetime) -> list[str]:
-        """Every RUNNING job started at least its task's ``warn_after_seconds`` ago (> 0)
-        and not yet notified gets a long_run event, once: a read, then (only when one is
-        due) one transaction that marks each job under a conditional UPDATE and writes its
-        event. The new events' ids. The job goes on running."""
-        query = (
-            sa.select(jobs, tasks.c.warn_after_seconds.label("warn_after"))
-            .join(tasks, tasks.c.id == jobs.c.task_id)
-            .where(
-                jobs.c.status == JobStatus.RUNNING,
-                jobs.c.long_run_notified.is_(False),
-                tasks.c.warn_after_seconds > 0,
-            )
-        )
-        candidates = await self.db.read(lambda conn: conn.execute(query).all())
-        due = [
-            (rows.job(row), row.warn_after)
-            for row in candidates
-            if row.started_at is not None
-            and row.started_at + dt.timedelta(seconds=row.warn_after) <= now
-        ]
-        if not due:
-            return []
-
-        def run(conn: Connection) -> list[str]:
-            out = []
-            for job, warn_after in due:
-                marked = conn.execute(
-                    jobs.update()
-                    .where(
-                        jobs.c.id == job.id,
-                        jobs.c.status == JobStatus.RUNNING,
-                        jobs.c.long_run_notified.is_(False),
-                    )
-                    .values(long_run_notified=True)
-                )
-                if not marked.rowcount:
-                    continue  # it ended meanwhile, or another replica notified it
-                out.append(
-                    insert_event(
-                        conn,
-                        EventKind.LONG_RUN,
-                        state_change=True,
-                        task_id=job.task_id,
-                        task_name=job.task_name,
-                        now=now,
-                        job=job,
-                        details={"warn_after_seconds": warn_after},
-                    )
-                )
-            return out
-
-        return await self.db.write(run)
-
     async def route(
         self,
         now: dt.datetime,
@@ -449,8 +364,9 @@ class Outbox:
         limit: int = 500,
     ) -> int:
         """Route up to ``limit`` new events, oldest first, each once whatever other senders
-        do at the same time: one PENDING delivery, due now, per notifier whose route takes
-        it, of the declared ones (read in the same transaction) and ``routes()`` (a name in
+        do at the same time: one PENDING delivery, due now, per notifier it goes to
+        (:func:`_targets`: the routes of its task and schedule, else each notifier's own),
+        of the declared ones (read in the same transaction) and ``routes()`` (a name in
         both is the declared one); the events are then marked routed. The number of events
         routed."""
 
@@ -470,21 +386,30 @@ class Outbox:
                 return 0
             declared = [_notifier(r._mapping) for r in conn.execute(notifiers.select())]
             names = {n.name for n in declared}
-            every = declared + [n for n in routes() if n.name not in names]
+            builtin = [n for n in routes() if n.name not in names]
+            every = declared + builtin
             schedule_ids = {e.schedule_id for e in events if e.schedule_id is not None}
-            schedule_names: dict[int, str] = {}
-            if schedule_ids and any(n.schedules for n in every):
-                schedule_names = dict(
-                    conn.execute(
-                        sa.select(schedules.c.id, schedules.c.name).where(
-                            schedules.c.id.in_(schedule_ids)
-                        )
-                    ).all()
-                )
+            task_ids = {e.task_id for e in events if e.task_id is not None}
+            schedule_rows = (
+                conn.execute(
+                    sa.select(schedules.c.id, schedules.c.name, schedules.c.notify).where(
+                        schedules.c.id.in_(schedule_ids)
+                    )
+                ).all()
+                if schedule_ids
+                else []
+            )
+            schedule_names = {r.id: r.name for r in schedule_rows}
+            own: dict[tuple[str, int], list[dict[str, Any]]] = {
+                ("schedule", r.id): r.notify for r in schedule_rows if r.notify
+            }
+            if task_ids:
+                found = sa.select(tasks.c.id, tasks.c.notify).where(tasks.c.id.in_(task_ids))
+                own.update({("task", r.id): r.notify for r in conn.execute(found) if r.notify})
             deliveries = [
                 {
                     "event": event.id,
-                    "notifier": notifier.name,
+                    "notifier": name,
                     "status": DeliveryStatus.PENDING,
                     "attempts": 0,
                     "next_attempt_at": now,
@@ -493,8 +418,14 @@ class Outbox:
                     "created_at": now,
                 }
                 for event in events
-                for notifier in every
-                if notifier.wants(event, schedule_names.get(event.schedule_id or 0))
+                for name in _targets(
+                    event,
+                    own.get(("task", event.task_id or 0), [])
+                    + own.get(("schedule", event.schedule_id or 0), []),
+                    every,
+                    builtin,
+                    schedule_names.get(event.schedule_id or 0),
+                )
             ]
             if deliveries:
                 conn.execute(notification_deliveries.insert(), deliveries)

@@ -12,6 +12,7 @@ anything is sent. This package is the index; each module holds one concern:
 - :mod:`.jobs`: ListJobs, paging, and the timing of a job watch.
 - :mod:`.tasks`: task requests and update masks.
 - :mod:`.schedules`: schedule requests, update masks and DescribeCron.
+- :mod:`.routes`: the notification routes of tasks and schedules.
 """
 
 from tickwork._requests.address import (
@@ -48,6 +49,7 @@ from tickwork._requests.jobs import (
     wait_timeout,
     watch_deadline,
 )
+from tickwork._requests.routes import Route, notify_routes
 from tickwork._requests.schedules import (
     SCHEDULE_MASK,
     TIMING_KEYWORDS,
@@ -87,6 +89,7 @@ __all__ = [
     "TIMING_KEYWORDS",
     "NewSchedule",
     "Ref",
+    "Route",
     "ScheduleFields",
     "TaskFields",
     "batch_create_schedules_request",
@@ -105,6 +108,7 @@ __all__ = [
     "is_terminal",
     "list_jobs_request",
     "new_schedule_refs",
+    "notify_routes",
     "page_size",
     "parse_catch_up_policy",
     "parse_jitter_mode",

@@ -21,6 +21,7 @@ from tickwork._requests.checks import (
     task_refs,
 )
 from tickwork._requests.convert import to_timestamp
+from tickwork._requests.routes import Route, notify_routes
 from tickwork.errors import InvalidArgument
 from tickwork.v1.common_pb2 import Trigger
 from tickwork.v1.schedule_pb2 import (
@@ -64,6 +65,8 @@ class ScheduleFields(TypedDict, total=False):
     max_buffered: int
     labels: Mapping[str, str]
     catch_up_on_resume: bool
+    start_deadline_seconds: float
+    notify: Sequence[Route]
 
 
 class NewSchedule(TypedDict, total=False):
@@ -87,6 +90,7 @@ class NewSchedule(TypedDict, total=False):
     max_buffered: int
     labels: Mapping[str, str]
     catch_up_on_resume: bool
+    start_deadline_seconds: float
 
 
 #: The catch-up, jitter and bounds keywords, Schedule fields of the same names.
@@ -118,6 +122,8 @@ SCHEDULE_MASK = (
     "max_buffered",
     "labels",
     "catch_up_on_resume",
+    "start_deadline_seconds",
+    "notify",
 )
 """Every writable Schedule field this SDK sets: the full update mask."""
 
@@ -150,6 +156,7 @@ def build_schedule(
     max_buffered: int = 0,
     labels: Mapping[str, str] | None = None,
     catch_up_on_resume: bool = False,
+    start_deadline_seconds: float = 0.0,
 ) -> Schedule:
     """Build a Schedule with every writable field set explicitly (see ``create_schedule``).
 
@@ -177,6 +184,7 @@ def build_schedule(
         ("timezone", timezone),
         ("enabled", enabled),
         ("catch_up_on_resume", catch_up_on_resume),
+        ("start_deadline_seconds", start_deadline_seconds),
     ):
         assign_field(schedule, field, value, "cron" if field == "cron_expression" else None)
     set_timing(
@@ -267,6 +275,7 @@ def batch_create_schedules_request(
                 max_buffered=item.get("max_buffered", 0),
                 labels=item.get("labels"),
                 catch_up_on_resume=item.get("catch_up_on_resume", False),
+                start_deadline_seconds=item.get("start_deadline_seconds", 0.0),
             )
         except InvalidArgument as err:
             raise InvalidArgument(f"schedules[{i}]: {err.details}") from None
@@ -315,6 +324,8 @@ def update_schedule_request(
             schedule.overlap_policy = parse_overlap_policy(fields["overlap_policy"])
         elif key == "labels":
             assign_labels(schedule, fields["labels"])
+        elif key == "notify":
+            schedule.notify.extend(notify_routes(fields["notify"]))
         else:
             assign_field(schedule, path, value, key)
         paths.append(path)

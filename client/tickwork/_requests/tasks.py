@@ -11,6 +11,7 @@ from google.protobuf.field_mask_pb2 import FieldMask
 
 from tickwork._requests.checks import Ref, assign_field, assign_labels, check_ref, check_type
 from tickwork._requests.convert import to_struct, to_timestamp
+from tickwork._requests.routes import Route, notify_routes
 from tickwork.errors import InvalidArgument
 from tickwork.v1.common_pb2 import TaskRun, Trigger
 from tickwork.v1.task_pb2 import (
@@ -46,6 +47,7 @@ class TaskFields(TypedDict, total=False):
     expect_success_within_seconds: float
     warn_after_seconds: float
     labels: Mapping[str, str]
+    notify: Sequence[Route]
 
 
 _RETRY_FIELDS = ("max_attempts", "backoff_base_seconds", "backoff_cap_seconds")
@@ -64,6 +66,9 @@ TASK_MASK = (
     "cpu_limit_seconds",
     "concurrency_group",
     "labels",
+    "expect_success_within_seconds",
+    "warn_after_seconds",
+    "notify",
 )
 """Every writable Task field: the full update mask."""
 
@@ -233,6 +238,8 @@ def update_task_request(current: Task, fields: TaskFields) -> UpdateTaskRequest:
             task.params.CopyFrom(to_struct(fields["params"], "task.params"))
         elif key == "labels":
             assign_labels(task, fields["labels"])
+        elif key == "notify":
+            task.notify.extend(notify_routes(fields["notify"]))
         else:
             assign_field(task, key, value)
         paths.append(key)

@@ -26,6 +26,7 @@ _TIMING_FLAGS = {
     "end_time": "end_time",
     "overlap_policy": "overlap_policy",
     "max_buffered": "max_buffered",
+    "start_deadline": "start_deadline_seconds",
 }
 
 
@@ -103,6 +104,13 @@ def _timing_flags(parser: argparse.ArgumentParser) -> None:
         type=int,
         metavar="N",
         help="BUFFER_ALL's cap on waiting fires: 0 (meaning 100) to 10000",
+    )
+    p.add_argument(
+        "--start-deadline",
+        type=float,
+        metavar="SECONDS",
+        help="notify (start_deadline) when a fire's job has not started this long after the "
+        "fire time; 0: never",
     )
     p.add_argument("--description", help="free text")
 

@@ -185,11 +185,24 @@ def _list(args: argparse.Namespace, out: TextIO) -> int:
             str(t.task_priority),
             str(t.consecutive_failure_count),
             labels_text(t.labels),
+            o.when(t, "last_success_time"),
+            o.when(t, "last_failure_time"),
             o.first_line(_note(t)),
         ]
         for t in tasks
     ]
-    headers = ["ID", "NAME", "HANDLER", "ENABLED", "PRIORITY", "FAILURES", "LABELS", "NOTE"]
+    headers = [
+        "ID",
+        "NAME",
+        "HANDLER",
+        "ENABLED",
+        "PRIORITY",
+        "FAILURES",
+        "LABELS",
+        "LAST SUCCESS (UTC)",
+        "LAST FAILURE (UTC)",
+        "NOTE",
+    ]
     o.table(headers, rows, out)
     return EXIT_OK
 

@@ -25,27 +25,28 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 from tickwork.v1 import schedule_pb2 as tickwork_dot_v1_dot_schedule__pb2
 from tickwork.v1 import task_pb2 as tickwork_dot_v1_dot_task__pb2
+from tickwork.v1 import notifier_pb2 as tickwork_dot_v1_dot_notifier__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18tickwork/v1/config.proto\x12\x0btickwork.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1atickwork/v1/schedule.proto\x1a\x16tickwork/v1/task.proto\"\x8f\x01\n\x12\x41pplyConfigRequest\x12 \n\x05tasks\x18\x01 \x03(\x0b\x32\x11.tickwork.v1.Task\x12.\n\tschedules\x18\x02 \x03(\x0b\x32\x1b.tickwork.v1.ConfigSchedule\x12\x0f\n\x07\x64ry_run\x18\x03 \x01(\x08\x12\x16\n\x0eprune_selector\x18\x04 \x01(\t\"M\n\x0e\x43onfigSchedule\x12\'\n\x08schedule\x18\x01 \x01(\x0b\x32\x15.tickwork.v1.Schedule\x12\x12\n\ntask_names\x18\x02 \x03(\t\"\xb9\x03\n\x0c\x43onfigChange\x12,\n\x04kind\x18\x01 \x01(\x0e\x32\x1e.tickwork.v1.ConfigChange.Kind\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x30\n\x06\x61\x63tion\x18\x03 \x01(\x0e\x32 .tickwork.v1.ConfigChange.Action\x12\x0e\n\x06\x66ields\x18\x04 \x03(\t\x12\n\n\x02id\x18\x05 \x01(\x03\x12\x35\n\x11\x66ire_times_before\x18\x06 \x03(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x34\n\x10\x66ire_times_after\x18\x07 \x03(\x0b\x32\x1a.google.protobuf.Timestamp\">\n\x04Kind\x12\x14\n\x10KIND_UNSPECIFIED\x10\x00\x12\r\n\tKIND_TASK\x10\x01\x12\x11\n\rKIND_SCHEDULE\x10\x02\"r\n\x06\x41\x63tion\x12\x16\n\x12\x41\x43TION_UNSPECIFIED\x10\x00\x12\x12\n\x0e\x41\x43TION_CREATED\x10\x01\x12\x12\n\x0e\x41\x43TION_UPDATED\x10\x02\x12\x14\n\x10\x41\x43TION_UNCHANGED\x10\x03\x12\x12\n\x0e\x41\x43TION_DELETED\x10\x04\"R\n\x13\x41pplyConfigResponse\x12*\n\x07\x63hanges\x18\x01 \x03(\x0b\x32\x19.tickwork.v1.ConfigChange\x12\x0f\n\x07\x64ry_run\x18\x02 \x01(\x08\x32\x61\n\rConfigService\x12P\n\x0b\x41pplyConfig\x12\x1f.tickwork.v1.ApplyConfigRequest\x1a .tickwork.v1.ApplyConfigResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18tickwork/v1/config.proto\x12\x0btickwork.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1atickwork/v1/schedule.proto\x1a\x16tickwork/v1/task.proto\x1a\x1atickwork/v1/notifier.proto\"\xb9\x01\n\x12\x41pplyConfigRequest\x12 \n\x05tasks\x18\x01 \x03(\x0b\x32\x11.tickwork.v1.Task\x12.\n\tschedules\x18\x02 \x03(\x0b\x32\x1b.tickwork.v1.ConfigSchedule\x12\x0f\n\x07\x64ry_run\x18\x03 \x01(\x08\x12\x16\n\x0eprune_selector\x18\x04 \x01(\t\x12(\n\tnotifiers\x18\x05 \x03(\x0b\x32\x15.tickwork.v1.Notifier\"M\n\x0e\x43onfigSchedule\x12\'\n\x08schedule\x18\x01 \x01(\x0b\x32\x15.tickwork.v1.Schedule\x12\x12\n\ntask_names\x18\x02 \x03(\t\"\xcc\x03\n\x0c\x43onfigChange\x12,\n\x04kind\x18\x01 \x01(\x0e\x32\x1e.tickwork.v1.ConfigChange.Kind\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x30\n\x06\x61\x63tion\x18\x03 \x01(\x0e\x32 .tickwork.v1.ConfigChange.Action\x12\x0e\n\x06\x66ields\x18\x04 \x03(\t\x12\n\n\x02id\x18\x05 \x01(\x03\x12\x35\n\x11\x66ire_times_before\x18\x06 \x03(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x34\n\x10\x66ire_times_after\x18\x07 \x03(\x0b\x32\x1a.google.protobuf.Timestamp\"Q\n\x04Kind\x12\x14\n\x10KIND_UNSPECIFIED\x10\x00\x12\r\n\tKIND_TASK\x10\x01\x12\x11\n\rKIND_SCHEDULE\x10\x02\x12\x11\n\rKIND_NOTIFIER\x10\x03\"r\n\x06\x41\x63tion\x12\x16\n\x12\x41\x43TION_UNSPECIFIED\x10\x00\x12\x12\n\x0e\x41\x43TION_CREATED\x10\x01\x12\x12\n\x0e\x41\x43TION_UPDATED\x10\x02\x12\x14\n\x10\x41\x43TION_UNCHANGED\x10\x03\x12\x12\n\x0e\x41\x43TION_DELETED\x10\x04\"R\n\x13\x41pplyConfigResponse\x12*\n\x07\x63hanges\x18\x01 \x03(\x0b\x32\x19.tickwork.v1.ConfigChange\x12\x0f\n\x07\x64ry_run\x18\x02 \x01(\x08\x32\x61\n\rConfigService\x12P\n\x0b\x41pplyConfig\x12\x1f.tickwork.v1.ApplyConfigRequest\x1a .tickwork.v1.ApplyConfigResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'tickwork.v1.config_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_APPLYCONFIGREQUEST']._serialized_start=127
-  _globals['_APPLYCONFIGREQUEST']._serialized_end=270
-  _globals['_CONFIGSCHEDULE']._serialized_start=272
-  _globals['_CONFIGSCHEDULE']._serialized_end=349
-  _globals['_CONFIGCHANGE']._serialized_start=352
-  _globals['_CONFIGCHANGE']._serialized_end=793
-  _globals['_CONFIGCHANGE_KIND']._serialized_start=615
-  _globals['_CONFIGCHANGE_KIND']._serialized_end=677
-  _globals['_CONFIGCHANGE_ACTION']._serialized_start=679
-  _globals['_CONFIGCHANGE_ACTION']._serialized_end=793
-  _globals['_APPLYCONFIGRESPONSE']._serialized_start=795
-  _globals['_APPLYCONFIGRESPONSE']._serialized_end=877
-  _globals['_CONFIGSERVICE']._serialized_start=879
-  _globals['_CONFIGSERVICE']._serialized_end=976
+  _globals['_APPLYCONFIGREQUEST']._serialized_start=155
+  _globals['_APPLYCONFIGREQUEST']._serialized_end=340
+  _globals['_CONFIGSCHEDULE']._serialized_start=342
+  _globals['_CONFIGSCHEDULE']._serialized_end=419
+  _globals['_CONFIGCHANGE']._serialized_start=422
+  _globals['_CONFIGCHANGE']._serialized_end=882
+  _globals['_CONFIGCHANGE_KIND']._serialized_start=685
+  _globals['_CONFIGCHANGE_KIND']._serialized_end=766
+  _globals['_CONFIGCHANGE_ACTION']._serialized_start=768
+  _globals['_CONFIGCHANGE_ACTION']._serialized_end=882
+  _globals['_APPLYCONFIGRESPONSE']._serialized_start=884
+  _globals['_APPLYCONFIGRESPONSE']._serialized_end=966
+  _globals['_CONFIGSERVICE']._serialized_start=968
+  _globals['_CONFIGSERVICE']._serialized_end=1065
 # @@protoc_insertion_point(module_scope)

@@ -3,6 +3,7 @@ import datetime
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from tickwork.v1 import schedule_pb2 as _schedule_pb2
 from tickwork.v1 import task_pb2 as _task_pb2
+from tickwork.v1 import notifier_pb2 as _notifier_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -13,16 +14,18 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class ApplyConfigRequest(_message.Message):
-    __slots__ = ("tasks", "schedules", "dry_run", "prune_selector")
+    __slots__ = ("tasks", "schedules", "dry_run", "prune_selector", "notifiers")
     TASKS_FIELD_NUMBER: _ClassVar[int]
     SCHEDULES_FIELD_NUMBER: _ClassVar[int]
     DRY_RUN_FIELD_NUMBER: _ClassVar[int]
     PRUNE_SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    NOTIFIERS_FIELD_NUMBER: _ClassVar[int]
     tasks: _containers.RepeatedCompositeFieldContainer[_task_pb2.Task]
     schedules: _containers.RepeatedCompositeFieldContainer[ConfigSchedule]
     dry_run: bool
     prune_selector: str
-    def __init__(self, tasks: _Optional[_Iterable[_Union[_task_pb2.Task, _Mapping]]] = ..., schedules: _Optional[_Iterable[_Union[ConfigSchedule, _Mapping]]] = ..., dry_run: _Optional[bool] = ..., prune_selector: _Optional[str] = ...) -> None: ...
+    notifiers: _containers.RepeatedCompositeFieldContainer[_notifier_pb2.Notifier]
+    def __init__(self, tasks: _Optional[_Iterable[_Union[_task_pb2.Task, _Mapping]]] = ..., schedules: _Optional[_Iterable[_Union[ConfigSchedule, _Mapping]]] = ..., dry_run: _Optional[bool] = ..., prune_selector: _Optional[str] = ..., notifiers: _Optional[_Iterable[_Union[_notifier_pb2.Notifier, _Mapping]]] = ...) -> None: ...
 
 class ConfigSchedule(_message.Message):
     __slots__ = ("schedule", "task_names")
@@ -39,9 +42,11 @@ class ConfigChange(_message.Message):
         KIND_UNSPECIFIED: _ClassVar[ConfigChange.Kind]
         KIND_TASK: _ClassVar[ConfigChange.Kind]
         KIND_SCHEDULE: _ClassVar[ConfigChange.Kind]
+        KIND_NOTIFIER: _ClassVar[ConfigChange.Kind]
     KIND_UNSPECIFIED: ConfigChange.Kind
     KIND_TASK: ConfigChange.Kind
     KIND_SCHEDULE: ConfigChange.Kind
+    KIND_NOTIFIER: ConfigChange.Kind
     class Action(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         ACTION_UNSPECIFIED: _ClassVar[ConfigChange.Action]

@@ -26,7 +26,7 @@ from google.api import field_behavior_pb2 as google_dot_api_dot_field__behavior_
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1atickwork/v1/notifier.proto\x12\x0btickwork.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb2\x03\n\x08Notifier\x12\x12\n\x04name\x18\x01 \x01(\tB\x04\xe2\x41\x01\x02\x12-\n\x04type\x18\x02 \x01(\x0e\x32\x19.tickwork.v1.NotifierTypeB\x04\xe2\x41\x01\x02\x12\x11\n\x03url\x18\x03 \x01(\tB\x04\xe2\x41\x01\x04\x12\x14\n\x06secret\x18\x04 \x01(\tB\x04\xe2\x41\x01\x04\x12\n\n\x02to\x18\x05 \x03(\t\x12\x17\n\x0ftimeout_seconds\x18\x06 \x01(\x01\x12.\n\x06\x65vents\x18\x07 \x03(\x0e\x32\x1e.tickwork.v1.NotificationEvent\x12\r\n\x05\x65very\x18\x08 \x01(\x08\x12\r\n\x05tasks\x18\t \x03(\t\x12\x11\n\tschedules\x18\n \x03(\t\x12\x15\n\x07has_url\x18\x0b \x01(\x08\x42\x04\xe2\x41\x01\x03\x12\x18\n\nhas_secret\x18\x0c \x01(\x08\x42\x04\xe2\x41\x01\x03\x12\x15\n\x07\x62uiltin\x18\r \x01(\x08\x42\x04\xe2\x41\x01\x03\x12\x35\n\x0b\x63reate_time\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12\x35\n\x0bupdate_time\x18\x0f \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\"Z\n\x12PutNotifierRequest\x12-\n\x08notifier\x18\x01 \x01(\x0b\x32\x15.tickwork.v1.NotifierB\x04\xe2\x41\x01\x02\x12\x15\n\rvalidate_only\x18\x02 \x01(\x08\"`\n\x13PutNotifierResponse\x12\'\n\x08notifier\x18\x01 \x01(\x0b\x32\x15.tickwork.v1.Notifier\x12\x0f\n\x07\x63reated\x18\x02 \x01(\x08\x12\x0f\n\x07\x63hanged\x18\x03 \x01(\x08\"\x16\n\x14ListNotifiersRequest\"A\n\x15ListNotifiersResponse\x12(\n\tnotifiers\x18\x01 \x03(\x0b\x32\x15.tickwork.v1.Notifier\"+\n\x15\x44\x65leteNotifierRequest\x12\x12\n\x04name\x18\x01 \x01(\tB\x04\xe2\x41\x01\x02\"\x18\n\x16\x44\x65leteNotifierResponse\")\n\x13TestNotifierRequest\x12\x12\n\x04name\x18\x01 \x01(\tB\x04\xe2\x41\x01\x02\"J\n\x14TestNotifierResponse\x12\x11\n\tdelivered\x18\x01 \x01(\x08\x12\r\n\x05\x65rror\x18\x02 \x01(\t\x12\x10\n\x08\x65vent_id\x18\x03 \x01(\t\"\xe1\x03\n\x0cNotification\x12\x10\n\x02id\x18\x01 \x01(\x03\x42\x04\xe2\x41\x01\x03\x12\x16\n\x08\x65vent_id\x18\x02 \x01(\tB\x04\xe2\x41\x01\x03\x12\x33\n\x05\x65vent\x18\x03 \x01(\x0e\x32\x1e.tickwork.v1.NotificationEventB\x04\xe2\x41\x01\x03\x12\x16\n\x08notifier\x18\x04 \x01(\tB\x04\xe2\x41\x01\x03\x12\x35\n\x06status\x18\x05 \x01(\x0e\x32\x1f.tickwork.v1.NotificationStatusB\x04\xe2\x41\x01\x03\x12\x16\n\x08\x61ttempts\x18\x06 \x01(\x05\x42\x04\xe2\x41\x01\x03\x12\x18\n\nlast_error\x18\x07 \x01(\tB\x04\xe2\x41\x01\x03\x12\x17\n\ttask_name\x18\x08 \x01(\tB\x04\xe2\x41\x01\x03\x12\x14\n\x06job_id\x18\t \x01(\x03\x42\x04\xe2\x41\x01\x03\x12\x1a\n\x0cstate_change\x18\n \x01(\x08\x42\x04\xe2\x41\x01\x03\x12\x34\n\nevent_time\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12\x33\n\tsent_time\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12;\n\x11next_attempt_time\x18\r \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\"l\n\x18ListNotificationsRequest\x12\r\n\x05limit\x18\x01 \x01(\x05\x12\x10\n\x08notifier\x18\x02 \x01(\t\x12/\n\x06status\x18\x03 \x01(\x0e\x32\x1f.tickwork.v1.NotificationStatus\"M\n\x19ListNotificationsResponse\x12\x30\n\rnotifications\x18\x01 \x03(\x0b\x32\x19.tickwork.v1.Notification*z\n\x0cNotifierType\x12\x1d\n\x19NOTIFIER_TYPE_UNSPECIFIED\x10\x00\x12\x17\n\x13NOTIFIER_TYPE_EMAIL\x10\x01\x12\x19\n\x15NOTIFIER_TYPE_WEBHOOK\x10\x02\x12\x17\n\x13NOTIFIER_TYPE_SLACK\x10\x03*\x85\x02\n\x11NotificationEvent\x12\"\n\x1eNOTIFICATION_EVENT_UNSPECIFIED\x10\x00\x12$\n NOTIFICATION_EVENT_FINAL_FAILURE\x10\x01\x12\x1f\n\x1bNOTIFICATION_EVENT_RECOVERY\x10\x02\x12$\n NOTIFICATION_EVENT_AUTO_DISABLED\x10\x03\x12\x1b\n\x17NOTIFICATION_EVENT_TEST\x10\x04\x12!\n\x1dNOTIFICATION_EVENT_NO_SUCCESS\x10\x05\x12\x1f\n\x1bNOTIFICATION_EVENT_LONG_RUN\x10\x06*\x9a\x01\n\x12NotificationStatus\x12#\n\x1fNOTIFICATION_STATUS_UNSPECIFIED\x10\x00\x12\x1f\n\x1bNOTIFICATION_STATUS_PENDING\x10\x01\x12\x1c\n\x18NOTIFICATION_STATUS_SENT\x10\x02\x12 \n\x1cNOTIFICATION_STATUS_GIVEN_UP\x10\x03\x32\xcf\x03\n\x0fNotifierService\x12P\n\x0bPutNotifier\x12\x1f.tickwork.v1.PutNotifierRequest\x1a .tickwork.v1.PutNotifierResponse\x12V\n\rListNotifiers\x12!.tickwork.v1.ListNotifiersRequest\x1a\".tickwork.v1.ListNotifiersResponse\x12Y\n\x0e\x44\x65leteNotifier\x12\".tickwork.v1.DeleteNotifierRequest\x1a#.tickwork.v1.DeleteNotifierResponse\x12S\n\x0cTestNotifier\x12 .tickwork.v1.TestNotifierRequest\x1a!.tickwork.v1.TestNotifierResponse\x12\x62\n\x11ListNotifications\x12%.tickwork.v1.ListNotificationsRequest\x1a&.tickwork.v1.ListNotificationsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1atickwork/v1/notifier.proto\x12\x0btickwork.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"_\n\x0bNotifyRoute\x12\x11\n\tnotifiers\x18\x01 \x03(\t\x12.\n\x06\x65vents\x18\x02 \x03(\x0e\x32\x1e.tickwork.v1.NotificationEvent\x12\r\n\x05\x65very\x18\x03 \x01(\x08\"\xb2\x03\n\x08Notifier\x12\x12\n\x04name\x18\x01 \x01(\tB\x04\xe2\x41\x01\x02\x12-\n\x04type\x18\x02 \x01(\x0e\x32\x19.tickwork.v1.NotifierTypeB\x04\xe2\x41\x01\x02\x12\x11\n\x03url\x18\x03 \x01(\tB\x04\xe2\x41\x01\x04\x12\x14\n\x06secret\x18\x04 \x01(\tB\x04\xe2\x41\x01\x04\x12\n\n\x02to\x18\x05 \x03(\t\x12\x17\n\x0ftimeout_seconds\x18\x06 \x01(\x01\x12.\n\x06\x65vents\x18\x07 \x03(\x0e\x32\x1e.tickwork.v1.NotificationEvent\x12\r\n\x05\x65very\x18\x08 \x01(\x08\x12\r\n\x05tasks\x18\t \x03(\t\x12\x11\n\tschedules\x18\n \x03(\t\x12\x15\n\x07has_url\x18\x0b \x01(\x08\x42\x04\xe2\x41\x01\x03\x12\x18\n\nhas_secret\x18\x0c \x01(\x08\x42\x04\xe2\x41\x01\x03\x12\x15\n\x07\x62uiltin\x18\r \x01(\x08\x42\x04\xe2\x41\x01\x03\x12\x35\n\x0b\x63reate_time\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12\x35\n\x0bupdate_time\x18\x0f \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\"Z\n\x12PutNotifierRequest\x12-\n\x08notifier\x18\x01 \x01(\x0b\x32\x15.tickwork.v1.NotifierB\x04\xe2\x41\x01\x02\x12\x15\n\rvalidate_only\x18\x02 \x01(\x08\"`\n\x13PutNotifierResponse\x12\'\n\x08notifier\x18\x01 \x01(\x0b\x32\x15.tickwork.v1.Notifier\x12\x0f\n\x07\x63reated\x18\x02 \x01(\x08\x12\x0f\n\x07\x63hanged\x18\x03 \x01(\x08\"\x16\n\x14ListNotifiersRequest\"A\n\x15ListNotifiersResponse\x12(\n\tnotifiers\x18\x01 \x03(\x0b\x32\x15.tickwork.v1.Notifier\"+\n\x15\x44\x65leteNotifierRequest\x12\x12\n\x04name\x18\x01 \x01(\tB\x04\xe2\x41\x01\x02\"\x18\n\x16\x44\x65leteNotifierResponse\")\n\x13TestNotifierRequest\x12\x12\n\x04name\x18\x01 \x01(\tB\x04\xe2\x41\x01\x02\"J\n\x14TestNotifierResponse\x12\x11\n\tdelivered\x18\x01 \x01(\x08\x12\r\n\x05\x65rror\x18\x02 \x01(\t\x12\x10\n\x08\x65vent_id\x18\x03 \x01(\t\"\xe1\x03\n\x0cNotification\x12\x10\n\x02id\x18\x01 \x01(\x03\x42\x04\xe2\x41\x01\x03\x12\x16\n\x08\x65vent_id\x18\x02 \x01(\tB\x04\xe2\x41\x01\x03\x12\x33\n\x05\x65vent\x18\x03 \x01(\x0e\x32\x1e.tickwork.v1.NotificationEventB\x04\xe2\x41\x01\x03\x12\x16\n\x08notifier\x18\x04 \x01(\tB\x04\xe2\x41\x01\x03\x12\x35\n\x06status\x18\x05 \x01(\x0e\x32\x1f.tickwork.v1.NotificationStatusB\x04\xe2\x41\x01\x03\x12\x16\n\x08\x61ttempts\x18\x06 \x01(\x05\x42\x04\xe2\x41\x01\x03\x12\x18\n\nlast_error\x18\x07 \x01(\tB\x04\xe2\x41\x01\x03\x12\x17\n\ttask_name\x18\x08 \x01(\tB\x04\xe2\x41\x01\x03\x12\x14\n\x06job_id\x18\t \x01(\x03\x42\x04\xe2\x41\x01\x03\x12\x1a\n\x0cstate_change\x18\n \x01(\x08\x42\x04\xe2\x41\x01\x03\x12\x34\n\nevent_time\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12\x33\n\tsent_time\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12;\n\x11next_attempt_time\x18\r \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\"l\n\x18ListNotificationsRequest\x12\r\n\x05limit\x18\x01 \x01(\x05\x12\x10\n\x08notifier\x18\x02 \x01(\t\x12/\n\x06status\x18\x03 \x01(\x0e\x32\x1f.tickwork.v1.NotificationStatus\"M\n\x19ListNotificationsResponse\x12\x30\n\rnotifications\x18\x01 \x03(\x0b\x32\x19.tickwork.v1.Notification*z\n\x0cNotifierType\x12\x1d\n\x19NOTIFIER_TYPE_UNSPECIFIED\x10\x00\x12\x17\n\x13NOTIFIER_TYPE_EMAIL\x10\x01\x12\x19\n\x15NOTIFIER_TYPE_WEBHOOK\x10\x02\x12\x17\n\x13NOTIFIER_TYPE_SLACK\x10\x03*\xa1\x03\n\x11NotificationEvent\x12\"\n\x1eNOTIFICATION_EVENT_UNSPECIFIED\x10\x00\x12$\n NOTIFICATION_EVENT_FINAL_FAILURE\x10\x01\x12\x1f\n\x1bNOTIFICATION_EVENT_RECOVERY\x10\x02\x12$\n NOTIFICATION_EVENT_AUTO_DISABLED\x10\x03\x12\x1b\n\x17NOTIFICATION_EVENT_TEST\x10\x04\x12!\n\x1dNOTIFICATION_EVENT_NO_SUCCESS\x10\x05\x12\x1f\n\x1bNOTIFICATION_EVENT_LONG_RUN\x10\x06\x12\"\n\x1eNOTIFICATION_EVENT_MISSED_FIRE\x10\x07\x12%\n!NOTIFICATION_EVENT_START_DEADLINE\x10\x08\x12\'\n#NOTIFICATION_EVENT_NO_ACTIVE_WORKER\x10\t\x12&\n\"NOTIFICATION_EVENT_WORKER_RETURNED\x10\n*\x9a\x01\n\x12NotificationStatus\x12#\n\x1fNOTIFICATION_STATUS_UNSPECIFIED\x10\x00\x12\x1f\n\x1bNOTIFICATION_STATUS_PENDING\x10\x01\x12\x1c\n\x18NOTIFICATION_STATUS_SENT\x10\x02\x12 \n\x1cNOTIFICATION_STATUS_GIVEN_UP\x10\x03\x32\xcf\x03\n\x0fNotifierService\x12P\n\x0bPutNotifier\x12\x1f.tickwork.v1.PutNotifierRequest\x1a .tickwork.v1.PutNotifierResponse\x12V\n\rListNotifiers\x12!.tickwork.v1.ListNotifiersRequest\x1a\".tickwork.v1.ListNotifiersResponse\x12Y\n\x0e\x44\x65leteNotifier\x12\".tickwork.v1.DeleteNotifierRequest\x1a#.tickwork.v1.DeleteNotifierResponse\x12S\n\x0cTestNotifier\x12 .tickwork.v1.TestNotifierRequest\x1a!.tickwork.v1.TestNotifierResponse\x12\x62\n\x11ListNotifications\x12%.tickwork.v1.ListNotificationsRequest\x1a&.tickwork.v1.ListNotificationsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -83,36 +83,38 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_NOTIFICATION'].fields_by_name['sent_time']._serialized_options = b'\342A\001\003'
   _globals['_NOTIFICATION'].fields_by_name['next_attempt_time']._loaded_options = None
   _globals['_NOTIFICATION'].fields_by_name['next_attempt_time']._serialized_options = b'\342A\001\003'
-  _globals['_NOTIFIERTYPE']._serialized_start=1690
-  _globals['_NOTIFIERTYPE']._serialized_end=1812
-  _globals['_NOTIFICATIONEVENT']._serialized_start=1815
-  _globals['_NOTIFICATIONEVENT']._serialized_end=2076
-  _globals['_NOTIFICATIONSTATUS']._serialized_start=2079
-  _globals['_NOTIFICATIONSTATUS']._serialized_end=2233
-  _globals['_NOTIFIER']._serialized_start=110
-  _globals['_NOTIFIER']._serialized_end=544
-  _globals['_PUTNOTIFIERREQUEST']._serialized_start=546
-  _globals['_PUTNOTIFIERREQUEST']._serialized_end=636
-  _globals['_PUTNOTIFIERRESPONSE']._serialized_start=638
-  _globals['_PUTNOTIFIERRESPONSE']._serialized_end=734
-  _globals['_LISTNOTIFIERSREQUEST']._serialized_start=736
-  _globals['_LISTNOTIFIERSREQUEST']._serialized_end=758
-  _globals['_LISTNOTIFIERSRESPONSE']._serialized_start=760
-  _globals['_LISTNOTIFIERSRESPONSE']._serialized_end=825
-  _globals['_DELETENOTIFIERREQUEST']._serialized_start=827
-  _globals['_DELETENOTIFIERREQUEST']._serialized_end=870
-  _globals['_DELETENOTIFIERRESPONSE']._serialized_start=872
-  _globals['_DELETENOTIFIERRESPONSE']._serialized_end=896
-  _globals['_TESTNOTIFIERREQUEST']._serialized_start=898
-  _globals['_TESTNOTIFIERREQUEST']._serialized_end=939
-  _globals['_TESTNOTIFIERRESPONSE']._serialized_start=941
-  _globals['_TESTNOTIFIERRESPONSE']._serialized_end=1015
-  _globals['_NOTIFICATION']._serialized_start=1018
-  _globals['_NOTIFICATION']._serialized_end=1499
-  _globals['_LISTNOTIFICATIONSREQUEST']._serialized_start=1501
-  _globals['_LISTNOTIFICATIONSREQUEST']._serialized_end=1609
-  _globals['_LISTNOTIFICATIONSRESPONSE']._serialized_start=1611
-  _globals['_LISTNOTIFICATIONSRESPONSE']._serialized_end=1688
-  _globals['_NOTIFIERSERVICE']._serialized_start=2236
-  _globals['_NOTIFIERSERVICE']._serialized_end=2699
+  _globals['_NOTIFIERTYPE']._serialized_start=1787
+  _globals['_NOTIFIERTYPE']._serialized_end=1909
+  _globals['_NOTIFICATIONEVENT']._serialized_start=1912
+  _globals['_NOTIFICATIONEVENT']._serialized_end=2329
+  _globals['_NOTIFICATIONSTATUS']._serialized_start=2332
+  _globals['_NOTIFICATIONSTATUS']._serialized_end=2486
+  _globals['_NOTIFYROUTE']._serialized_start=109
+  _globals['_NOTIFYROUTE']._serialized_end=204
+  _globals['_NOTIFIER']._serialized_start=207
+  _globals['_NOTIFIER']._serialized_end=641
+  _globals['_PUTNOTIFIERREQUEST']._serialized_start=643
+  _globals['_PUTNOTIFIERREQUEST']._serialized_end=733
+  _globals['_PUTNOTIFIERRESPONSE']._serialized_start=735
+  _globals['_PUTNOTIFIERRESPONSE']._serialized_end=831
+  _globals['_LISTNOTIFIERSREQUEST']._serialized_start=833
+  _globals['_LISTNOTIFIERSREQUEST']._serialized_end=855
+  _globals['_LISTNOTIFIERSRESPONSE']._serialized_start=857
+  _globals['_LISTNOTIFIERSRESPONSE']._serialized_end=922
+  _globals['_DELETENOTIFIERREQUEST']._serialized_start=924
+  _globals['_DELETENOTIFIERREQUEST']._serialized_end=967
+  _globals['_DELETENOTIFIERRESPONSE']._serialized_start=969
+  _globals['_DELETENOTIFIERRESPONSE']._serialized_end=993
+  _globals['_TESTNOTIFIERREQUEST']._serialized_start=995
+  _globals['_TESTNOTIFIERREQUEST']._serialized_end=1036
+  _globals['_TESTNOTIFIERRESPONSE']._serialized_start=1038
+  _globals['_TESTNOTIFIERRESPONSE']._serialized_end=1112
+  _globals['_NOTIFICATION']._serialized_start=1115
+  _globals['_NOTIFICATION']._serialized_end=1596
+  _globals['_LISTNOTIFICATIONSREQUEST']._serialized_start=1598
+  _globals['_LISTNOTIFICATIONSREQUEST']._serialized_end=1706
+  _globals['_LISTNOTIFICATIONSRESPONSE']._serialized_start=1708
+  _globals['_LISTNOTIFICATIONSRESPONSE']._serialized_end=1785
+  _globals['_NOTIFIERSERVICE']._serialized_start=2489
+  _globals['_NOTIFIERSERVICE']._serialized_end=2952
 # @@protoc_insertion_point(module_scope)

@@ -27,6 +27,10 @@ class NotificationEvent(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     NOTIFICATION_EVENT_TEST: _ClassVar[NotificationEvent]
     NOTIFICATION_EVENT_NO_SUCCESS: _ClassVar[NotificationEvent]
     NOTIFICATION_EVENT_LONG_RUN: _ClassVar[NotificationEvent]
+    NOTIFICATION_EVENT_MISSED_FIRE: _ClassVar[NotificationEvent]
+    NOTIFICATION_EVENT_START_DEADLINE: _ClassVar[NotificationEvent]
+    NOTIFICATION_EVENT_NO_ACTIVE_WORKER: _ClassVar[NotificationEvent]
+    NOTIFICATION_EVENT_WORKER_RETURNED: _ClassVar[NotificationEvent]
 
 class NotificationStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -45,10 +49,24 @@ NOTIFICATION_EVENT_AUTO_DISABLED: NotificationEvent
 NOTIFICATION_EVENT_TEST: NotificationEvent
 NOTIFICATION_EVENT_NO_SUCCESS: NotificationEvent
 NOTIFICATION_EVENT_LONG_RUN: NotificationEvent
+NOTIFICATION_EVENT_MISSED_FIRE: NotificationEvent
+NOTIFICATION_EVENT_START_DEADLINE: NotificationEvent
+NOTIFICATION_EVENT_NO_ACTIVE_WORKER: NotificationEvent
+NOTIFICATION_EVENT_WORKER_RETURNED: NotificationEvent
 NOTIFICATION_STATUS_UNSPECIFIED: NotificationStatus
 NOTIFICATION_STATUS_PENDING: NotificationStatus
 NOTIFICATION_STATUS_SENT: NotificationStatus
 NOTIFICATION_STATUS_GIVEN_UP: NotificationStatus
+
+class NotifyRoute(_message.Message):
+    __slots__ = ("notifiers", "events", "every")
+    NOTIFIERS_FIELD_NUMBER: _ClassVar[int]
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    EVERY_FIELD_NUMBER: _ClassVar[int]
+    notifiers: _containers.RepeatedScalarFieldContainer[str]
+    events: _containers.RepeatedScalarFieldContainer[NotificationEvent]
+    every: bool
+    def __init__(self, notifiers: _Optional[_Iterable[str]] = ..., events: _Optional[_Iterable[_Union[NotificationEvent, str]]] = ..., every: _Optional[bool] = ...) -> None: ...
 
 class Notifier(_message.Message):
     __slots__ = ("name", "type", "url", "secret", "to", "timeout_seconds", "events", "every", "tasks", "schedules", "has_url", "has_secret", "builtin", "create_time", "update_time")

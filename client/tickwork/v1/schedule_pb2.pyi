@@ -4,6 +4,7 @@ from google.api import field_behavior_pb2 as _field_behavior_pb2
 from google.protobuf import field_mask_pb2 as _field_mask_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from tickwork.v1 import common_pb2 as _common_pb2
+from tickwork.v1 import notifier_pb2 as _notifier_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -64,7 +65,7 @@ FIRE_OUTCOME_BUFFERED: FireOutcome
 FIRE_OUTCOME_REPLACED: FireOutcome
 
 class Schedule(_message.Message):
-    __slots__ = ("id", "name", "description", "cron_expression", "interval_seconds", "timezone", "catch_up_policy", "enabled", "task_ids", "next_run_time", "cron_description", "last_run_time", "create_time", "update_time", "task_names", "overlap_policy", "max_buffered", "catch_up_window_seconds", "max_catch_up_runs", "jitter_seconds", "jitter_mode", "start_time", "end_time", "labels", "pause_note", "paused_until", "paused_by", "pause_time", "catch_up_on_resume", "start_deadline_seconds")
+    __slots__ = ("id", "name", "description", "cron_expression", "interval_seconds", "timezone", "catch_up_policy", "enabled", "task_ids", "next_run_time", "cron_description", "last_run_time", "create_time", "update_time", "task_names", "overlap_policy", "max_buffered", "catch_up_window_seconds", "max_catch_up_runs", "jitter_seconds", "jitter_mode", "start_time", "end_time", "labels", "pause_note", "paused_until", "paused_by", "pause_time", "catch_up_on_resume", "start_deadline_seconds", "notify")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -102,6 +103,7 @@ class Schedule(_message.Message):
     PAUSE_TIME_FIELD_NUMBER: _ClassVar[int]
     CATCH_UP_ON_RESUME_FIELD_NUMBER: _ClassVar[int]
     START_DEADLINE_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    NOTIFY_FIELD_NUMBER: _ClassVar[int]
     id: int
     name: str
     description: str
@@ -132,7 +134,8 @@ class Schedule(_message.Message):
     pause_time: _timestamp_pb2.Timestamp
     catch_up_on_resume: bool
     start_deadline_seconds: float
-    def __init__(self, id: _Optional[int] = ..., name: _Optional[str] = ..., description: _Optional[str] = ..., cron_expression: _Optional[str] = ..., interval_seconds: _Optional[int] = ..., timezone: _Optional[str] = ..., catch_up_policy: _Optional[_Union[CatchUpPolicy, str]] = ..., enabled: _Optional[bool] = ..., task_ids: _Optional[_Iterable[int]] = ..., next_run_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., cron_description: _Optional[str] = ..., last_run_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., task_names: _Optional[_Iterable[str]] = ..., overlap_policy: _Optional[_Union[OverlapPolicy, str]] = ..., max_buffered: _Optional[int] = ..., catch_up_window_seconds: _Optional[float] = ..., max_catch_up_runs: _Optional[int] = ..., jitter_seconds: _Optional[float] = ..., jitter_mode: _Optional[_Union[JitterMode, str]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., pause_note: _Optional[str] = ..., paused_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., paused_by: _Optional[str] = ..., pause_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., catch_up_on_resume: _Optional[bool] = ..., start_deadline_seconds: _Optional[float] = ...) -> None: ...
+    notify: _containers.RepeatedCompositeFieldContainer[_notifier_pb2.NotifyRoute]
+    def __init__(self, id: _Optional[int] = ..., name: _Optional[str] = ..., description: _Optional[str] = ..., cron_expression: _Optional[str] = ..., interval_seconds: _Optional[int] = ..., timezone: _Optional[str] = ..., catch_up_policy: _Optional[_Union[CatchUpPolicy, str]] = ..., enabled: _Optional[bool] = ..., task_ids: _Optional[_Iterable[int]] = ..., next_run_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., cron_description: _Optional[str] = ..., last_run_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., task_names: _Optional[_Iterable[str]] = ..., overlap_policy: _Optional[_Union[OverlapPolicy, str]] = ..., max_buffered: _Optional[int] = ..., catch_up_window_seconds: _Optional[float] = ..., max_catch_up_runs: _Optional[int] = ..., jitter_seconds: _Optional[float] = ..., jitter_mode: _Optional[_Union[JitterMode, str]] = ..., start_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., pause_note: _Optional[str] = ..., paused_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., paused_by: _Optional[str] = ..., pause_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., catch_up_on_resume: _Optional[bool] = ..., start_deadline_seconds: _Optional[float] = ..., notify: _Optional[_Iterable[_Union[_notifier_pb2.NotifyRoute, _Mapping]]] = ...) -> None: ...
 
 class CreateScheduleRequest(_message.Message):
     __slots__ = ("schedule", "request_id")

@@ -27,9 +27,10 @@ from google.protobuf import field_mask_pb2 as google_dot_protobuf_dot_field__mas
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 from tickwork.v1 import common_pb2 as tickwork_dot_v1_dot_common__pb2
+from tickwork.v1 import notifier_pb2 as tickwork_dot_v1_dot_notifier__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16tickwork/v1/task.proto\x12\x0btickwork.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a google/protobuf/field_mask.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x18tickwork/v1/common.proto\"^\n\x0bRetryPolicy\x12\x14\n\x0cmax_attempts\x18\x01 \x01(\x05\x12\x1c\n\x14\x62\x61\x63koff_base_seconds\x18\x02 \x01(\x01\x12\x1b\n\x13\x62\x61\x63koff_cap_seconds\x18\x03 \x01(\x01\"\xe6\x07\n\x04Task\x12\x10\n\x02id\x18\x01 \x01(\x03\x42\x04\xe2\x41\x01\x08\x12\x12\n\x04name\x18\x02 \x01(\tB\x04\xe2\x41\x01\x02\x12\x13\n\x0b\x64\x65scription\x18\x03 \x01(\t\x12\x15\n\x07handler\x18\x04 \x01(\tB\x04\xe2\x41\x01\x02\x12\'\n\x06params\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x1a\n\rtask_priority\x18\x06 \x01(\x05H\x00\x88\x01\x01\x12\x14\n\x07\x65nabled\x18\x07 \x01(\x08H\x01\x88\x01\x01\x12\x17\n\x0ftimeout_seconds\x18\x08 \x01(\x01\x12\'\n\x19\x63onsecutive_failure_count\x18\t \x01(\x05\x42\x04\xe2\x41\x01\x03\x12.\n\x0cretry_policy\x18\n \x01(\x0b\x32\x18.tickwork.v1.RetryPolicy\x12\x1d\n\x0f\x64isabled_reason\x18\x0b \x01(\tB\x04\xe2\x41\x01\x03\x12\x35\n\x0b\x63reate_time\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12\x35\n\x0bupdate_time\x18\r \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12\x1a\n\x12memory_limit_bytes\x18\x0e \x01(\x03\x12\x19\n\x11\x63pu_limit_seconds\x18\x0f \x01(\x03\x12\x19\n\x11\x63oncurrency_group\x18\x10 \x01(\t\x12;\n\x11last_success_time\x18\x11 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12;\n\x11last_failure_time\x18\x12 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12%\n\x1d\x65xpect_success_within_seconds\x18\x13 \x01(\x01\x12\x1a\n\x12warn_after_seconds\x18\x14 \x01(\x01\x12-\n\x06labels\x18\x15 \x03(\x0b\x32\x1d.tickwork.v1.Task.LabelsEntry\x12\x1a\n\x0c\x64isable_note\x18\x16 \x01(\tB\x04\xe2\x41\x01\x03\x12\x38\n\x0e\x64isabled_until\x18\x17 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12\x19\n\x0b\x64isabled_by\x18\x18 \x01(\tB\x04\xe2\x41\x01\x03\x12\x36\n\x0c\x64isable_time\x18\x19 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x10\n\x0e_task_priorityB\n\n\x08_enabled\"N\n\x11\x43reateTaskRequest\x12%\n\x04task\x18\x01 \x01(\x0b\x32\x11.tickwork.v1.TaskB\x04\xe2\x41\x01\x02\x12\x12\n\nrequest_id\x18\x14 \x01(\t\"O\n\x12\x43reateTaskResponse\x12\x1f\n\x04task\x18\x01 \x01(\x0b\x32\x11.tickwork.v1.Task\x12\x18\n\x10repeated_request\x18\x14 \x01(\x08\"/\n\x0eGetTaskRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\x03\x12\x0c\n\x04name\x18\x02 \x01(\t\"2\n\x0fGetTaskResponse\x12\x1f\n\x04task\x18\x01 \x01(\x0b\x32\x11.tickwork.v1.Task\"Q\n\x10ListTasksRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\x12\x16\n\x0elabel_selector\x18\x03 \x01(\t\"N\n\x11ListTasksResponse\x12 \n\x05tasks\x18\x01 \x03(\x0b\x32\x11.tickwork.v1.Task\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"k\n\x11UpdateTaskRequest\x12%\n\x04task\x18\x01 \x01(\x0b\x32\x11.tickwork.v1.TaskB\x04\xe2\x41\x01\x02\x12/\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\"5\n\x12UpdateTaskResponse\x12\x1f\n\x04task\x18\x01 \x01(\x0b\x32\x11.tickwork.v1.Task\"*\n\x11\x44\x65leteTaskRequest\x12\x15\n\x07task_id\x18\x01 \x01(\x03\x42\x04\xe2\x41\x01\x02\"\x14\n\x12\x44\x65leteTaskResponse\"\xc2\x02\n\x0fRunTasksRequest\x12\x10\n\x08task_ids\x18\x01 \x03(\x03\x12\x12\n\ntask_names\x18\x02 \x03(\t\x12%\n\x07trigger\x18\x03 \x01(\x0e\x32\x14.tickwork.v1.Trigger\x12\x30\n\x0fparams_override\x18\x04 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x33\n\x0fnot_before_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x38\n\x06labels\x18\x06 \x03(\x0b\x32(.tickwork.v1.RunTasksRequest.LabelsEntry\x12\x12\n\nrequest_id\x18\x14 \x01(\t\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"P\n\x10RunTasksResponse\x12\"\n\x04runs\x18\x01 \x03(\x0b\x32\x14.tickwork.v1.TaskRun\x12\x18\n\x10repeated_request\x18\x14 \x01(\x08\"?\n\x11\x41\x62ortTasksRequest\x12\x16\n\x08task_ids\x18\x01 \x03(\x03\x42\x04\xe2\x41\x01\x02\x12\x12\n\nrequest_id\x18\x14 \x01(\t\"\xc0\x01\n\tTaskAbort\x12\x0f\n\x07task_id\x18\x01 \x01(\x03\x12\x0e\n\x06job_id\x18\x02 \x01(\x03\x12-\n\x06\x61\x63tion\x18\x03 \x01(\x0e\x32\x1d.tickwork.v1.TaskAbort.Action\"c\n\x06\x41\x63tion\x12\x16\n\x12\x41\x43TION_UNSPECIFIED\x10\x00\x12\x14\n\x10\x41\x43TION_CANCELLED\x10\x01\x12\x1a\n\x16\x41\x43TION_ABORT_REQUESTED\x10\x02\x12\x0f\n\x0b\x41\x43TION_NONE\x10\x03\"V\n\x12\x41\x62ortTasksResponse\x12&\n\x06\x61\x62orts\x18\x01 \x03(\x0b\x32\x16.tickwork.v1.TaskAbort\x12\x18\n\x10repeated_request\x18\x14 \x01(\x08\"h\n\x12\x44isableTaskRequest\x12\x10\n\x02id\x18\x01 \x01(\x03\x42\x04\xe2\x41\x01\x02\x12\x0c\n\x04note\x18\x02 \x01(\t\x12\x32\n\x0e\x64isabled_until\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"6\n\x13\x44isableTaskResponse\x12\x1f\n\x04task\x18\x01 \x01(\x0b\x32\x11.tickwork.v1.Task\"%\n\x11\x45nableTaskRequest\x12\x10\n\x02id\x18\x01 \x01(\x03\x42\x04\xe2\x41\x01\x02\"5\n\x12\x45nableTaskResponse\x12\x1f\n\x04task\x18\x01 \x01(\x0b\x32\x11.tickwork.v1.Task2\xc5\x05\n\x0bTaskService\x12M\n\nCreateTask\x12\x1e.tickwork.v1.CreateTaskRequest\x1a\x1f.tickwork.v1.CreateTaskResponse\x12\x44\n\x07GetTask\x12\x1b.tickwork.v1.GetTaskRequest\x1a\x1c.tickwork.v1.GetTaskResponse\x12J\n\tListTasks\x12\x1d.tickwork.v1.ListTasksRequest\x1a\x1e.tickwork.v1.ListTasksResponse\x12M\n\nUpdateTask\x12\x1e.tickwork.v1.UpdateTaskRequest\x1a\x1f.tickwork.v1.UpdateTaskResponse\x12M\n\nDeleteTask\x12\x1e.tickwork.v1.DeleteTaskRequest\x1a\x1f.tickwork.v1.DeleteTaskResponse\x12G\n\x08RunTasks\x12\x1c.tickwork.v1.RunTasksRequest\x1a\x1d.tickwork.v1.RunTasksResponse\x12M\n\nAbortTasks\x12\x1e.tickwork.v1.AbortTasksRequest\x1a\x1f.tickwork.v1.AbortTasksResponse\x12P\n\x0b\x44isableTask\x12\x1f.tickwork.v1.DisableTaskRequest\x1a .tickwork.v1.DisableTaskResponse\x12M\n\nEnableTask\x12\x1e.tickwork.v1.EnableTaskRequest\x1a\x1f.tickwork.v1.EnableTaskResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16tickwork/v1/task.proto\x12\x0btickwork.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a google/protobuf/field_mask.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x18tickwork/v1/common.proto\x1a\x1atickwork/v1/notifier.proto\"^\n\x0bRetryPolicy\x12\x14\n\x0cmax_attempts\x18\x01 \x01(\x05\x12\x1c\n\x14\x62\x61\x63koff_base_seconds\x18\x02 \x01(\x01\x12\x1b\n\x13\x62\x61\x63koff_cap_seconds\x18\x03 \x01(\x01\"\x90\x08\n\x04Task\x12\x10\n\x02id\x18\x01 \x01(\x03\x42\x04\xe2\x41\x01\x08\x12\x12\n\x04name\x18\x02 \x01(\tB\x04\xe2\x41\x01\x02\x12\x13\n\x0b\x64\x65scription\x18\x03 \x01(\t\x12\x15\n\x07handler\x18\x04 \x01(\tB\x04\xe2\x41\x01\x02\x12\'\n\x06params\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x1a\n\rtask_priority\x18\x06 \x01(\x05H\x00\x88\x01\x01\x12\x14\n\x07\x65nabled\x18\x07 \x01(\x08H\x01\x88\x01\x01\x12\x17\n\x0ftimeout_seconds\x18\x08 \x01(\x01\x12\'\n\x19\x63onsecutive_failure_count\x18\t \x01(\x05\x42\x04\xe2\x41\x01\x03\x12.\n\x0cretry_policy\x18\n \x01(\x0b\x32\x18.tickwork.v1.RetryPolicy\x12\x1d\n\x0f\x64isabled_reason\x18\x0b \x01(\tB\x04\xe2\x41\x01\x03\x12\x35\n\x0b\x63reate_time\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12\x35\n\x0bupdate_time\x18\r \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12\x1a\n\x12memory_limit_bytes\x18\x0e \x01(\x03\x12\x19\n\x11\x63pu_limit_seconds\x18\x0f \x01(\x03\x12\x19\n\x11\x63oncurrency_group\x18\x10 \x01(\t\x12;\n\x11last_success_time\x18\x11 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12;\n\x11last_failure_time\x18\x12 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12%\n\x1d\x65xpect_success_within_seconds\x18\x13 \x01(\x01\x12\x1a\n\x12warn_after_seconds\x18\x14 \x01(\x01\x12-\n\x06labels\x18\x15 \x03(\x0b\x32\x1d.tickwork.v1.Task.LabelsEntry\x12\x1a\n\x0c\x64isable_note\x18\x16 \x01(\tB\x04\xe2\x41\x01\x03\x12\x38\n\x0e\x64isabled_until\x18\x17 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12\x19\n\x0b\x64isabled_by\x18\x18 \x01(\tB\x04\xe2\x41\x01\x03\x12\x36\n\x0c\x64isable_time\x18\x19 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x04\xe2\x41\x01\x03\x12(\n\x06notify\x18\x1a \x03(\x0b\x32\x18.tickwork.v1.NotifyRoute\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x10\n\x0e_task_priorityB\n\n\x08_enabled\"N\n\x11\x43reateTaskRequest\x12%\n\x04task\x18\x01 \x01(\x0b\x32\x11.tickwork.v1.TaskB\x04\xe2\x41\x01\x02\x12\x12\n\nrequest_id\x18\x14 \x01(\t\"O\n\x12\x43reateTaskResponse\x12\x1f\n\x04task\x18\x01 \x01(\x0b\x32\x11.tickwork.v1.Task\x12\x18\n\x10repeated_request\x18\x14 \x01(\x08\"/\n\x0eGetTaskRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\x03\x12\x0c\n\x04name\x18\x02 \x01(\t\"2\n\x0fGetTaskResponse\x12\x1f\n\x04task\x18\x01 \x01(\x0b\x32\x11.tickwork.v1.Task\"Q\n\x10ListTasksRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\x12\x16\n\x0elabel_selector\x18\x03 \x01(\t\"N\n\x11ListTasksResponse\x12 \n\x05tasks\x18\x01 \x03(\x0b\x32\x11.tickwork.v1.Task\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"k\n\x11UpdateTaskRequest\x12%\n\x04task\x18\x01 \x01(\x0b\x32\x11.tickwork.v1.TaskB\x04\xe2\x41\x01\x02\x12/\n\x0bupdate_mask\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\"5\n\x12UpdateTaskResponse\x12\x1f\n\x04task\x18\x01 \x01(\x0b\x32\x11.tickwork.v1.Task\"*\n\x11\x44\x65leteTaskRequest\x12\x15\n\x07task_id\x18\x01 \x01(\x03\x42\x04\xe2\x41\x01\x02\"\x14\n\x12\x44\x65leteTaskResponse\"\xc2\x02\n\x0fRunTasksRequest\x12\x10\n\x08task_ids\x18\x01 \x03(\x03\x12\x12\n\ntask_names\x18\x02 \x03(\t\x12%\n\x07trigger\x18\x03 \x01(\x0e\x32\x14.tickwork.v1.Trigger\x12\x30\n\x0fparams_override\x18\x04 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x33\n\x0fnot_before_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x38\n\x06labels\x18\x06 \x03(\x0b\x32(.tickwork.v1.RunTasksRequest.LabelsEntry\x12\x12\n\nrequest_id\x18\x14 \x01(\t\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"P\n\x10RunTasksResponse\x12\"\n\x04runs\x18\x01 \x03(\x0b\x32\x14.tickwork.v1.TaskRun\x12\x18\n\x10repeated_request\x18\x14 \x01(\x08\"?\n\x11\x41\x62ortTasksRequest\x12\x16\n\x08task_ids\x18\x01 \x03(\x03\x42\x04\xe2\x41\x01\x02\x12\x12\n\nrequest_id\x18\x14 \x01(\t\"\xc0\x01\n\tTaskAbort\x12\x0f\n\x07task_id\x18\x01 \x01(\x03\x12\x0e\n\x06job_id\x18\x02 \x01(\x03\x12-\n\x06\x61\x63tion\x18\x03 \x01(\x0e\x32\x1d.tickwork.v1.TaskAbort.Action\"c\n\x06\x41\x63tion\x12\x16\n\x12\x41\x43TION_UNSPECIFIED\x10\x00\x12\x14\n\x10\x41\x43TION_CANCELLED\x10\x01\x12\x1a\n\x16\x41\x43TION_ABORT_REQUESTED\x10\x02\x12\x0f\n\x0b\x41\x43TION_NONE\x10\x03\"V\n\x12\x41\x62ortTasksResponse\x12&\n\x06\x61\x62orts\x18\x01 \x03(\x0b\x32\x16.tickwork.v1.TaskAbort\x12\x18\n\x10repeated_request\x18\x14 \x01(\x08\"h\n\x12\x44isableTaskRequest\x12\x10\n\x02id\x18\x01 \x01(\x03\x42\x04\xe2\x41\x01\x02\x12\x0c\n\x04note\x18\x02 \x01(\t\x12\x32\n\x0e\x64isabled_until\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"6\n\x13\x44isableTaskResponse\x12\x1f\n\x04task\x18\x01 \x01(\x0b\x32\x11.tickwork.v1.Task\"%\n\x11\x45nableTaskRequest\x12\x10\n\x02id\x18\x01 \x01(\x03\x42\x04\xe2\x41\x01\x02\"5\n\x12\x45nableTaskResponse\x12\x1f\n\x04task\x18\x01 \x01(\x0b\x32\x11.tickwork.v1.Task2\xc5\x05\n\x0bTaskService\x12M\n\nCreateTask\x12\x1e.tickwork.v1.CreateTaskRequest\x1a\x1f.tickwork.v1.CreateTaskResponse\x12\x44\n\x07GetTask\x12\x1b.tickwork.v1.GetTaskRequest\x1a\x1c.tickwork.v1.GetTaskResponse\x12J\n\tListTasks\x12\x1d.tickwork.v1.ListTasksRequest\x1a\x1e.tickwork.v1.ListTasksResponse\x12M\n\nUpdateTask\x12\x1e.tickwork.v1.UpdateTaskRequest\x1a\x1f.tickwork.v1.UpdateTaskResponse\x12M\n\nDeleteTask\x12\x1e.tickwork.v1.DeleteTaskRequest\x1a\x1f.tickwork.v1.DeleteTaskResponse\x12G\n\x08RunTasks\x12\x1c.tickwork.v1.RunTasksRequest\x1a\x1d.tickwork.v1.RunTasksResponse\x12M\n\nAbortTasks\x12\x1e.tickwork.v1.AbortTasksRequest\x1a\x1f.tickwork.v1.AbortTasksResponse\x12P\n\x0b\x44isableTask\x12\x1f.tickwork.v1.DisableTaskRequest\x1a .tickwork.v1.DisableTaskResponse\x12M\n\nEnableTask\x12\x1e.tickwork.v1.EnableTaskRequest\x1a\x1f.tickwork.v1.EnableTaskResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -78,54 +79,54 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_DISABLETASKREQUEST'].fields_by_name['id']._serialized_options = b'\342A\001\002'
   _globals['_ENABLETASKREQUEST'].fields_by_name['id']._loaded_options = None
   _globals['_ENABLETASKREQUEST'].fields_by_name['id']._serialized_options = b'\342A\001\002'
-  _globals['_RETRYPOLICY']._serialized_start=195
-  _globals['_RETRYPOLICY']._serialized_end=289
-  _globals['_TASK']._serialized_start=292
-  _globals['_TASK']._serialized_end=1290
-  _globals['_TASK_LABELSENTRY']._serialized_start=1215
-  _globals['_TASK_LABELSENTRY']._serialized_end=1260
-  _globals['_CREATETASKREQUEST']._serialized_start=1292
-  _globals['_CREATETASKREQUEST']._serialized_end=1370
-  _globals['_CREATETASKRESPONSE']._serialized_start=1372
-  _globals['_CREATETASKRESPONSE']._serialized_end=1451
-  _globals['_GETTASKREQUEST']._serialized_start=1453
-  _globals['_GETTASKREQUEST']._serialized_end=1500
-  _globals['_GETTASKRESPONSE']._serialized_start=1502
-  _globals['_GETTASKRESPONSE']._serialized_end=1552
-  _globals['_LISTTASKSREQUEST']._serialized_start=1554
-  _globals['_LISTTASKSREQUEST']._serialized_end=1635
-  _globals['_LISTTASKSRESPONSE']._serialized_start=1637
-  _globals['_LISTTASKSRESPONSE']._serialized_end=1715
-  _globals['_UPDATETASKREQUEST']._serialized_start=1717
-  _globals['_UPDATETASKREQUEST']._serialized_end=1824
-  _globals['_UPDATETASKRESPONSE']._serialized_start=1826
-  _globals['_UPDATETASKRESPONSE']._serialized_end=1879
-  _globals['_DELETETASKREQUEST']._serialized_start=1881
-  _globals['_DELETETASKREQUEST']._serialized_end=1923
-  _globals['_DELETETASKRESPONSE']._serialized_start=1925
-  _globals['_DELETETASKRESPONSE']._serialized_end=1945
-  _globals['_RUNTASKSREQUEST']._serialized_start=1948
-  _globals['_RUNTASKSREQUEST']._serialized_end=2270
-  _globals['_RUNTASKSREQUEST_LABELSENTRY']._serialized_start=1215
-  _globals['_RUNTASKSREQUEST_LABELSENTRY']._serialized_end=1260
-  _globals['_RUNTASKSRESPONSE']._serialized_start=2272
-  _globals['_RUNTASKSRESPONSE']._serialized_end=2352
-  _globals['_ABORTTASKSREQUEST']._serialized_start=2354
-  _globals['_ABORTTASKSREQUEST']._serialized_end=2417
-  _globals['_TASKABORT']._serialized_start=2420
-  _globals['_TASKABORT']._serialized_end=2612
-  _globals['_TASKABORT_ACTION']._serialized_start=2513
-  _globals['_TASKABORT_ACTION']._serialized_end=2612
-  _globals['_ABORTTASKSRESPONSE']._serialized_start=2614
-  _globals['_ABORTTASKSRESPONSE']._serialized_end=2700
-  _globals['_DISABLETASKREQUEST']._serialized_start=2702
-  _globals['_DISABLETASKREQUEST']._serialized_end=2806
-  _globals['_DISABLETASKRESPONSE']._serialized_start=2808
-  _globals['_DISABLETASKRESPONSE']._serialized_end=2862
-  _globals['_ENABLETASKREQUEST']._serialized_start=2864
-  _globals['_ENABLETASKREQUEST']._serialized_end=2901
-  _globals['_ENABLETASKRESPONSE']._serialized_start=2903
-  _globals['_ENABLETASKRESPONSE']._serialized_end=2956
-  _globals['_TASKSERVICE']._serialized_start=2959
-  _globals['_TASKSERVICE']._serialized_end=3668
+  _globals['_RETRYPOLICY']._serialized_start=223
+  _globals['_RETRYPOLICY']._serialized_end=317
+  _globals['_TASK']._serialized_start=320
+  _globals['_TASK']._serialized_end=1360
+  _globals['_TASK_LABELSENTRY']._serialized_start=1285
+  _globals['_TASK_LABELSENTRY']._serialized_end=1330
+  _globals['_CREATETASKREQUEST']._serialized_start=1362
+  _globals['_CREATETASKREQUEST']._serialized_end=1440
+  _globals['_CREATETASKRESPONSE']._serialized_start=1442
+  _globals['_CREATETASKRESPONSE']._serialized_end=1521
+  _globals['_GETTASKREQUEST']._serialized_start=1523
+  _globals['_GETTASKREQUEST']._serialized_end=1570
+  _globals['_GETTASKRESPONSE']._serialized_start=1572
+  _globals['_GETTASKRESPONSE']._serialized_end=1622
+  _globals['_LISTTASKSREQUEST']._serialized_start=1624
+  _globals['_LISTTASKSREQUEST']._serialized_end=1705
+  _globals['_LISTTASKSRESPONSE']._serialized_start=1707
+  _globals['_LISTTASKSRESPONSE']._serialized_end=1785
+  _globals['_UPDATETASKREQUEST']._serialized_start=1787
+  _globals['_UPDATETASKREQUEST']._serialized_end=1894
+  _globals['_UPDATETASKRESPONSE']._serialized_start=1896
+  _globals['_UPDATETASKRESPONSE']._serialized_end=1949
+  _globals['_DELETETASKREQUEST']._serialized_start=1951
+  _globals['_DELETETASKREQUEST']._serialized_end=1993
+  _globals['_DELETETASKRESPONSE']._serialized_start=1995
+  _globals['_DELETETASKRESPONSE']._serialized_end=2015
+  _globals['_RUNTASKSREQUEST']._serialized_start=2018
+  _globals['_RUNTASKSREQUEST']._serialized_end=2340
+  _globals['_RUNTASKSREQUEST_LABELSENTRY']._serialized_start=1285
+  _globals['_RUNTASKSREQUEST_LABELSENTRY']._serialized_end=1330
+  _globals['_RUNTASKSRESPONSE']._serialized_start=2342
+  _globals['_RUNTASKSRESPONSE']._serialized_end=2422
+  _globals['_ABORTTASKSREQUEST']._serialized_start=2424
+  _globals['_ABORTTASKSREQUEST']._serialized_end=2487
+  _globals['_TASKABORT']._serialized_start=2490
+  _globals['_TASKABORT']._serialized_end=2682
+  _globals['_TASKABORT_ACTION']._serialized_start=2583
+  _globals['_TASKABORT_ACTION']._serialized_end=2682
+  _globals['_ABORTTASKSRESPONSE']._serialized_start=2684
+  _globals['_ABORTTASKSRESPONSE']._serialized_end=2770
+  _globals['_DISABLETASKREQUEST']._serialized_start=2772
+  _globals['_DISABLETASKREQUEST']._serialized_end=2876
+  _globals['_DISABLETASKRESPONSE']._serialized_start=2878
+  _globals['_DISABLETASKRESPONSE']._serialized_end=2932
+  _globals['_ENABLETASKREQUEST']._serialized_start=2934
+  _globals['_ENABLETASKREQUEST']._serialized_end=2971
+  _globals['_ENABLETASKRESPONSE']._serialized_start=2973
+  _globals['_ENABLETASKRESPONSE']._serialized_end=3026
+  _globals['_TASKSERVICE']._serialized_start=3029
+  _globals['_TASKSERVICE']._serialized_end=3738
 # @@protoc_insertion_point(module_scope)

@@ -5,6 +5,7 @@ from google.protobuf import field_mask_pb2 as _field_mask_pb2
 from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from tickwork.v1 import common_pb2 as _common_pb2
+from tickwork.v1 import notifier_pb2 as _notifier_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -25,7 +26,7 @@ class RetryPolicy(_message.Message):
     def __init__(self, max_attempts: _Optional[int] = ..., backoff_base_seconds: _Optional[float] = ..., backoff_cap_seconds: _Optional[float] = ...) -> None: ...
 
 class Task(_message.Message):
-    __slots__ = ("id", "name", "description", "handler", "params", "task_priority", "enabled", "timeout_seconds", "consecutive_failure_count", "retry_policy", "disabled_reason", "create_time", "update_time", "memory_limit_bytes", "cpu_limit_seconds", "concurrency_group", "last_success_time", "last_failure_time", "expect_success_within_seconds", "warn_after_seconds", "labels", "disable_note", "disabled_until", "disabled_by", "disable_time")
+    __slots__ = ("id", "name", "description", "handler", "params", "task_priority", "enabled", "timeout_seconds", "consecutive_failure_count", "retry_policy", "disabled_reason", "create_time", "update_time", "memory_limit_bytes", "cpu_limit_seconds", "concurrency_group", "last_success_time", "last_failure_time", "expect_success_within_seconds", "warn_after_seconds", "labels", "disable_note", "disabled_until", "disabled_by", "disable_time", "notify")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -58,6 +59,7 @@ class Task(_message.Message):
     DISABLED_UNTIL_FIELD_NUMBER: _ClassVar[int]
     DISABLED_BY_FIELD_NUMBER: _ClassVar[int]
     DISABLE_TIME_FIELD_NUMBER: _ClassVar[int]
+    NOTIFY_FIELD_NUMBER: _ClassVar[int]
     id: int
     name: str
     description: str
@@ -83,7 +85,8 @@ class Task(_message.Message):
     disabled_until: _timestamp_pb2.Timestamp
     disabled_by: str
     disable_time: _timestamp_pb2.Timestamp
-    def __init__(self, id: _Optional[int] = ..., name: _Optional[str] = ..., description: _Optional[str] = ..., handler: _Optional[str] = ..., params: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., task_priority: _Optional[int] = ..., enabled: _Optional[bool] = ..., timeout_seconds: _Optional[float] = ..., consecutive_failure_count: _Optional[int] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., disabled_reason: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., memory_limit_bytes: _Optional[int] = ..., cpu_limit_seconds: _Optional[int] = ..., concurrency_group: _Optional[str] = ..., last_success_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_failure_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expect_success_within_seconds: _Optional[float] = ..., warn_after_seconds: _Optional[float] = ..., labels: _Optional[_Mapping[str, str]] = ..., disable_note: _Optional[str] = ..., disabled_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., disabled_by: _Optional[str] = ..., disable_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    notify: _containers.RepeatedCompositeFieldContainer[_notifier_pb2.NotifyRoute]
+    def __init__(self, id: _Optional[int] = ..., name: _Optional[str] = ..., description: _Optional[str] = ..., handler: _Optional[str] = ..., params: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., task_priority: _Optional[int] = ..., enabled: _Optional[bool] = ..., timeout_seconds: _Optional[float] = ..., consecutive_failure_count: _Optional[int] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., disabled_reason: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., memory_limit_bytes: _Optional[int] = ..., cpu_limit_seconds: _Optional[int] = ..., concurrency_group: _Optional[str] = ..., last_success_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_failure_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expect_success_within_seconds: _Optional[float] = ..., warn_after_seconds: _Optional[float] = ..., labels: _Optional[_Mapping[str, str]] = ..., disable_note: _Optional[str] = ..., disabled_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., disabled_by: _Optional[str] = ..., disable_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., notify: _Optional[_Iterable[_Union[_notifier_pb2.NotifyRoute, _Mapping]]] = ...) -> None: ...
 
 class CreateTaskRequest(_message.Message):
     __slots__ = ("task", "request_id")
