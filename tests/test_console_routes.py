@@ -4,6 +4,7 @@ a POST without its CSRF token is refused and changes nothing; sessions and heade
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import subprocess
 import sys
@@ -118,6 +119,12 @@ def post_routes(ids: dict[str, int], role: str) -> list[tuple[str, Form, tuple[i
         "tasks": [str(t)],
         "enabled": "on",
     }
+    now = dt.datetime.now(dt.UTC).replace(microsecond=0, tzinfo=None)
+    backfill: Form = {
+        "from": (now - dt.timedelta(days=2)).isoformat(),
+        "to": now.isoformat(),
+        "dry_run": "on",
+    }
     return [
         (f"/tasks/{t}/run", {}, (403, 303, 303)),
         (f"/tasks/{t}/abort", {}, (403, 303, 303)),
@@ -129,6 +136,9 @@ def post_routes(ids: dict[str, int], role: str) -> list[tuple[str, Form, tuple[i
         (f"/schedules/{s}/disable", {}, (403, 303, 303)),
         (f"/schedules/{s}/enable", {}, (403, 303, 303)),
         (f"/schedules/{s}/trigger", {}, (403, 303, 303)),
+        (f"/schedules/{s}/pause", {"note": f"paused by {role}"}, (403, 303, 303)),
+        (f"/schedules/{s}/resume", {}, (403, 303, 303)),
+        (f"/schedules/{s}/backfill", backfill, (403, 200, 200)),  # a dry run: a page
     ]
 
 
@@ -168,6 +178,7 @@ def test_a_post_without_a_session_or_its_csrf_token_is_refused(
         assert len(tw.list_jobs("echo")) == jobs_before
         assert "nobody" not in {s.name for s in tw.list_schedules()}
         assert tw.get_task("echo").enabled
+        assert tw.get_schedule(ids["schedule"]).pause_note != "paused by nobody"
     assert Visitor(console.port).post("/signout", {"csrf": "x"}).status == 403
 
 

@@ -12,7 +12,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from tickwork.console import jobs, overview, schedules, signin, tasks
+from tickwork.console import controls, jobs, overview, schedules, signin, tasks
 from tickwork.console.api import Api
 from tickwork.console.sessions import Sessions
 from tickwork.console.settings import ConsoleSettings
@@ -41,6 +41,9 @@ ROUTES = [
     Route("/schedules/{schedule_id:int}/disable", schedules.switch, methods=["POST"]),
     Route("/schedules/{schedule_id:int}/delete", schedules.delete, methods=["POST"]),
     Route("/schedules/{schedule_id:int}/trigger", schedules.trigger_now, methods=["POST"]),
+    Route("/schedules/{schedule_id:int}/pause", controls.pause, methods=["POST"]),
+    Route("/schedules/{schedule_id:int}/resume", controls.resume, methods=["POST"]),
+    Route("/schedules/{schedule_id:int}/backfill", controls.backfill, methods=["POST"]),
     Route("/cron/describe", schedules.describe),
     Route("/tasks", tasks.task_list),
     Route("/tasks/{task_id:int}", tasks.task_page),

@@ -15,11 +15,13 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 
 from tickwork.console import charts
 from tickwork.console import format as fmt
+from tickwork.console import schedule_facts as facts
+from tickwork.console import schedule_values as sv
 from tickwork.console.sessions import Session
 from tickwork.console.web import action, current_session, done, page, render
 from tickwork.errors import TickworkError
 from tickwork.v1.common_pb2 import SkipReason, Trigger
-from tickwork.v1.schedule_pb2 import CatchUpPolicy, Fire, OverlapPolicy, Schedule
+from tickwork.v1.schedule_pb2 import Fire, OverlapPolicy, Schedule
 
 #: How many next fire times a schedule's page and the form preview show.
 PREVIEW_COUNT = 10
@@ -96,63 +98,13 @@ async def schedule_page(request: Request, session: Session) -> Response:
         session,
         schedule=schedule,
         fires=fires,
-        preview=preview,
+        preview=facts.preview_rows(schedule, preview) if preview else None,
+        facts=facts,
         strip=charts.fire_strip(fires, now, schedule.timezone or "UTC"),
         skip_reason=skip_reason,
         overlap_policy=overlap_policy,
         trigger=trigger,
     )
-
-
-def _values_of(schedule: Schedule | None) -> dict[str, Any]:
-    if schedule is None:
-        return {
-            "name": "",
-            "description": "",
-            "cron": "",
-            "interval_seconds": "",
-            "timezone": "UTC",
-            "catch_up_policy": "SKIP",
-            "overlap_policy": "SKIP",
-            "max_buffered": "0",
-            "enabled": True,
-            "tasks": set(),
-        }
-    return {
-        "name": schedule.name,
-        "description": schedule.description,
-        "cron": schedule.cron_expression,
-        "interval_seconds": str(schedule.interval_seconds or ""),
-        "timezone": schedule.timezone or "UTC",
-        "catch_up_policy": fmt.enum_name(
-            schedule.catch_up_policy or CatchUpPolicy.CATCH_UP_POLICY_SKIP,
-            CatchUpPolicy,
-            "CATCH_UP_POLICY_",
-        ),
-        "overlap_policy": fmt.enum_name(
-            schedule.overlap_policy or OverlapPolicy.OVERLAP_POLICY_SKIP,
-            OverlapPolicy,
-            "OVERLAP_POLICY_",
-        ),
-        "max_buffered": str(schedule.max_buffered),
-        "enabled": schedule.enabled,
-        "tasks": set(schedule.task_ids),
-    }
-
-
-def _values_posted(form: FormData) -> dict[str, Any]:
-    return {
-        "name": str(form.get("name") or "").strip(),
-        "description": str(form.get("description") or ""),
-        "cron": str(form.get("cron") or "").strip(),
-        "interval_seconds": str(form.get("interval_seconds") or "").strip(),
-        "timezone": str(form.get("timezone") or "").strip() or "UTC",
-        "catch_up_policy": str(form.get("catch_up_policy") or "SKIP"),
-        "overlap_policy": str(form.get("overlap_policy") or "SKIP"),
-        "max_buffered": str(form.get("max_buffered") or "0").strip(),
-        "enabled": form.get("enabled") == "on",
-        "tasks": {int(v) for v in form.getlist("tasks") if isinstance(v, str) and v.isdigit()},
-    }
 
 
 async def _form(
@@ -180,48 +132,23 @@ async def _form(
 @page
 async def new_form(request: Request, session: Session) -> Response:
     """GET /schedules/new: the create form."""
-    return await _form(request, session, None, _values_of(None))
+    return await _form(request, session, None, sv.values_of(None))
 
 
 @page
 async def edit_form(request: Request, session: Session) -> Response:
     """GET /schedules/{schedule_id}/edit: the edit form."""
     schedule = await session.client.get_schedule(int(request.path_params["schedule_id"]))
-    return await _form(request, session, schedule, _values_of(schedule))
-
-
-def _overlap(values: dict[str, Any]) -> dict[str, Any]:
-    """The SDK's overlap keywords; a cap that is not a number is sent as -1, for the
-    server to refuse naming the field."""
-    raw = values["max_buffered"]
-    return {
-        "overlap_policy": values["overlap_policy"],
-        "max_buffered": int(raw) if raw.isdigit() and len(raw) < 10 else -1,
-    }
-
-
-def _timing(values: dict[str, Any]) -> dict[str, Any]:
-    """The SDK's timing keywords: the cron expression, else the interval."""
-    if values["cron"]:
-        return {"cron": values["cron"]}
-    raw = values["interval_seconds"]
-    return {"interval_seconds": int(raw) if raw.isdigit() else 0}
+    return await _form(request, session, schedule, sv.values_of(schedule))
 
 
 @action
 async def create(request: Request, session: Session, form: FormData) -> Response:
     """POST /schedules: CreateSchedule; the form again with the server's message on error."""
-    values = _values_posted(form)
+    values = sv.values_posted(form)
     try:
         schedule = await session.client.create_schedule(
-            values["name"],
-            sorted(values["tasks"]),
-            **_timing(values),
-            timezone=values["timezone"],
-            catch_up_policy=values["catch_up_policy"],
-            description=values["description"],
-            enabled=values["enabled"],
-            **_overlap(values),
+            values["name"], sorted(values["tasks"]), **sv.keywords(values)
         )
     except TickworkError as err:
         if err.code == grpc.StatusCode.PERMISSION_DENIED:
@@ -235,18 +162,13 @@ async def create(request: Request, session: Session, form: FormData) -> Response
 async def update(request: Request, session: Session, form: FormData) -> Response:
     """POST /schedules/{schedule_id}: UpdateSchedule with every field of the form."""
     schedule_id = int(request.path_params["schedule_id"])
-    values = _values_posted(form)
+    values = sv.values_posted(form)
     try:
         schedule = await session.client.update_schedule(
             schedule_id,
             name=values["name"],
-            description=values["description"],
-            **_timing(values),
-            timezone=values["timezone"],
-            catch_up_policy=values["catch_up_policy"],
-            enabled=values["enabled"],
             tasks=sorted(values["tasks"]),
-            **_overlap(values),
+            **sv.keywords(values),
         )
     except TickworkError as err:
         if err.code in (grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.NOT_FOUND):

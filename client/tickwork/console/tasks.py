@@ -13,8 +13,9 @@ from starlette.responses import RedirectResponse, Response
 
 from tickwork.console import charts
 from tickwork.console import format as fmt
+from tickwork.console.schedule_values import parse_time
 from tickwork.console.sessions import Session
-from tickwork.console.web import action, console_of, done, page, render
+from tickwork.console.web import action, console_of, done, field, page, render
 from tickwork.v1.common_pb2 import SkipReason, Trigger
 from tickwork.v1.job_pb2 import Job, JobStatus
 from tickwork.v1.task_pb2 import Task, TaskAbort
@@ -155,6 +156,13 @@ async def enable(request: Request, session: Session, form: FormData) -> Response
 
 @action
 async def disable(request: Request, session: Session, form: FormData) -> Response:
-    """POST /tasks/{task_id}/disable: the scheduler stops enqueueing it."""
-    task = await session.client.disable_task(_task_id(request))
-    return done(session, form, f"{task.name}: disabled", "/tasks")
+    """POST /tasks/{task_id}/disable (optional note, until: UTC unless it has an offset):
+    DisableTask; the scheduler stops enqueueing it."""
+    until = parse_time(field(form, "until"), "until")
+    task = await session.client.disable_task(
+        _task_id(request), note=field(form, "note"), until=until
+    )
+    text = f"{task.name}: disabled"
+    if until is not None:
+        text += f" until {fmt.clock(task.disabled_until)}"
+    return done(session, form, text, "/tasks")
