@@ -244,9 +244,7 @@ def test_the_form_sets_catch_up_jitter_bounds_labels_and_start_deadline(
     assert not saved.catch_up_on_resume
 
 
-def test_the_page_shows_jitter_bounds_catch_up_and_the_jittered_starts(
-    console: Console, task_id: int
-) -> None:
+def test_the_page_shows_jitter_bounds_catch_up_and_the_jittered_starts(console: Console) -> None:
     with admin(console) as tw:
         stable = tw.create_schedule(
             "ctl-stable",
@@ -285,9 +283,32 @@ def test_the_page_shows_jitter_bounds_catch_up_and_the_jittered_starts(
     body = v.get(f"/schedules/{plain.id}").body
     assert "<dd>none</dd>" in body and "Starts (jitter)" not in body
     assert "<dd>skip (windows up to 5 s old)</dd>" in body
+    # The preview keeps to the bounds: from a later start time, and before the end time.
+    now = dt.datetime.now(UTC)
+    end = now + dt.timedelta(days=3)
+    with admin(console) as tw:
+        later = tw.create_schedule(
+            "ctl-later",
+            ["ctl-true"],
+            cron="0 2 * * *",
+            start_time=dt.datetime(2099, 1, 1, tzinfo=UTC),
+        )
+        ending = tw.create_schedule("ctl-ending", ["ctl-true"], cron="0 2 * * *", end_time=end)
+        ended = tw.create_schedule(
+            "ctl-ended", ["ctl-true"], cron="0 2 * * *", end_time=now - dt.timedelta(days=1)
+        )
+    body = v.get(f"/schedules/{later.id}").body
+    first_row = re.search(r'<tbody>\s*<tr><td><time datetime="([^"]+)"', body)
+    assert first_row and first_row.group(1) == "2099-01-01T02:00:00+00:00", body
+    body = v.get(f"/schedules/{ending.id}").body
+    day = now.replace(hour=2, minute=0, second=0, microsecond=0)
+    due = [day + dt.timedelta(days=n) for n in range(5)]
+    expected = sum(1 for t in due if now < t < end)
+    assert f"Next {expected} fire times" in body
+    assert "No fire time before its end time." in v.get(f"/schedules/{ended.id}").body
 
 
-def test_a_fire_shows_its_start_beside_its_fire_time(console: Console, task_id: int) -> None:
+def test_a_fire_shows_its_start_beside_its_fire_time(console: Console) -> None:
     with admin(console) as tw:
         made = tw.create_schedule(
             "ctl-each-second",
@@ -315,9 +336,7 @@ def test_a_fire_shows_its_start_beside_its_fire_time(console: Console, task_id: 
     ), body
 
 
-def test_a_backfill_dry_run_lists_the_windows_and_the_run_runs_them(
-    console: Console, task_id: int
-) -> None:
+def test_a_backfill_dry_run_lists_the_windows_and_the_run_runs_them(console: Console) -> None:
     with admin(console) as tw:
         made = tw.create_schedule("ctl-hourly", ["ctl-true"], cron="0 * * * *")
     hour = dt.datetime.now(UTC).replace(minute=0, second=0, microsecond=0)

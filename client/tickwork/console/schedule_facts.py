@@ -80,15 +80,28 @@ class PreviewRow:
     start: str
 
 
+def preview_after(schedule: Schedule, now: dt.datetime) -> dt.datetime:
+    """Where the preview of next fire times starts (exclusive): ``now``, or just before the
+    schedule's start time when that is later."""
+    start = fmt.when(schedule.start_time)
+    if start is not None and start > now:
+        return start - dt.timedelta(microseconds=1)
+    return now
+
+
 def preview_rows(schedule: Schedule, preview: DescribeCronResponse) -> list[PreviewRow]:
-    """The next fire times with their starts: STABLE jitter gives one start per fire time,
-    RANDOM a range from the fire time to the fire time plus the jitter (exclusive)."""
+    """The next fire times before the schedule's end time, with their starts: STABLE jitter
+    gives one start per fire time, RANDOM a range from the fire time to the fire time plus
+    the jitter (exclusive)."""
     zone = schedule.timezone or "UTC"
     spread = schedule.jitter_seconds
     stable = jitter_mode(schedule) == "STABLE"
+    end = fmt.when(schedule.end_time)
     rows = []
     for f in preview.fire_times:
         fire = f.fire_time.ToDatetime(tzinfo=dt.UTC)
+        if end is not None and fire >= end:
+            break
         start = ""
         if spread > 0 and stable:
             delay = jitter.stable_delay_s(schedule.name, spread)

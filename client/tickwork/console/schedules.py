@@ -83,15 +83,19 @@ async def schedule_list(request: Request, session: Session) -> Response:
 
 @page
 async def schedule_page(request: Request, session: Session) -> Response:
-    """GET /schedules/{schedule_id}: fires, next fire times with DST notes, the strip."""
+    """GET /schedules/{schedule_id}: fires, next fire times within its bounds with DST
+    notes and jittered starts, the strip."""
     schedule = await session.client.get_schedule(int(request.path_params["schedule_id"]))
     fires = await session.client.list_fires(schedule.id, limit=200)
+    now = dt.datetime.now(dt.UTC)
     preview = None
     if schedule.cron_expression:
         preview = await session.client.describe_cron(
-            schedule.cron_expression, schedule.timezone or "UTC", count=PREVIEW_COUNT
+            schedule.cron_expression,
+            schedule.timezone or "UTC",
+            after=facts.preview_after(schedule, now),
+            count=PREVIEW_COUNT,
         )
-    now = dt.datetime.now(dt.UTC)
     return render(
         request,
         "schedule.html",
