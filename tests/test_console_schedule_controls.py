@@ -86,6 +86,12 @@ def test_pause_with_a_note_and_until_then_resume(console: Console) -> None:
     assert resumed.enabled and resumed.pause_note == ""
     assert resumed.next_run_time.seconds > 0
     assert "schedule ctl-pause resumed" in v.get(f"/schedules/{made.id}").body
+    # A time with an offset is read with it (a typed time without one is UTC).
+    berlin = until.astimezone(dt.timezone(dt.timedelta(hours=1))).isoformat()
+    assert v.post(f"/schedules/{made.id}/pause", {"csrf": csrf, "until": berlin}).status == 303
+    with admin(console) as tw:
+        assert tw.get_schedule(made.id).paused_until.ToDatetime(tzinfo=UTC) == until
+        tw.resume_schedule(made.id)
     # A viewer may not pause.
     viewer = visitor(console, "viewer")
     refused = viewer.post(f"/schedules/{made.id}/pause", {"csrf": viewer.csrf(), "note": "x"})
