@@ -81,3 +81,30 @@ def api_client(api_server: Server) -> Iterator[Client]:
     """A sync SDK client of ``api_server``."""
     with Client(api_server.address) as c:
         yield c
+
+
+#: Modules whose tests take longest (tens of seconds each): collected first, so that the
+#: workers start them at once instead of one of them ending the run alone.
+SLOW_FIRST = (
+    "tests/test_cron_exhaustive_dst.py",
+    "tests/test_soak.py",
+    "tests/test_cron_differential.py",
+    "tests/faults/",
+    "tests/test_bench_smoke.py",
+    "tests/test_shutdown.py",
+    "tests/test_leases.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the :data:`SLOW_FIRST` modules' tests first, in their listed order (stable, so
+    every xdist worker collects the same order)."""
+
+    def rank(item: pytest.Item) -> int:
+        path = item.nodeid.split("::", 1)[0]
+        for i, prefix in enumerate(SLOW_FIRST):
+            if path.startswith(prefix):
+                return i
+        return len(SLOW_FIRST)
+
+    items.sort(key=rank)

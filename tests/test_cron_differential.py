@@ -70,7 +70,7 @@ DIFFERENTIAL = settings(
     derandomize=True,
     database=None,
     deadline=None,
-    max_examples=2500,
+    max_examples=1000,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 
