@@ -22,11 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from scheduler_svc.auth import Principal, TokenConfigError, parse_tokens
 from scheduler_svc.errors import SettingsError
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import url as sa_url
+
+    from scheduler_svc.auth import Principal
 
 DEFAULT_LISTEN = "127.0.0.1:50051"
 DEFAULT_CONSOLE_LISTEN = "127.0.0.1:8484"
@@ -419,6 +420,8 @@ def _sqlite_in_memory(url: sa_url.URL) -> bool:
 
 def _tokens(env: Mapping[str, str]) -> dict[str, Principal]:
     """The tokens of TICKWORK_TOKENS and the file named by TICKWORK_TOKENS_FILE."""
+    from scheduler_svc.auth import TokenConfigError, parse_tokens  # gRPC: the service only
+
     out: dict[str, Principal] = {}
     try:
         out.update(parse_tokens(env.get("TICKWORK_TOKENS", ""), "TICKWORK_TOKENS"))
