@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -108,7 +109,12 @@ def base_env(**extra: str) -> dict[str, str]:
 
 
 class Server(Proc):
-    """``tickwork serve`` on a free port of 127.0.0.1."""
+    """``tickwork serve`` on 127.0.0.1.
+
+    Without ``port`` it listens on port 0 and its address is read from its own "tickwork
+    serving on HOST:PORT" line: a port picked by the test and bound later by the server
+    could be taken meanwhile by another test's server, whose health check would then
+    answer for this one."""
 
     def __init__(
         self,
@@ -119,29 +125,56 @@ class Server(Proc):
         name: str = "server",
         port: int | None = None,
     ) -> None:
-        self.port = port or free_port()
-        self.address = f"127.0.0.1:{self.port}"
+        self._port = port
         self.database_url = database_url or f"sqlite+aiosqlite:///{tmp / 'tickwork.db'}"
         full_env = base_env(
-            DATABASE_URL=self.database_url,
-            TICKWORK_LISTEN=self.address,
-            TICKWORK_SERVER=self.address,
+            DATABASE_URL=self.database_url, TICKWORK_LISTEN=f"127.0.0.1:{port or 0}"
         )
         full_env.update(env or {})
         super().__init__(
             [sys.executable, "-m", "tickwork.cli", "serve"], full_env, tmp / f"{name}.log"
         )
 
+    @property
+    def port(self) -> int:
+        """The port it listens on; waits (up to 60 s) for it to say so when it was 0."""
+        if self._port is None:
+            self._port = self._serving_port(60.0)
+        return self._port
+
+    @property
+    def address(self) -> str:
+        """``127.0.0.1:PORT``."""
+        return f"127.0.0.1:{self.port}"
+
+    def _serving_port(self, timeout_s: float) -> int:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            found = _SERVING.search(self.output())
+            if found:
+                return int(found.group(1))
+            if self.popen.poll() is not None:
+                raise AssertionError(f"server exited {self.popen.returncode}:\n{self.output()}")
+            time.sleep(0.02)
+        raise AssertionError(f"server not serving after {timeout_s}s:\n{self.output()}")
+
     def wait_healthy(self, timeout_s: float = 30.0) -> Server:
         """Block until the health check answers SERVING (fails with the server's log)."""
         deadline = time.monotonic() + timeout_s
+        address = f"127.0.0.1:{self._port}" if self._port else None
         while time.monotonic() < deadline:
             if self.popen.poll() is not None:
                 raise AssertionError(f"server exited {self.popen.returncode}:\n{self.output()}")
-            if healthy(self.address):
+            if address is None and (found := _SERVING.search(self.output())):
+                self._port = int(found.group(1))
+                address = self.address
+            if address is not None and healthy(address):
                 return self
             time.sleep(0.05)
         raise AssertionError(f"server not healthy after {timeout_s}s:\n{self.output()}")
+
+
+_SERVING = re.compile(r"tickwork serving on [^\s\"]*:(\d+)")
 
 
 class WorkerProc(Proc):
