@@ -81,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"--metric-size: expected METRIC=SIZE, got {item!r}")
         sizes[metric] = size
     profile_dir = harness.RESULTS_DIR / f"{stamp}-profiles" if args.profile else None
+    harness.compile_sources()
     if profile_dir is not None:
         profile_dir.mkdir(parents=True, exist_ok=True)
     results: list[MetricResult] = []

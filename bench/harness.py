@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import compileall
 import datetime as dt
 import json
 import os
@@ -160,6 +161,15 @@ def require(*modules: str) -> None:
 
 
 # ---------------------------------------------------------------------------- processes
+
+
+def compile_sources() -> None:
+    """Write the bytecode of tickwork's modules and the benchmarks' own (the jobs' module
+    among them), as installing a package does: where bytecode is not written on import
+    (PYTHONDONTWRITEBYTECODE), every process, and every job process importing the jobs'
+    module, would compile them from source, which no peer's worker does per job."""
+    for tree in ("client", "scheduler_svc", "worker_svc", "bench"):
+        compileall.compile_dir(REPO / tree, quiet=1)
 
 
 def pin_self(cfg: Config) -> None:
