@@ -5,7 +5,9 @@ bounded without newlines; a job knows the window it was fired for; limits are va
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
+import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -314,3 +316,54 @@ def test_the_sdk_and_apply_set_and_clear_the_limits(api_server: Server, tmp_path
     assert "tasks[0].memory_limit_bytes: expected an integer, got string '300M'" in str(
         caught.value
     )
+
+
+def _children(pid: int) -> list[int]:
+    """The live (non-zombie) child processes of ``pid``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        state, ppid = stat[stat.rindex(")") + 2 :].split()[:2]
+        if int(ppid) == pid and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def test_the_job_process_server_keeps_a_spare_per_slot_and_a_lost_spare_costs_no_job(
+    api_server: Server, tmp_path: Path
+) -> None:
+    worker = WorkerProc(tmp_path, api_server.address, args=["--slots", "3"], name="three")
+    try:
+
+        def job_server() -> int | None:
+            servers = [
+                p
+                for p in _children(worker.pid)
+                if b"_zygote" in Path(f"/proc/{p}/cmdline").read_bytes()
+            ]
+            return servers[0] if servers else None
+
+        server_pid = wait_for(job_server, what="the worker's job process server")
+        spares = wait_for(
+            lambda: (found := _children(server_pid)) and len(found) == 3 and found,
+            what="three spare job processes",
+        )
+        for pid in spares:  # spares lost without a job: the next jobs get fresh ones
+            os.kill(pid, signal.SIGKILL)
+        with Client(api_server.address) as client:
+            for name in ("a", "b", "c"):
+                client.create_task(
+                    name, "python", {"callable": f"{FIXTURES}:add", "kwargs": {"a": 1, "b": 2}}
+                )
+            jobs = client.run("a", "b", "c")
+            ended = [client.wait(run.job_id, timeout=30) for run in jobs]
+        assert [job.status for job in ended] == [JobStatus.JOB_STATUS_SUCCEEDED] * 3
+        assert all(pid not in _children(server_pid) for pid in spares)
+        wait_for(lambda: len(_children(server_pid)) == 3, what="the spares forked again")
+    finally:
+        worker.stop()

@@ -162,7 +162,7 @@ class Worker:
         self._running = True
         allowed = self._settings.handlers
         if not allowed or PythonHandler.name in allowed:
-            start_job_process_server()
+            start_job_process_server(self._settings.slots)
         try:
             if len(self._lanes) == 1:
                 await self._run(self._lanes[0])

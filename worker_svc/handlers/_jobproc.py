@@ -59,6 +59,9 @@ class _ForkServer:
         self._spawning: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[int]]] = {}
         self._exit_waiters: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[_Exit]]] = {}
         self._exited: dict[int, _Exit] = {}
+        self.slots = 1
+        """The job slots of this process's workers: the server keeps as many spare children
+        forked ahead (at most ``_zygote.MAX_SPARES``)."""
 
     def _started(self) -> socket.socket:
         """The socket to a running server, starting one if needed (call with the lock)."""
@@ -73,6 +76,7 @@ class _ForkServer:
                     "worker_svc.handlers._zygote",
                     str(theirs.fileno()),
                     str(os.getpid()),
+                    str(self.slots),
                 ],
                 pass_fds=(theirs.fileno(),),
                 stdin=subprocess.DEVNULL,
@@ -125,11 +129,12 @@ class _ForkServer:
             self._exit_waiters.clear()
         sock.close()
 
-    def start(self) -> None:
+    def start(self, slots: int) -> None:
         """Start the server now, unless it runs (its imports take a while: the first job
-        should not wait for them). Never raises."""
+        should not wait for them), for workers of ``slots`` slots. Never raises."""
         try:
             with self._lock:
+                self.slots = max(self.slots, slots)
                 self._started()
         except Exception:
             logger.exception("could not start the job process server; the first job will try")
@@ -189,9 +194,11 @@ def _fail(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], error: E
 _SERVER = _ForkServer()
 
 
-def start_job_process_server() -> None:
-    """Start this process's job process server ahead of the first job. Never raises."""
-    _SERVER.start()
+def start_job_process_server(slots: int = 1) -> None:
+    """Start this process's job process server ahead of the first job, for a worker of
+    ``slots`` job slots (it keeps a spare job process forked ahead per slot, up to a few).
+    Never raises."""
+    _SERVER.start(slots)
 
 
 class _Lines(asyncio.Protocol):

@@ -3,10 +3,12 @@
 The worker starts it once (``python -m worker_svc.handlers._zygote FD``, FD one end of a
 ``SOCK_SEQPACKET`` socket pair) and asks it for a job process by sending one small message
 with five file descriptors: the job's stdout, stderr, result and log pipes (write ends)
-and its spec pipe (read end). The server keeps one *spare* child forked ahead, so no fork
-is on a job's path: the spare already is a process group of its own, dies with the server
+and its spec pipe (read end). The server keeps *spare* children forked ahead (as many as
+the worker asks for: one per slot, at most :data:`MAX_SPARES`), so no fork is on a job's
+path: a spare already is a process group of its own, dies with the server
 (PR_SET_PDEATHSIG) and waits for its job's descriptors on a socket of its own. The server
-hands it the five descriptors, answers, and only then forks the next spare. The child takes
+hands the oldest spare the five descriptors, answers, and forks the next spare only while
+no request waits. The child takes
 the pipes as its stdout, stderr and result fds, and reads the job's spec (JSON) from the
 spec pipe: the worker writes it only once the group is registered with the guard
 (``_guard``), so a worker that dies before that leaves a child that reads end-of-file and
@@ -39,6 +41,9 @@ from typing import Any
 from worker_svc.handlers import _runner
 
 _PR_SET_PDEATHSIG = 1
+MAX_SPARES = 4
+"""The most spare children kept forked ahead: enough for the jobs of several slots that
+start together; each costs a process's own pages."""
 _MAX_FDS = 5
 _SPEC_LIMIT_BYTES = 64 * 1024 * 1024
 """A spec longer than this is refused (params are at most 1 MiB)."""
@@ -138,8 +143,10 @@ class _Spare:
             self.channel.close()
 
 
-def serve(sock: socket.socket) -> None:
-    """Fork a job process per request until the worker closes ``sock``."""
+def serve(sock: socket.socket, spares_wanted: int = 1) -> None:
+    """Fork a job process per request until the worker closes ``sock``, keeping up to
+    ``spares_wanted`` spare children forked ahead: a spare is forked only while no request
+    waits, so a request never waits behind a spare's fork."""
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
     os.set_blocking(wake_w, False)
@@ -149,58 +156,71 @@ def serve(sock: socket.socket) -> None:
     selector.register(sock, selectors.EVENT_READ)
     selector.register(wake_r, selectors.EVENT_READ)
     closing = [sock.fileno(), wake_r, wake_w, selector.fileno()]
-    spare: _Spare | None = None
+    spares: dict[int, _Spare] = {}
     while True:
-        if spare is None:
+        ready = selector.select(0 if len(spares) < spares_wanted else None)
+        if not ready:
             spare = _Spare(closing)
-        for key, _ in selector.select():
+            spares[spare.pid] = spare
+            continue
+        for key, _ in ready:
             if key.fileobj is sock:
                 message, fds, _flags, _addr = socket.recv_fds(sock, 4096, _MAX_FDS)
                 if not message:
                     return  # the worker is gone
-                request = json.loads(message)
-                if len(fds) != _MAX_FDS:
-                    for fd in fds:
-                        os.close(fd)
-                    _send(sock, {"req": request["req"], "error": "expected 5 descriptors"})
-                    continue
-                child = spare if spare is not None else _Spare(closing)
-                spare = None
-                try:
-                    try:
-                        child.hand(fds)
-                    except OSError:  # the spare died unreaped: a fresh child takes the job
-                        child = _Spare(closing)
-                        child.hand(fds)
-                except OSError as exc:
-                    _send(sock, {"req": request["req"], "error": f"no job process: {exc}"})
-                    continue
-                finally:
-                    for fd in fds:
-                        os.close(fd)
-                _send(sock, {"req": request["req"], "pid": child.pid})
+                _answer(sock, json.loads(message), fds, spares, closing)
             else:
                 with contextlib.suppress(BlockingIOError):
                     while os.read(wake_r, 4096):
                         pass
-        if _reap(sock, spare):
-            spare = None
+        for pid in _reap(sock, spares):
+            del spares[pid]
 
 
-def _reap(sock: socket.socket, spare: _Spare | None) -> bool:
-    """Report every child that has exited; return whether the spare was one of them (it
-    is not reported: it never had a job)."""
-    spare_died = False
+def _answer(
+    sock: socket.socket,
+    request: dict[str, Any],
+    fds: list[int],
+    spares: dict[int, _Spare],
+    closing: list[int],
+) -> None:
+    """Hand a request's descriptors to a spare (the oldest; a fresh fork when none is
+    left) and answer with its pid, or with the error."""
+    if len(fds) != _MAX_FDS:
+        for fd in fds:
+            os.close(fd)
+        _send(sock, {"req": request["req"], "error": "expected 5 descriptors"})
+        return
+    child = spares.pop(next(iter(spares))) if spares else _Spare(closing)
+    try:
+        try:
+            child.hand(fds)
+        except OSError:  # the spare died unreaped: a fresh child takes the job
+            child = _Spare(closing)
+            child.hand(fds)
+    except OSError as exc:
+        _send(sock, {"req": request["req"], "error": f"no job process: {exc}"})
+        return
+    finally:
+        for fd in fds:
+            os.close(fd)
+    _send(sock, {"req": request["req"], "pid": child.pid})
+
+
+def _reap(sock: socket.socket, spares: dict[int, _Spare]) -> list[int]:
+    """Report every child that has exited; return the spares among them (they are not
+    reported: they never had a job)."""
+    spares_died: list[int] = []
     while True:
         try:
             pid, status, usage = os.wait4(-1, os.WNOHANG)
         except ChildProcessError:
-            return spare_died
+            return spares_died
         if pid == 0:
-            return spare_died
-        if spare is not None and pid == spare.pid:
-            spare.channel.close()
-            spare_died = True
+            return spares_died
+        if pid in spares:
+            spares[pid].channel.close()
+            spares_died.append(pid)
             continue
         cpu_s = usage.ru_utime + usage.ru_stime
         _send(sock, {"pid": pid, "status": status, "cpu_s": cpu_s})
@@ -222,7 +242,7 @@ def _preload() -> None:
 
 
 def main(argv: list[str]) -> int:
-    """``python -m worker_svc.handlers._zygote FD WORKER_PID``."""
+    """``python -m worker_svc.handlers._zygote FD WORKER_PID [SPARES]``."""
     die_with_parent()
     if os.getppid() != int(argv[2]):  # the worker died before the line above
         return 1
@@ -230,7 +250,7 @@ def main(argv: list[str]) -> int:
     sock = socket.socket(fileno=int(argv[1]))
     _preload()
     try:
-        serve(sock)
+        serve(sock, min(max(int(argv[3]), 1), MAX_SPARES) if len(argv) > 3 else 1)
     except (BrokenPipeError, ConnectionResetError):
         return 0
     return 0
