@@ -349,10 +349,12 @@ def test_the_job_process_server_keeps_a_spare_per_slot_and_a_lost_spare_costs_no
             return servers[0] if servers else None
 
         server_pid = wait_for(job_server, what="the worker's job process server")
-        spares = wait_for(
-            lambda: (found := _children(server_pid)) and len(found) == 3 and found,
-            what="three spare job processes",
-        )
+
+        def three_spares() -> list[int] | None:
+            found = _children(server_pid)
+            return found if len(found) == 3 else None
+
+        spares = wait_for(three_spares, what="three spare job processes")
         for pid in spares:  # spares lost without a job: the next jobs get fresh ones
             os.kill(pid, signal.SIGKILL)
         with Client(api_server.address) as client:

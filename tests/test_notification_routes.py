@@ -125,6 +125,34 @@ async def test_routes_are_checked_field_by_field(tmp_path: Path, database_url: s
         assert list(task.notify) == []
 
 
+async def test_create_schedules_keeps_each_schedule_s_routes(
+    tmp_path: Path, database_url: str
+) -> None:
+    async with inprocess(tmp_path, database_url, T0) as h:
+        await h.client.create_task("t", "shell", {"argv": ["true"]})
+        routed, plain = await h.client.create_schedules(
+            [
+                {
+                    "name": "routed",
+                    "tasks": ["t"],
+                    "cron": "* * * * *",
+                    "notify": [{"notifiers": ["ops"], "events": ["missed_fire"]}],
+                },
+                {"name": "plain", "tasks": ["t"], "cron": "* * * * *"},
+            ]
+        )
+        assert [list(r.notifiers) for r in routed.notify] == [["ops"]]
+        assert [list(r.events) for r in routed.notify] == [[pb.NOTIFICATION_EVENT_MISSED_FIRE]]
+        assert list(plain.notify) == []
+        stored = await h.client.get_schedule("routed")
+        assert [list(r.notifiers) for r in stored.notify] == [["ops"]]
+        with pytest.raises(InvalidArgument) as err:
+            await h.client.create_schedules(
+                [{"name": "bad", "tasks": ["t"], "cron": "* * * * *", "notify": [{}]}]
+            )
+        assert err.value.field == "requests[0].schedule.notify[0].notifiers"
+
+
 async def test_the_config_file_manages_routes_and_the_task_alert_thresholds(
     tmp_path: Path, database_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

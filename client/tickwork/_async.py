@@ -676,8 +676,8 @@ class AsyncClient:
             labels=labels,
             catch_up_on_resume=catch_up_on_resume,
             start_deadline_seconds=start_deadline_seconds,
+            notify=notify,
         )
-        schedule.notify.extend(rq.notify_routes(notify))
         request = CreateScheduleRequest(schedule=schedule)
         response = await self._call(self._stubs().schedules.CreateSchedule, request)
         return response.schedule

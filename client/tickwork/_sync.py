@@ -670,8 +670,8 @@ class Client:
             labels=labels,
             catch_up_on_resume=catch_up_on_resume,
             start_deadline_seconds=start_deadline_seconds,
+            notify=notify,
         )
-        schedule.notify.extend(rq.notify_routes(notify))
         request = CreateScheduleRequest(schedule=schedule)
         response = self._call(self._stubs().schedules.CreateSchedule, request)
         return response.schedule

@@ -39,22 +39,16 @@ from tickwork.v1.schedule_pb2 import (
 )
 
 
-class ScheduleFields(TypedDict, total=False):
-    """Keyword arguments of ``update_schedule``: the writable Schedule fields.
+class _ScheduleOptions(TypedDict, total=False):
+    """The writable Schedule fields, by SDK keyword, besides ``name`` and ``tasks``: what
+    ``create_schedule``, ``create_schedules`` and ``update_schedule`` take alike."""
 
-    ``cron`` is the cron expression; ``tasks`` the task ids or names (replacing the list).
-    Giving ``interval_seconds`` without ``cron`` also clears the cron expression, since a
-    cron expression would otherwise win over the interval.
-    """
-
-    name: str
     description: str
     cron: str
     interval_seconds: int
     timezone: str
     catch_up_policy: CatchUpPolicy | str
     enabled: bool
-    tasks: Sequence[Ref]
     catch_up_window_seconds: float | None
     max_catch_up_runs: int
     jitter_seconds: float
@@ -69,28 +63,23 @@ class ScheduleFields(TypedDict, total=False):
     notify: Sequence[Route]
 
 
-class NewSchedule(TypedDict, total=False):
+class ScheduleFields(_ScheduleOptions, total=False):
+    """Keyword arguments of ``update_schedule``: the writable Schedule fields.
+
+    ``cron`` is the cron expression; ``tasks`` the task ids or names (replacing the list).
+    Giving ``interval_seconds`` without ``cron`` also clears the cron expression, since a
+    cron expression would otherwise win over the interval.
+    """
+
+    name: str
+    tasks: Sequence[Ref]
+
+
+class NewSchedule(_ScheduleOptions, total=False):
     """One schedule for ``create_schedules``: the arguments of ``create_schedule``."""
 
     name: Required[str]
     tasks: Required[Sequence[Ref]]
-    cron: str
-    interval_seconds: int
-    timezone: str
-    catch_up_policy: CatchUpPolicy | str
-    description: str
-    enabled: bool
-    catch_up_window_seconds: float | None
-    max_catch_up_runs: int
-    jitter_seconds: float
-    jitter_mode: JitterMode | str
-    start_time: datetime | None
-    end_time: datetime | None
-    overlap_policy: OverlapPolicy | str
-    max_buffered: int
-    labels: Mapping[str, str]
-    catch_up_on_resume: bool
-    start_deadline_seconds: float
 
 
 #: The catch-up, jitter and bounds keywords, Schedule fields of the same names.
@@ -157,6 +146,7 @@ def build_schedule(
     labels: Mapping[str, str] | None = None,
     catch_up_on_resume: bool = False,
     start_deadline_seconds: float = 0.0,
+    notify: Sequence[Route] = (),
 ) -> Schedule:
     """Build a Schedule with every writable field set explicitly (see ``create_schedule``).
 
@@ -199,6 +189,7 @@ def build_schedule(
         },
     )
     assign_labels(schedule, labels)
+    schedule.notify.extend(notify_routes(notify))
     try:
         schedule.task_ids.extend(task_ids)
     except (TypeError, ValueError):
@@ -276,6 +267,7 @@ def batch_create_schedules_request(
                 labels=item.get("labels"),
                 catch_up_on_resume=item.get("catch_up_on_resume", False),
                 start_deadline_seconds=item.get("start_deadline_seconds", 0.0),
+                notify=item.get("notify", ()),
             )
         except InvalidArgument as err:
             raise InvalidArgument(f"schedules[{i}]: {err.details}") from None
