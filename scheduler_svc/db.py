@@ -246,6 +246,10 @@ def _ping_on_checkout(
 QUEUE_SESSION_SETTINGS = (("enable_sort", "off"), ("enable_seqscan", "off"))
 
 
+QUEUE_POOL_MAX = 32
+"""The most connections the queue's PostgreSQL pool keeps open between transactions."""
+
+
 def _set_queue_session(dbapi_connection: Any, _record: Any) -> None:
     """Pool ``connect`` hook of the queue's pool (PostgreSQL): apply
     :data:`QUEUE_SESSION_SETTINGS` to the new session, one round trip. With SET, not as
@@ -308,12 +312,18 @@ class Database:
         *,
         statement_timeout_s: float | None = STATEMENT_TIMEOUT_S,
         ping_timeout_s: float | None = PING_TIMEOUT_S,
+        running_jobs: int = 1,
     ) -> None:
         """Open (lazily: connections come with the first transaction) the database of
         ``url``, a SQLAlchemy URL of a SQLite file or of PostgreSQL (asyncpg).
 
         ``statement_timeout_s`` and ``ping_timeout_s`` (seconds; None: no limit) bound a
         PostgreSQL statement and the checkout ping: see :data:`STATEMENT_TIMEOUT_S`.
+        ``running_jobs``: the most jobs that run at once (TICKWORK_MAX_RUNNING_JOBS); on
+        PostgreSQL the queue's pool keeps a connection open for each, up to
+        :data:`QUEUE_POOL_MAX`, since every running job's outcome and next claim is a
+        queue transaction of its own: with fewer, jobs ending together would open and
+        close a connection (a backend process) each.
         """
         self.url = url
         self.statement_timeout_s = statement_timeout_s
@@ -344,7 +354,10 @@ class Database:
             )
             # The queue's own pool: see QUEUE_SESSION_SETTINGS.
             self._queue = create_async_engine(
-                url, pool_size=2, max_overflow=10, connect_args=limits
+                url,
+                pool_size=min(max(2, running_jobs), QUEUE_POOL_MAX),
+                max_overflow=10,
+                connect_args=limits,
             )
             event.listen(self._queue.sync_engine.pool, "connect", _set_queue_session)
             self._running = 0  # PostgreSQL transactions under way (see dispose)

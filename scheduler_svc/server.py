@@ -458,7 +458,7 @@ async def create_server(settings: Settings, *, clock: Clock = utc_now) -> Servic
     interceptors: list[grpc.aio.ServerInterceptor] = [  # type: ignore[type-arg]
         AuthInterceptor(settings.tokens, internal_token)
     ]
-    db = Database(settings.database_url)
+    db = Database(settings.database_url, running_jobs=settings.max_running_jobs)
     try:
         await migrate.upgrade(db)
     except (StorageError, SQLAlchemyError, OSError) as err:

@@ -190,6 +190,36 @@ async def test_sqlite_write_lock_held_past_the_busy_timeout_is_an_operational_er
 
 @requires_postgresql
 @on_postgresql
+@pytest.mark.parametrize("running_jobs", [1, 8])
+async def test_the_queue_keeps_a_connection_per_running_job_and_opens_none_for_the_next(
+    database_url: str, database: Database, running_jobs: int
+) -> None:
+    """Jobs that end together are queue transactions at once: with a connection kept for
+    each running job, the next round of as many opens none (a new connection is a
+    PostgreSQL backend process and a handshake; SSLRequest is its first message)."""
+    async with PgProxy.to(database_url).running() as proxy:
+        proxied = Database(proxy.url(database_url), running_jobs=running_jobs)
+        try:
+
+            async def at_once() -> None:
+                async def one() -> None:
+                    await proxied.write_one(
+                        lambda conn: conn.execute(sa.select(leases.c.name)).all(), queue=True
+                    )
+
+                await asyncio.gather(*(one() for _ in range(running_jobs)))
+
+            await at_once()
+            proxy.queries.clear()
+            await at_once()
+            opened = len([q for q in proxy.queries if q == b"SELECT 1"])
+            assert opened == running_jobs  # every one reused (pinged), none opened anew
+        finally:
+            await proxied.dispose()
+
+
+@requires_postgresql
+@on_postgresql
 async def test_a_reused_connection_is_pinged_with_one_query_and_a_new_one_not_at_all(
     database_url: str, database: Database
 ) -> None:
