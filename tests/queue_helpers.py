@@ -11,7 +11,7 @@ import asyncio
 import os
 import random
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import TypeVar
@@ -203,9 +203,8 @@ def unique_sleep() -> str:
     return f"{29 + random.random():.6f}"
 
 
-def processes_with(token: str) -> list[int]:
-    """Pids of live (non-zombie) processes whose command line contains ``token``."""
-    found = []
+def _live_processes() -> Iterator[tuple[int, int, bytes]]:
+    """(pid, parent pid, command line) of every live (non-zombie) process, from /proc."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -214,7 +213,20 @@ def processes_with(token: str) -> list[int]:
             stat = Path(f"/proc/{entry}/stat").read_text()
         except OSError:
             continue
-        state = stat[stat.rindex(")") + 2 :].split()[0]
-        if token.encode() in cmdline and state != "Z":
-            found.append(int(entry))
-    return found
+        state, ppid = stat[stat.rindex(")") + 2 :].split()[:2]
+        if state != "Z":
+            yield int(entry), int(ppid), cmdline
+
+
+def processes_with(token: str) -> list[int]:
+    """Pids of live (non-zombie) processes whose command line contains ``token``."""
+    return [pid for pid, _, cmdline in _live_processes() if token.encode() in cmdline]
+
+
+def children_of(pid: int, token: str = "") -> list[int]:
+    """Pids of the live child processes of ``pid`` whose command line contains ``token``."""
+    return [
+        child
+        for child, ppid, cmdline in _live_processes()
+        if ppid == pid and token.encode() in cmdline
+    ]

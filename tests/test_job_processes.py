@@ -18,6 +18,7 @@ import pytest
 
 from tests.handler_fixtures import pid_exists, pids
 from tests.harness import Server, WorkerProc, wait_for
+from tests.queue_helpers import children_of
 from tickwork import Client, InvalidArgument, JobStatus
 from tickwork._context import format_time
 from tickwork.apply import ConfigError, apply_config, load_config
@@ -318,22 +319,6 @@ def test_the_sdk_and_apply_set_and_clear_the_limits(api_server: Server, tmp_path
     )
 
 
-def _children(pid: int) -> list[int]:
-    """The live (non-zombie) child processes of ``pid``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        state, ppid = stat[stat.rindex(")") + 2 :].split()[:2]
-        if int(ppid) == pid and state != "Z":
-            found.append(int(entry.name))
-    return found
-
-
 def test_the_job_process_server_keeps_a_spare_per_slot_and_a_lost_spare_costs_no_job(
     api_server: Server, tmp_path: Path
 ) -> None:
@@ -341,17 +326,13 @@ def test_the_job_process_server_keeps_a_spare_per_slot_and_a_lost_spare_costs_no
     try:
 
         def job_server() -> int | None:
-            servers = [
-                p
-                for p in _children(worker.pid)
-                if b"_zygote" in Path(f"/proc/{p}/cmdline").read_bytes()
-            ]
+            servers = children_of(worker.pid, "worker_svc.handlers._zygote")
             return servers[0] if servers else None
 
         server_pid = wait_for(job_server, what="the worker's job process server")
 
         def three_spares() -> list[int] | None:
-            found = _children(server_pid)
+            found = children_of(server_pid)
             return found if len(found) == 3 else None
 
         spares = wait_for(three_spares, what="three spare job processes")
@@ -365,7 +346,7 @@ def test_the_job_process_server_keeps_a_spare_per_slot_and_a_lost_spare_costs_no
             jobs = client.run("a", "b", "c")
             ended = [client.wait(run.job_id, timeout=30) for run in jobs]
         assert [job.status for job in ended] == [JobStatus.JOB_STATUS_SUCCEEDED] * 3
-        assert all(pid not in _children(server_pid) for pid in spares)
-        wait_for(lambda: len(_children(server_pid)) == 3, what="the spares forked again")
+        assert all(pid not in children_of(server_pid) for pid in spares)
+        wait_for(lambda: len(children_of(server_pid)) == 3, what="the spares forked again")
     finally:
         worker.stop()
