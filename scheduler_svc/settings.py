@@ -420,7 +420,8 @@ def _sqlite_in_memory(url: sa_url.URL) -> bool:
 
 def _tokens(env: Mapping[str, str]) -> dict[str, Principal]:
     """The tokens of TICKWORK_TOKENS and the file named by TICKWORK_TOKENS_FILE."""
-    from scheduler_svc.auth import TokenConfigError, parse_tokens  # gRPC: the service only
+    # Imported here: auth imports gRPC, which reading the other settings does not need.
+    from scheduler_svc.auth import TokenConfigError, parse_tokens
 
     out: dict[str, Principal] = {}
     try:
