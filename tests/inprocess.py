@@ -17,6 +17,7 @@ import grpc
 from scheduler_svc.scheduler import Scheduler, grpc_queue_client
 from scheduler_svc.server import Service, create_server
 from scheduler_svc.settings import Settings
+from tests.databases import make_migrated
 from tickwork import AsyncClient
 from tickwork._channel import auth_metadata
 
@@ -66,6 +67,7 @@ async def inprocess(
     The built-in retention task and schedule are not created unless ``retention_days`` is
     given (they would fire when a test moves the clock across days).
     """
+    await make_migrated(database_url)
     clock = FakeClock(start)
     settings.setdefault("retention_days", 0)
     cfg = Settings.from_env(
