@@ -138,37 +138,36 @@ class Server(Proc):
     @property
     def port(self) -> int:
         """The port it listens on; waits (up to 60 s) for it to say so when it was 0."""
-        if self._port is None:
-            self._port = self._serving_port(60.0)
-        return self._port
+        deadline = time.monotonic() + 60.0
+        while (port := self._known_port()) is None:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"server not serving after 60s:\n{self.output()}")
+            time.sleep(0.02)
+        return port
 
     @property
     def address(self) -> str:
         """``127.0.0.1:PORT``."""
         return f"127.0.0.1:{self.port}"
 
-    def _serving_port(self, timeout_s: float) -> int:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            found = _SERVING.search(self.output())
-            if found:
-                return int(found.group(1))
-            if self.popen.poll() is not None:
+    def _known_port(self) -> int | None:
+        """The port when known (given, or read from its "serving on" line), else None.
+        Raises AssertionError, with its log, when the server exited before saying it."""
+        if self._port is None:
+            if found := _SERVING.search(self.output()):
+                self._port = int(found.group(1))
+            elif self.popen.poll() is not None:
                 raise AssertionError(f"server exited {self.popen.returncode}:\n{self.output()}")
-            time.sleep(0.02)
-        raise AssertionError(f"server not serving after {timeout_s}s:\n{self.output()}")
+        return self._port
 
     def wait_healthy(self, timeout_s: float = 30.0) -> Server:
         """Block until the health check answers SERVING (fails with the server's log)."""
         deadline = time.monotonic() + timeout_s
-        address = f"127.0.0.1:{self._port}" if self._port else None
         while time.monotonic() < deadline:
             if self.popen.poll() is not None:
                 raise AssertionError(f"server exited {self.popen.returncode}:\n{self.output()}")
-            if address is None and (found := _SERVING.search(self.output())):
-                self._port = int(found.group(1))
-                address = self.address
-            if address is not None and healthy(address):
+            port = self._known_port()
+            if port is not None and healthy(f"127.0.0.1:{port}"):
                 return self
             time.sleep(0.05)
         raise AssertionError(f"server not healthy after {timeout_s}s:\n{self.output()}")
