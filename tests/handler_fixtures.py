@@ -153,6 +153,28 @@ def segfault() -> None:
     ctypes.string_at(0)
 
 
+_LIST_FDS = """
+import os
+for name in sorted(os.listdir("/proc/self/fd"), key=int):
+    try:
+        print(name, os.readlink(f"/proc/self/fd/{name}"))
+    except OSError:
+        pass  # the directory listing's own descriptor, closed by now
+"""
+
+
+def inherited_fds() -> str:
+    """Start a program that inherits every descriptor it may (``close_fds=False``, as
+    ``os.system`` does) and return the ones above 2 it holds, ``"FD TARGET"`` per line."""
+    import subprocess
+
+    listed = subprocess.run(
+        [sys.executable, "-c", _LIST_FDS], close_fds=False, capture_output=True, text=True
+    )
+    held = [line for line in listed.stdout.splitlines() if int(line.split()[0]) > 2]
+    return "\n".join(held) or "none"
+
+
 def allocate(mib: int) -> int:
     """Allocate ``mib`` MiB (touching it); return ``mib``."""
     block = bytearray(mib * 1024 * 1024)

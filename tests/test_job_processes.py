@@ -8,6 +8,8 @@ import datetime as dt
 import os
 import re
 import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -17,7 +19,7 @@ import grpc
 import pytest
 
 from tests.handler_fixtures import pid_exists, pids
-from tests.harness import Server, WorkerProc, wait_for
+from tests.harness import REPO, Server, WorkerProc, wait_for
 from tests.queue_helpers import children_of
 from tickwork import Client, InvalidArgument, JobStatus
 from tickwork._context import format_time
@@ -350,3 +352,31 @@ def test_the_job_process_server_keeps_a_spare_per_slot_and_a_lost_spare_costs_no
         wait_for(lambda: len(children_of(server_pid)) == 3, what="the spares forked again")
     finally:
         worker.stop()
+
+
+_TWO_JOBS = """
+import asyncio
+from worker_svc.handlers import JobContext, PythonHandler
+
+async def main():
+    handler = PythonHandler()
+    ctx = JobContext(job_id=1, task_id=1, task_name="fds", attempt=1, timeout_s=None,
+                     log=lambda stream, line: None)
+    for _ in range(2):
+        result = await handler.run({"callable": "tests.handler_fixtures:inherited_fds"}, ctx)
+        print(repr(result.output_tail))
+
+asyncio.run(main())
+"""
+
+
+def test_a_program_a_job_starts_inherits_only_its_standard_streams() -> None:
+    """The first job of a new job process server gets a child forked for it (no spare is
+    ready yet), the second a spare: in neither does a program the job starts with every
+    descriptor it may inherit get the job's result, spec or log pipes, another request's
+    pipes or another spare's channel."""
+    ran = subprocess.run(
+        [sys.executable, "-c", _TWO_JOBS], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.splitlines() == ["'none'", "'none'"], ran.stdout

@@ -9,8 +9,9 @@ path: a spare already is a process group of its own, dies with the server
 (PR_SET_PDEATHSIG) and waits for its job's descriptors on a socket of its own. The server
 hands the oldest spare the five descriptors, answers, and forks the next spare only while
 no request waits. The child takes
-the pipes as its stdout, stderr and result fds, and reads the job's spec (JSON) from the
-spec pipe: the worker writes it only once the group is registered with the guard
+the pipes as its stdout, stderr and result fds (only stdout and stderr inheritable: a program
+the job starts gets none of the other pipes, nor any other job's), and reads the job's spec
+(JSON) from the spec pipe: the worker writes it only once the group is registered with the guard
 (``_guard``), so a worker that dies before that leaves a child that reads end-of-file and
 exits without running anything. The child then runs the job
 (:mod:`worker_svc.handlers._runner`) and exits.
@@ -101,6 +102,8 @@ def _child(channel: socket.socket, closing: list[int]) -> None:
         os.dup2(err, 2)
         os.close(out)
         os.close(err)
+        for fd in (result, spec, log):  # the job's own: not for the programs it starts
+            os.set_inheritable(fd, False)
         data = _read_all(spec)
         os.close(spec)
         if not data:
@@ -160,7 +163,7 @@ def serve(sock: socket.socket, spares_wanted: int = 1) -> None:
     while True:
         ready = selector.select(0 if len(spares) < spares_wanted else None)
         if not ready:
-            spare = _Spare(closing)
+            spare = _Spare(_unshared(closing, [], spares))
             spares[spare.pid] = spare
             continue
         for key, _ in ready:
@@ -191,12 +194,12 @@ def _answer(
             os.close(fd)
         _send(sock, {"req": request["req"], "error": "expected 5 descriptors"})
         return
-    child = spares.pop(next(iter(spares))) if spares else _Spare(closing)
+    child = spares.pop(next(iter(spares))) if spares else _Spare(_unshared(closing, fds, spares))
     try:
         try:
             child.hand(fds)
         except OSError:  # the spare died unreaped: a fresh child takes the job
-            child = _Spare(closing)
+            child = _Spare(_unshared(closing, fds, spares))
             child.hand(fds)
     except OSError as exc:
         _send(sock, {"req": request["req"], "error": f"no job process: {exc}"})
@@ -205,6 +208,13 @@ def _answer(
         for fd in fds:
             os.close(fd)
     _send(sock, {"req": request["req"], "pid": child.pid})
+
+
+def _unshared(closing: list[int], fds: list[int], spares: dict[int, _Spare]) -> list[int]:
+    """What a child forked now closes first: the server's own descriptors, those of the
+    request being answered (the child gets its own copies through its channel) and the
+    other spares' channels, so a job process holds only its own pipes."""
+    return [*closing, *fds, *(spare.channel.fileno() for spare in spares.values())]
 
 
 def _reap(sock: socket.socket, spares: dict[int, _Spare]) -> list[int]:
