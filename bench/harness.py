@@ -306,6 +306,20 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _CLK_TCK
 
 
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU time of process ``pid`` and its live descendants, each with the children it has
+    reaped, seconds: the difference of two readings is what the tree used between them,
+    processes born and reaped in between included."""
+    total = 0.0
+    for member in [pid, *descendants(pid)]:
+        try:
+            fields = Path(f"/proc/{member}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone since the listing: its parent's reaped children count it
+        total += sum(int(f) for f in fields[11:15]) / _CLK_TCK
+    return total
+
+
 def peak_rss_mb(pid: int) -> float:
     """Peak resident set size (VmHWM) of process ``pid``, MiB."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():

@@ -17,6 +17,10 @@ Peer: procrastinate on the same PostgreSQL server with concurrency 8 and 32, the
 concurrency for blocking ones); timed: ``batch_defer_async`` of every job, until the last
 ``succeeded`` event.
 
+CPU per job, over the drain: the service's, and the workers' with everything they started
+(the guard, the job process server, the job processes), against procrastinate's worker's.
+With every process on one core, this is what bounds the drain rate at 32 slots.
+
 Memory: the peak RSS (VmHWM) of the 32-slot worker (and of its job process server, which
 every job forks from), and of the service, over the whole run.
 """
@@ -141,11 +145,16 @@ def _tickwork(cfg: Config, p: Plan, rep: int) -> Sample:
             procs = _worker_procs(cfg, service.address, shape, name)
             try:
                 _wait_connected(procs, shape.slots)
+                cpu0 = _cpu_of(service.pid, procs)
                 started = time.time()
                 for start in range(0, len(ids), 500):
                     client.run(*[t.id for t in ids[start : start + 500]])
                 timeout_s = 60 + 3 * p.wait_s * shape.jobs / shape.total_slots
                 elapsed = _drain_tickwork(client, names, started, timeout_s)
+                cpu1 = _cpu_of(service.pid, procs)
+                service_cpu, workers_cpu = cpu1[0] - cpu0[0], cpu1[1] - cpu0[1]
+                sample[f"service_cpu_ms_{shape.key}"] = 1000 * service_cpu / shape.jobs
+                sample[f"workers_cpu_ms_{shape.key}"] = 1000 * workers_cpu / shape.jobs
                 if shape.key == f"1x{most}":
                     worker = procs[0].target_pid("tickwork.cli")
                     sample["worker_peak_rss_mb"] = harness.peak_rss_mb(worker)
@@ -159,6 +168,14 @@ def _tickwork(cfg: Config, p: Plan, rep: int) -> Sample:
             harness.log(f"    {shape.key}: {shape.jobs} jobs in {elapsed:.2f} s")
         sample["service_peak_rss_mb"] = harness.peak_rss_mb(service.pid)
     return sample
+
+
+def _cpu_of(service_pid: int, workers: list[harness.Proc]) -> tuple[float, float]:
+    """CPU seconds so far of the service, and of the workers with everything they started
+    (the guard, the job process server, the job processes)."""
+    return harness.cpu_seconds(service_pid), sum(
+        harness.tree_cpu_seconds(proc.popen.pid) for proc in workers
+    )
 
 
 def _rss_of(pid: int) -> float:
@@ -210,6 +227,7 @@ def _procrastinate(cfg: Config, p: Plan, rep: int) -> Sample:
                 timeout_s = 60 + 3 * p.wait_s * p.peer_jobs / concurrency
                 asyncio.run(_drain_procrastinate(dsn, len(warm), time.time(), 60))
                 proc.check_alive()
+                cpu0 = harness.tree_cpu_seconds(proc.popen.pid)
                 started = time.time()
                 asyncio.run(
                     pw.defer(dsn, p.peer_jobs, task_name="wait", kwargs={"seconds": p.wait_s})
@@ -217,6 +235,8 @@ def _procrastinate(cfg: Config, p: Plan, rep: int) -> Sample:
                 elapsed = asyncio.run(
                     _drain_procrastinate(dsn, p.peer_jobs + 1, started, timeout_s)
                 )
+                cpu = harness.tree_cpu_seconds(proc.popen.pid) - cpu0
+                sample[f"cpu_ms_{concurrency}"] = 1000 * cpu / p.peer_jobs
                 if concurrency == max(p.peer_concurrency):
                     sample["worker_peak_rss_mb"] = harness.peak_rss_mb(pid)
             finally:
@@ -280,6 +300,37 @@ def run(cfg: Config) -> MetricResult:
                 met=(median(efficiency) >= 80) if eff_target else None,
                 tickwork_samples=efficiency,
                 peer_samples=peer_eff,
+            )
+        )
+    for shape in p.shapes:
+        if shape.total_slots != most:
+            continue
+        label = f"{shape.workers} worker{'s' if shape.workers > 1 else ''} x {shape.slots}"
+        service_cpu = column(tw, f"service_cpu_ms_{shape.key}")
+        workers_cpu = column(tw, f"workers_cpu_ms_{shape.key}")
+        total = [a + b for a, b in zip(service_cpu, workers_cpu, strict=True)]
+        peer_cpu = column(pc, f"cpu_ms_{most}")
+        figures.append(
+            Figure(
+                NAME,
+                f"CPU per job, {label} slots: service + workers (their job processes too)",
+                "ms",
+                median(total),
+                median(peer_cpu),
+                f"procrastinate worker, concurrency {most}",
+                tickwork_samples=total,
+                peer_samples=peer_cpu,
+            )
+        )
+        figures.append(
+            Figure(
+                NAME,
+                f"CPU per job, {label} slots: the service's share",
+                "ms",
+                median(service_cpu),
+                None,
+                "",
+                tickwork_samples=service_cpu,
             )
         )
     for key, what in (
