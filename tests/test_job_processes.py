@@ -195,6 +195,42 @@ def test_a_python_job_process_dies_with_its_worker(
         wait_for(lambda: not pid_exists(pid), timeout_s=5, what="the job process to die")
 
 
+_GUARD_SOURCE_MARK = "import os, select, signal, sys, time"
+"""A piece of the guard's command line (``python -S -c <its program>``)."""
+
+
+def test_a_guard_that_dies_is_replaced_and_the_running_job_still_dies_with_its_worker(
+    api_and_worker: tuple[Server, WorkerProc], tmp_path: Path
+) -> None:
+    """The guard (the process that SIGKILLs a dead worker's job process groups) is SIGKILLed
+    while a shell job runs: the worker starts a new one at once, told of the running group,
+    so the worker's own SIGKILL a moment later still takes the job's program with it."""
+    srv, worker = api_and_worker
+    pid_file = tmp_path / "sleep.pid"
+    with Client(srv.address) as client:
+        client.create_task(
+            "sleeper", "shell", {"argv": ["sh", "-c", f"echo $$ > {pid_file}; exec sleep 120"]}
+        )
+        client.run("sleeper")
+        pid = wait_for(
+            lambda: (
+                int(pid_file.read_text()) if pid_file.exists() and pid_file.read_text() else None
+            ),
+            what="the job's program to start",
+        )
+        (guard,) = wait_for(lambda: children_of(worker.pid, _GUARD_SOURCE_MARK), what="the guard")
+        os.kill(guard, signal.SIGKILL)
+        wait_for(
+            lambda: [g for g in children_of(worker.pid, _GUARD_SOURCE_MARK) if g != guard],
+            timeout_s=10,
+            what="a new guard",
+        )
+        assert pid_exists(pid)
+        worker.kill()  # SIGKILL: no cleanup of its own
+        wait_for(lambda: not pid_exists(pid), timeout_s=5, what="the job's program to die")
+        assert "the process-group guard" in worker.output()
+
+
 def _fire_seconds(now: dt.datetime) -> tuple[dt.datetime, dt.datetime]:
     """Two fire times 4 s apart, in one minute, the first at least 3 s from ``now``."""
     first = (now + dt.timedelta(seconds=3)).replace(microsecond=0)

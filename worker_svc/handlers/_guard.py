@@ -7,6 +7,8 @@ worker, so two runs of the task would overlap. A small guard process, started wi
 first job, holds the read end of a pipe whose write end only the worker holds; the worker
 registers each job's process group on it. When the pipe reaches end-of-file (the worker
 exited, however it exited), the guard SIGKILLs every group still registered, then exits.
+The worker keeps the registered groups too: when the guard itself dies, a new one is
+started at once and told all of them.
 
 A worker that is alive but frozen (SIGSTOP, a VM or container pause, a debugger) keeps the
 pipe open and can kill nothing itself. So the guard is also a watchdog: the worker feeds it
@@ -26,6 +28,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 __all__ = ["feed", "forget_group", "guard_group", "watch"]
 
@@ -78,13 +81,22 @@ _lock = threading.Lock()
 _guard: subprocess.Popen[bytes] | None = None
 _watchdog_s = 0.0
 """The watchdog timeout given to groups registered from now on, seconds (0: none)."""
+_groups: dict[int, float] = {}
+"""The groups registered and not forgotten, with their watchdog timeouts: what a guard
+started again (the last one died) is told first."""
+_RESTART_GAP_S = 1.0
+"""A guard that dies is started again at once (its groups registered again), unless the
+last such restart is less than this long ago: then the next registration starts it (no
+loop of restarts when guards cannot run)."""
+_last_restart = -_RESTART_GAP_S
 
 
 def _started() -> subprocess.Popen[bytes]:
-    """The guard process of this worker process, started on first use (call with _lock)."""
+    """The guard process of this worker process, started on first use and again when it
+    died, told every group still registered (call with _lock)."""
     global _guard
     if _guard is None or _guard.poll() is not None:
-        _guard = subprocess.Popen(
+        guard = subprocess.Popen(
             [sys.executable, "-S", "-c", _GUARD_SOURCE],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
@@ -92,7 +104,41 @@ def _started() -> subprocess.Popen[bytes]:
             start_new_session=True,  # a terminal's Ctrl-C must not stop it first
             close_fds=True,
         )
+        assert guard.stdin is not None
+        if _groups:
+            lines = "".join(f"+{pgid} {limit:.3f}\n" for pgid, limit in _groups.items())
+            os.write(guard.stdin.fileno(), lines.encode())  # a pipe takes this many at once
+        _guard = guard
+        threading.Thread(
+            target=_restart_when_dead, args=(guard,), name="tickwork-guard", daemon=True
+        ).start()
     return _guard
+
+
+def _restart_when_dead(guard: subprocess.Popen[bytes]) -> None:
+    """Wait for ``guard`` to exit; when it died while it was this worker's guard (not at
+    exit), start the next one at once, so that the running jobs' groups are guarded
+    again without waiting for the next registration."""
+    global _last_restart
+    guard.wait()
+    with _lock:
+        if _guard is not guard:
+            return  # stopped at exit, or already replaced
+        now = time.monotonic()
+        if now - _last_restart < _RESTART_GAP_S:
+            logger.warning("the process-group guard (pid %d) exited again", guard.pid)
+            return
+        _last_restart = now
+        try:
+            _started()
+        except OSError as exc:
+            logger.warning("the process-group guard died and could not be restarted: %s", exc)
+            return
+    logger.warning(
+        "the process-group guard (pid %d) died; a new one guards %d job process group(s)",
+        guard.pid,
+        len(_groups),
+    )
 
 
 def _tell(line: str) -> None:
@@ -136,6 +182,8 @@ def guard_group(pgid: int) -> None:
     :func:`forget_group`, or stops feeding the guard for the :func:`watch` timeout.
     Never raises."""
     try:
+        with _lock:
+            _groups[pgid] = _watchdog_s
         _tell(f"+{pgid} {_watchdog_s:.3f}\n")
     except Exception:
         logger.exception("could not register process group %d with the guard", pgid)
@@ -144,6 +192,8 @@ def guard_group(pgid: int) -> None:
 def forget_group(pgid: int) -> None:
     """The group ``pgid`` has been stopped: no longer kill it when the worker dies."""
     try:
+        with _lock:
+            _groups.pop(pgid, None)
         _tell(f"-{pgid}\n")
     except Exception:
         logger.exception("could not unregister process group %d from the guard", pgid)
