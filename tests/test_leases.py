@@ -32,7 +32,7 @@ from tests.queue_helpers import (
     wait_logged,
     wait_status,
 )
-from tickwork import Client, JobStatus
+from tickwork import Client, JobStatus, TaskAbort
 from tickwork.v1 import job_pb2
 
 UTC = dt.UTC
@@ -159,6 +159,36 @@ async def test_a_lost_lease_is_retried_and_counts_toward_auto_disable(
         assert not task.enabled and task.consecutive_failure_count == 1
         assert LEASE_LOST in task.disabled_reason
         assert await h.client.list_jobs(statuses=[JobStatus.JOB_STATUS_RUNNING]) == []
+
+
+async def test_a_job_whose_abort_was_asked_for_and_whose_worker_is_gone_ends_aborted(
+    tmp_path: Path, database_url: str
+) -> None:
+    """An abort asked for while the job's worker is already dead never reaches a worker:
+    when the lease runs out the job ends ABORTED (the abort's reason, then the lease lost),
+    not FAILED, so it is not retried and counts toward nothing."""
+    async with inprocess(
+        tmp_path, database_url, T0, lease_ttl_s=10, auto_disable_task_failure_count=1
+    ) as h:
+        await h.client.create_task(
+            "t", "shell", {"argv": ["true"]}, max_attempts=3, backoff_base_seconds=1
+        )
+        await h.client.create_schedule("s", ["t"], cron="* * * * *")
+        await h.tick(T0 + dt.timedelta(minutes=1))
+        job = await claim(h, ttl_s=10)
+        (aborted,) = await h.client.abort("t")
+        assert aborted.action == TaskAbort.Action.ACTION_ABORT_REQUESTED
+        h.clock.advance(10.1)
+        (reaped,) = await h.service.app.reap_expired_leases()
+        assert reaped.retry is None and reaped.disabled_task is None
+        ended = await h.client.get_job(job.id)
+        assert ended.status == JobStatus.JOB_STATUS_ABORTED
+        assert ended.error == f"aborted by operator; {LEASE_LOST}"
+        assert ended.stopped_by
+        task = await h.client.get_task("t")
+        assert task.enabled and task.consecutive_failure_count == 0
+        queued = await h.client.list_jobs(statuses=[JobStatus.JOB_STATUS_QUEUED])
+        assert [j.id for j in queued if j.task_name == "t"] == []
 
 
 async def test_an_outcome_racing_the_reaper_is_applied_once(

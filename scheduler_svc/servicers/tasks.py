@@ -19,7 +19,7 @@ from scheduler_svc.servicers._masks import update_paths, writable_fields
 from scheduler_svc.servicers._request_ids import once
 from scheduler_svc.servicers._routes import stored_routes
 from scheduler_svc.servicers.pauses import TaskDisables
-from scheduler_svc.store import Remember
+from scheduler_svc.store import ABORTED_BY_OPERATOR, Remember
 from scheduler_svc.values import AbortAction
 from tickwork.v1 import common_pb2, task_pb2, task_pb2_grpc
 
@@ -276,7 +276,7 @@ class TaskServicer(TaskDisables, task_pb2_grpc.TaskServiceServicer):
             )
             for _, job_id, action in done:
                 if action == AbortAction.ABORT_REQUESTED:
-                    self.app.hub.request_abort(job_id, "aborted by operator")
+                    self.app.hub.request_abort(job_id, ABORTED_BY_OPERATOR)
                 if job_id:
                     self.app.hub.job_changed(job_id)
             return answer(done)

@@ -28,6 +28,7 @@ from scheduler_svc.schema import slot_lease_name
 from scheduler_svc.servicers import _convert as cv
 from scheduler_svc.servicers._errors import rpc_errors, translate
 from scheduler_svc.storage_health import log_failure
+from scheduler_svc.store import ABORTED_BY_OPERATOR
 from scheduler_svc.values import JobStatus
 from scheduler_svc.worker_registry import WorkerRegistry, WorkerSeen
 from tickwork.v1 import worker_pb2, worker_pb2_grpc
@@ -273,7 +274,7 @@ class WorkerSession:
 
     async def _heartbeat(self, job_id: int, token: str) -> None:
         abort_requested = False
-        reason = "aborted by operator"
+        reason = ABORTED_BY_OPERATOR
         try:
             ok = await self.app.store.renew_job_lease(
                 job_id, token, self.app.clock(), self._s.lease_ttl_s

@@ -59,7 +59,7 @@ from scheduler_svc.store.finish import LEASE_LOST, backoff_delay_s
 from scheduler_svc.store.locks import LOCK_ORDER
 from scheduler_svc.store.outbox import NotifierRecord
 from scheduler_svc.store.requests import Answer, Remember, RequestRaced
-from scheduler_svc.store.rows import ERROR_CHARS, OUTPUT_TAIL_CHARS, job_error
+from scheduler_svc.store.rows import ABORTED_BY_OPERATOR, ERROR_CHARS, OUTPUT_TAIL_CHARS, job_error
 from scheduler_svc.store.schedules import due_schedules_query
 from scheduler_svc.store.tasks import TASK_DISABLED
 from scheduler_svc.values import AbortAction, JobStatus, Trigger
@@ -69,6 +69,7 @@ from scheduler_svc.values import AbortAction, JobStatus, Trigger
 CLAIM_ATTEMPTS = 3
 
 __all__ = [
+    "ABORTED_BY_OPERATOR",
     "ERROR_CHARS",
     "LEASE_LOST",
     "LOCK_ORDER",
@@ -764,7 +765,9 @@ class Store:
         """Fail every RUNNING job whose lease expired before ``now`` (error
         :data:`LEASE_LOST`), with the retry and auto-disable rules of :meth:`finish_job`;
         a retry is not ready before the lease's expiry + ``kill_deadline_s`` seconds either
-        (the old run's processes are dead by then). With ``grace_s`` > 0 (seconds the
+        (the old run's processes are dead by then). A job whose abort was asked for ends
+        ABORTED instead (error: the abort's reason, then :data:`LEASE_LOST`; no retry, no
+        failure counted). With ``grace_s`` > 0 (seconds the
         storage was down), every running job's lease is first moved that much later, in the
         same transaction. One result per recovered job; a job finished, renewed or reaped
         concurrently (another replica) is left alone."""

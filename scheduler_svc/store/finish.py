@@ -26,6 +26,7 @@ from scheduler_svc.values import EventKind, JobStatus, Lane, Trigger
 log = logging.getLogger(__name__)
 
 LEASE_LOST = "lease lost: the worker stopped heartbeating"
+
 """The error of a job recovered after its lease expired."""
 
 
@@ -448,16 +449,22 @@ def _reap(
     killed_by: dt.datetime | None,
 ) -> FinishResult | None:
     """Fail ``job`` as lease lost if it is still RUNNING under its token with a lease
-    expiring before ``before``; its retry is not ready before ``killed_by`` either. None
-    when it was finished, renewed or reaped by someone else meanwhile."""
+    expiring before ``before``; its retry is not ready before ``killed_by`` either. A job
+    whose abort was asked for ends ABORTED instead (the reason, then the lease lost): the
+    abort is what was wanted, and an aborted job is not retried. None when it was
+    finished, renewed or reaped by someone else meanwhile."""
+    status, error = JobStatus.FAILED, LEASE_LOST
+    if job.abort_requested:
+        # A running job's error holds why its abort was asked for when it was not a person.
+        status, error = JobStatus.ABORTED, f"{job.error or rows.ABORTED_BY_OPERATOR}; {LEASE_LOST}"
     done = conn.execute(
         _REAP,
         {
             "b_job_id": job.id,
             "b_token": job.lease_token,
             "b_before": before,
-            "b_status": JobStatus.FAILED,
-            "b_error": LEASE_LOST,
+            "b_status": status,
+            "b_error": error,
             "b_tail": "",
             "b_now": now,
         },
@@ -466,7 +473,7 @@ def _reap(
         return None
     reaped, task = rows.finished(done)
     log.warning(
-        "lease lost; job failed",
+        "lease lost; job aborted" if job.abort_requested else "lease lost; job failed",
         extra={"job_id": job.id, "task_id": job.task_id, "worker_id": job.worker_id},
     )
     return after_finish(
@@ -475,8 +482,8 @@ def _reap(
         rng,
         reaped,
         task,
-        JobStatus.FAILED,
-        LEASE_LOST,
+        status,
+        error,
         now,
         auto_disable_count,
         retry_not_before=killed_by,

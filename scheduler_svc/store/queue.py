@@ -312,7 +312,7 @@ def abort_tasks(
                 .values(
                     status=JobStatus.CANCELLED,
                     finished_at=now,
-                    error="aborted by operator",
+                    error=rows.ABORTED_BY_OPERATOR,
                     stopped_by=stopped_by,
                 )
             )

@@ -17,6 +17,8 @@ OUTPUT_TAIL_CHARS = 4096
 """The output kept on a job: its last 4096 characters."""
 ERROR_CHARS = 8192
 """The longest job error kept, in characters: its first and last 4096, the middle cut."""
+ABORTED_BY_OPERATOR = "aborted by operator"
+"""The error of a job a person stopped (AbortTasks), unless its worker gave another."""
 
 TASK_FIELDS = [f.name for f in fields(TaskRecord)]
 JOB_FIELDS = [f.name for f in fields(JobRecord)]
