@@ -174,6 +174,21 @@ name = "c"
             "tasks[0].task_priority: expected an integer, got boolean True",
         ),
         (
+            '[[tasks]]\nname = "a"\nhandler = "shell"\ntask_priority = 99999999999999999999',
+            "tasks[0].task_priority: must be between -2147483648 and 2147483647, got "
+            "99999999999999999999",
+        ),
+        (
+            '[[tasks]]\nname = "a"\nhandler = "shell"\nmemory_limit_bytes = 9223372036854775808',
+            "tasks[0].memory_limit_bytes: must be between -9223372036854775808 and "
+            "9223372036854775807, got 9223372036854775808",
+        ),
+        (
+            '[[schedules]]\nname = "s"\ninterval_seconds = 99999999999999999999\ntasks = ["a"]',
+            "schedules[0].interval_seconds: must be between -9223372036854775808 and "
+            "9223372036854775807",
+        ),
+        (
             '[[tasks]]\nname = "a"\nhandler = "shell"\nparams = ["x"]',
             "tasks[0].params: expected a table, got array ['x']",
         ),

@@ -420,8 +420,10 @@ def _get(
     problems: _Problems,
     *,
     required: bool = False,
+    bits: Literal[32, 64] = 64,
 ) -> Any:
-    """Return ``item[key]`` if it has the right type, else None (recording a problem)."""
+    """Return ``item[key]`` if it has the right type, else None (recording a problem). An
+    ``int`` must fit the API field's signed ``bits``-bit integer (int32 or int64)."""
     if key not in item:
         if required:
             problems.add(f"{prefix}.{key}", "required")
@@ -439,6 +441,10 @@ def _get(
                     "bool": "true or false", "table": "a table"}[kind]  # fmt: skip
         problems.add(f"{prefix}.{key}", f"expected {expected}, got {_type_name(value)} {value!r}")
         return None
+    if kind == "int" and not -(2 ** (bits - 1)) <= value < 2 ** (bits - 1):
+        low, high = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+        problems.add(f"{prefix}.{key}", f"must be between {low} and {high}, got {value}")
+        return None
     if kind == "str" and required and not value.strip():
         problems.add(f"{prefix}.{key}", "must not be empty")
         return None
@@ -453,7 +459,7 @@ def _task(i: int, item: Mapping[str, Any], problems: _Problems) -> TaskSpec | No
     handler = _get(item, prefix, "handler", "str", problems, required=True)
     params = _get(item, prefix, "params", "table", problems)
     description = _get(item, prefix, "description", "str", problems)
-    priority = _get(item, prefix, "task_priority", "int", problems)
+    priority = _get(item, prefix, "task_priority", "int", problems, bits=32)
     timeout = _get(item, prefix, "timeout_seconds", "number", problems)
     enabled = _get(item, prefix, "enabled", "bool", problems)
     group = _get(item, prefix, "concurrency_group", "str", problems)
@@ -472,7 +478,7 @@ def _task(i: int, item: Mapping[str, Any], problems: _Problems) -> TaskSpec | No
     retry = _get(item, prefix, "retry", "table", problems) or {}
     rprefix = f"{prefix}.retry"
     _unknown(rprefix, retry, _RETRY_KEYS, problems)
-    attempts = _get(retry, rprefix, "max_attempts", "int", problems)
+    attempts = _get(retry, rprefix, "max_attempts", "int", problems, bits=32)
     base = _get(retry, rprefix, "backoff_base_seconds", "number", problems)
     cap = _get(retry, rprefix, "backoff_cap_seconds", "number", problems)
     if attempts is not None and not 1 <= attempts <= 100:
@@ -521,7 +527,7 @@ def _schedule(i: int, item: Mapping[str, Any], problems: _Problems) -> ScheduleS
     enabled = _get(item, prefix, "enabled", "bool", problems)
     timing = _schedule_timing(prefix, item, problems)
     overlap = _get(item, prefix, "overlap_policy", "str", problems)
-    max_buffered = _get(item, prefix, "max_buffered", "int", problems)
+    max_buffered = _get(item, prefix, "max_buffered", "int", problems, bits=32)
     if overlap is not None:
         try:
             overlap = OverlapPolicy.Name(rq.parse_overlap_policy(overlap)).removeprefix(
@@ -599,7 +605,7 @@ def _schedule_timing(prefix: str, item: Mapping[str, Any], problems: _Problems) 
         if window < 0:
             problems.add(f"{prefix}.catch_up_window_seconds", f"must be >= 0, got {window}")
         out["catch_up_window_seconds"] = float(window)
-    runs = _get(item, prefix, "max_catch_up_runs", "int", problems)
+    runs = _get(item, prefix, "max_catch_up_runs", "int", problems, bits=32)
     if runs is not None:
         out["max_catch_up_runs"] = runs
     jitter = _get(item, prefix, "jitter_seconds", "number", problems)
