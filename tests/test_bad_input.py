@@ -72,6 +72,20 @@ CASES: list[tuple[str, Callable[[Client], object], grpc.StatusCode, str]] = [
         "task.params: kwargs.obj[1]",
     ),
     (
+        "param value of a type JSON lacks",
+        lambda c: c.create_task(
+            "x", "python", {"callable": "json:dumps", "kwargs": {"obj": [1, {"at": {3}}]}}
+        ),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "task.params: kwargs.obj[1].at: a set is not JSON-representable",
+    ),
+    (
+        "param key that is not a string",
+        lambda c: c.update_task("existing", params={"argv": ["echo"], "env": {1: "x"}}),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "task.params: env: the key 1 (int) is not JSON-representable",
+    ),
+    (
         "integer param a double cannot hold, in an update",
         lambda c: c.update_task(
             "existing", params={"argv": ["echo"], "timeout_seconds": -(10**17)}
@@ -245,6 +259,12 @@ CASES: list[tuple[str, Callable[[Client], object], grpc.StatusCode, str]] = [
         lambda c: c.run(*range(1, 1_002)),
         grpc.StatusCode.INVALID_ARGUMENT,
         "task_ids: names 1001 tasks; at most 1,000 a call",
+    ),
+    (
+        "a run of more task names than a reply holds",
+        lambda c: c.run(*[f"t{i}" for i in range(1_001)]),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "task_names: names 1001 tasks; at most 1,000 a call",
     ),
     (
         "an abort of more tasks than a reply holds",

@@ -193,7 +193,9 @@ class TaskServicer(TaskDisables, task_pb2_grpc.TaskServiceServicer):
 
         async def run(remember: Remember | None) -> task_pb2.RunTasksResponse:
             count = len(request.task_ids) + len(request.task_names)
-            validation.tasks_per_call(count, "task_ids")
+            # Named by the field the caller filled (task_ids when both or neither).
+            only_names = bool(request.task_names) and not request.task_ids
+            validation.tasks_per_call(count, "task_names" if only_names else "task_ids")
             ids = list(request.task_ids)
             for i, name in enumerate(request.task_names):
                 field = f"task_names[{i}]"

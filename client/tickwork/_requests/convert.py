@@ -52,12 +52,41 @@ def to_struct(params: Mapping[str, Any], field: str = "params") -> Struct:
             f"{field}: {path}: {number} is beyond ±2**53, where numbers stop being exact (a "
             "Struct holds them as doubles); give it as a string"
         )
+    odd = _unrepresentable(params, "")
+    if odd is not None:
+        path, what = odd
+        raise InvalidArgument(
+            f"{field}: {path}: {what} is not JSON-representable (give a string, number, "
+            "boolean, None, list, or mapping with string keys)"
+        )
     struct = Struct()
     try:
         struct.update(dict(params))
     except (ValueError, TypeError, AttributeError) as err:
         raise InvalidArgument(f"{field}: not JSON-representable: {err}") from None
     return struct
+
+
+def _unrepresentable(value: object, path: str) -> tuple[str, str] | None:
+    """The path of the first part of ``value`` a Struct cannot hold, with what it is (a
+    key that is not a string, or a value of another type than JSON's), or None."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return None
+    if isinstance(value, Mapping):
+        for key, child in value.items():
+            if not isinstance(key, str):
+                return (path or "(top level)", f"the key {key!r} ({type(key).__name__})")
+            found = _unrepresentable(child, f"{path}.{key}" if path else key)
+            if found is not None:
+                return found
+        return None
+    if isinstance(value, list | tuple):
+        for i, child in enumerate(value):
+            found = _unrepresentable(child, f"{path}[{i}]")
+            if found is not None:
+                return found
+        return None
+    return (path or "(top level)", f"a {type(value).__name__}")
 
 
 def _inexact_integer(value: object, path: str) -> tuple[str, int] | None:
