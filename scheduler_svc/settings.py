@@ -215,6 +215,11 @@ class Settings:
             raise SettingsError("WORKER_SHUTDOWN_GRACE_SECONDS: must be >= 0")
         if not self.shutdown_grace_s > 0:
             raise SettingsError("TICKWORK_SHUTDOWN_GRACE_SECONDS: must be > 0")
+        from worker_svc.settings import stop_bound_problem
+
+        problem = stop_bound_problem(self.shutdown_grace_s, self.worker_abort_grace_s)
+        if problem is not None:
+            raise SettingsError(problem)
         if not 1 <= self.max_running_jobs <= MAX_RUNNING_JOBS_LIMIT:
             raise SettingsError(
                 f"TICKWORK_MAX_RUNNING_JOBS: must be from 1 to {MAX_RUNNING_JOBS_LIMIT}, "

@@ -85,7 +85,7 @@ def test_the_finish_grace_is_cut_to_fit_the_bound() -> None:
         ({}, 15.0),  # defaults: min(15, 25 - 5 - 2 - 3)
         ({"TICKWORK_SHUTDOWN_GRACE_SECONDS": "12", "WORKER_ABORT_GRACE_SECONDS": "3"}, 4.0),
         ({"TICKWORK_SHUTDOWN_GRACE_SECONDS": "60", "WORKER_SHUTDOWN_GRACE_SECONDS": "30"}, 30.0),
-        ({"TICKWORK_SHUTDOWN_GRACE_SECONDS": "4"}, 0.0),
+        ({"TICKWORK_SHUTDOWN_GRACE_SECONDS": "6", "WORKER_ABORT_GRACE_SECONDS": "1"}, 0.0),
     ]
     for env, finish_s in cases:
         assert Settings.from_env(env).job_finish_grace_s == finish_s, env
@@ -94,6 +94,25 @@ def test_the_finish_grace_is_cut_to_fit_the_bound() -> None:
         Settings.from_env({"TICKWORK_SHUTDOWN_GRACE_SECONDS": "0"})
     with pytest.raises(InvalidSetting, match="TICKWORK_SHUTDOWN_GRACE_SECONDS: must be > 0"):
         WorkerSettings.from_env(environ={"TICKWORK_SHUTDOWN_GRACE_SECONDS": "-1"})
+
+
+def test_a_bound_too_short_to_report_an_aborted_job_is_refused() -> None:
+    """A bound shorter than the abort grace + the 2 s report margin + the 3 s close would
+    end the process before an aborted job's outcome is recorded: the job would then fail
+    "lease lost" and be retried. Refused, naming both settings, on the service and on a
+    dedicated worker; just long enough is accepted."""
+    short = {"TICKWORK_SHUTDOWN_GRACE_SECONDS": "1"}
+    expected = (
+        r"TICKWORK_SHUTDOWN_GRACE_SECONDS: must be at least 10 s \(WORKER_ABORT_GRACE_SECONDS, "
+        r"5 s, .*got 1; lower WORKER_ABORT_GRACE_SECONDS"
+    )
+    with pytest.raises(SettingsError, match=expected):
+        Settings.from_env(short)
+    with pytest.raises(InvalidSetting, match=expected):
+        WorkerSettings.from_env(environ=short)
+    enough = {"TICKWORK_SHUTDOWN_GRACE_SECONDS": "5.5", "WORKER_ABORT_GRACE_SECONDS": "0.5"}
+    assert Settings.from_env(enough).shutdown_grace_s == 5.5
+    assert WorkerSettings.from_env(environ=enough).stop_bound_s == 5.5
 
 
 def test_sigterm_turns_every_service_not_serving_and_a_watch_does_not_hold_the_stop(

@@ -42,6 +42,23 @@ CLOSE_RESERVE_S = 3.0
 """Seconds kept at the end of a stop for closing: streams, leases, the database."""
 
 
+def stop_bound_problem(bound_s: float, abort_grace_s: float) -> str | None:
+    """Why ``bound_s`` (TICKWORK_SHUTDOWN_GRACE_SECONDS) is too short to abort a running job
+    (``abort_grace_s``, WORKER_ABORT_GRACE_SECONDS), report it ABORTED
+    (:data:`REPORT_MARGIN_S`) and close (:data:`CLOSE_RESERVE_S`) before the process must
+    exit, or None when it is long enough. A shorter bound would lose the aborted job's
+    outcome: it would fail "lease lost" after the restart and be retried."""
+    least = abort_grace_s + REPORT_MARGIN_S + CLOSE_RESERVE_S
+    if bound_s >= least:
+        return None
+    return (
+        f"TICKWORK_SHUTDOWN_GRACE_SECONDS: must be at least {least:g} s "
+        f"(WORKER_ABORT_GRACE_SECONDS, {abort_grace_s:g} s, to stop a running job, "
+        f"{REPORT_MARGIN_S:g} s to report it ABORTED and {CLOSE_RESERVE_S:g} s to close), got "
+        f"{bound_s:g}; lower WORKER_ABORT_GRACE_SECONDS for a shorter stop"
+    )
+
+
 def job_finish_grace(bound_s: float, shutdown_grace_s: float, abort_grace_s: float) -> float:
     """Seconds a running job gets on stop before it is aborted: ``shutdown_grace_s``
     (WORKER_SHUTDOWN_GRACE_SECONDS), cut so that the abort (``abort_grace_s``,
@@ -144,6 +161,9 @@ class WorkerSettings:
                 raise InvalidSetting(
                     f"{name} must be a finite number of seconds >= 0, got {value!r}"
                 )
+        problem = stop_bound_problem(self.stop_bound_s, self.abort_grace_s)
+        if problem is not None:
+            raise InvalidSetting(problem)
         if isinstance(self.slots, bool) or not 1 <= self.slots <= MAX_SLOTS:
             raise InvalidSetting(
                 f"slots must be a whole number from 1 to {MAX_SLOTS}, got {self.slots!r}"
