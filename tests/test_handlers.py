@@ -204,6 +204,19 @@ async def test_shell_memory_limit_fails_the_job_saying_so() -> None:
     assert caught.value.error.startswith("memory_limit_bytes reached (314572800 bytes)")
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS is Linux's")
+async def test_a_shell_program_that_cannot_even_start_under_its_memory_limit_says_so() -> None:
+    """Too small a limit for the program to be loaded: the dynamic loader fails to map a
+    library, or the program crashes; either way the error names the limit."""
+    limits = handlers.ProcessLimits(memory_limit_bytes=8 * 1024 * 1024)
+    with pytest.raises(JobFailed) as caught:
+        await ShellHandler().run(
+            {"argv": [sys.executable, "-c", "print(1)"]}, make_ctx(Recorder(), limits=limits)
+        )
+    assert caught.value.error.startswith("memory_limit_bytes"), caught.value.error
+    assert "8388608 bytes" in caught.value.error
+
+
 async def test_shell_job_gets_its_window_in_its_environment() -> None:
     env = {"TICKWORK_TRIGGER": "SCHEDULER", "TICKWORK_FIRE_TIME": "2026-03-29T01:00:00Z"}
     names = ("JOB_ID", "TASK", "ATTEMPT", "TRIGGER", "FIRE_TIME")
@@ -660,6 +673,26 @@ async def test_python_memory_limit_fails_the_job_saying_so() -> None:
     assert caught.value.error.startswith("memory_limit_bytes reached (314572800 bytes)")
     small = await PythonHandler().run(py("allocate", mib=10), make_ctx(Recorder(), limits=limits))
     assert small.output_tail == "10"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS is Linux's")
+async def test_python_memory_limit_reached_while_importing_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The job's module allocates more than the limit when it is imported: the job fails
+    naming the limit, as it does when the function allocates."""
+    (tmp_path / "big_at_import.py").write_text(
+        "BLOCK = bytearray(600 * 1024 * 1024)\n\ndef run() -> None:\n    pass\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    limits = handlers.ProcessLimits(memory_limit_bytes=300 * 1024 * 1024)
+    with pytest.raises(JobFailed) as caught:
+        await PythonHandler().run(
+            {"callable": "big_at_import:run"}, make_ctx(Recorder(), limits=limits)
+        )
+    assert caught.value.error.startswith(
+        "memory_limit_bytes reached (314572800 bytes): cannot import module 'big_at_import'"
+    ), caught.value.error
 
 
 @pytest.mark.usefixtures("fixtures")

@@ -39,6 +39,18 @@ def unsupported_limit(name: str) -> str:
     return ""
 
 
+_OUT_OF_MEMORY = (
+    "memoryerror",  # Python
+    "cannot allocate memory",  # ENOMEM, as C programs and shells print it
+    "out of memory",
+    "failed to map segment",  # the dynamic loader, when a library does not fit
+    "bad_alloc",  # C++
+)
+"""What a program that hit RLIMIT_AS writes (compared in lower case)."""
+_MEMORY_SIGNALS = (-signal.SIGSEGV, -signal.SIGABRT, -signal.SIGBUS)
+"""How a program that could not map or allocate memory often dies instead."""
+
+
 @dataclass(frozen=True)
 class ProcessLimits:
     """The limits of one job's processes.
@@ -105,10 +117,12 @@ class ProcessLimits:
         )
         if self.cpu_limit_seconds and cpu_hit:
             return f"cpu_limit_seconds reached ({self.cpu_limit_seconds} s of CPU time)"
-        if self.memory_limit_bytes and (
-            "MemoryError" in output_tail
-            or "Cannot allocate memory" in output_tail
-            or "out of memory" in output_tail.lower()
-        ):
+        if not self.memory_limit_bytes:
+            return ""
+        text = output_tail.lower()
+        if any(mark in text for mark in _OUT_OF_MEMORY):
             return f"memory_limit_bytes reached ({self.memory_limit_bytes} bytes)"
+        if returncode in _MEMORY_SIGNALS:
+            # A program whose allocation or mapping fails may crash rather than say so.
+            return f"memory_limit_bytes ({self.memory_limit_bytes} bytes) may have been reached"
         return ""

@@ -142,7 +142,8 @@ class PythonHandler:
             error = str(result.get("error", "failed"))
             if result.get("invalid_params"):
                 raise InvalidParams(error, tail)
-            raise JobFailed(error, tail)
+            reached = ctx.limits.reached(end.returncode, f"{error}\n{tail}", end.cpu_s)
+            raise JobFailed(f"{reached}: {error}" if reached else error, tail)
         raise JobFailed(self._death(end, ctx, output), tail)
 
     def _death(self, end: ProcessEnd, ctx: JobContext, output: JobLines) -> str:
