@@ -77,7 +77,7 @@ CASES: list[tuple[str, Callable[[Client], object], grpc.StatusCode, str]] = [
             "x", "python", {"callable": "json:dumps", "kwargs": {"obj": [1, {"at": {3}}]}}
         ),
         grpc.StatusCode.INVALID_ARGUMENT,
-        "task.params: kwargs.obj[1].at: a set is not JSON-representable",
+        "task.params: kwargs.obj[1].at: a value of type set is not JSON-representable",
     ),
     (
         "param key that is not a string",

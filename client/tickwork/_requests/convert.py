@@ -45,20 +45,10 @@ def to_struct(params: Mapping[str, Any], field: str = "params") -> Struct:
             f"{field}: nested more than {MAX_NESTING} objects or lists deep (protobuf's "
             "limit on message depth)"
         )
-    inexact = _inexact_integer(params, "")
-    if inexact is not None:
-        path, number = inexact
-        raise InvalidArgument(
-            f"{field}: {path}: {number} is beyond ±2**53, where numbers stop being exact (a "
-            "Struct holds them as doubles); give it as a string"
-        )
-    odd = _unrepresentable(params, "")
-    if odd is not None:
-        path, what = odd
-        raise InvalidArgument(
-            f"{field}: {path}: {what} is not JSON-representable (give a string, number, "
-            "boolean, None, list, or mapping with string keys)"
-        )
+    found = _unsendable(params, "")
+    if found is not None:
+        path, problem = found
+        raise InvalidArgument(f"{field}: {path or '(top level)'}: {problem}")
     struct = Struct()
     try:
         struct.update(dict(params))
@@ -67,43 +57,35 @@ def to_struct(params: Mapping[str, Any], field: str = "params") -> Struct:
     return struct
 
 
-def _unrepresentable(value: object, path: str) -> tuple[str, str] | None:
-    """The path of the first part of ``value`` a Struct cannot hold, with what it is (a
-    key that is not a string, or a value of another type than JSON's), or None."""
+_NOT_JSON = (
+    "is not JSON-representable (give a string, number, boolean, None, list, or mapping "
+    "with string keys)"
+)
+
+
+def _unsendable(value: object, path: str) -> tuple[str, str] | None:
+    """The path of the first part of ``value`` a Struct cannot carry unchanged, and why:
+    a key that is not a string, a value of a type JSON lacks, or an int beyond ±2**53 (a
+    double holds it inexactly: 2**53 + 1 would arrive as 2**53). None when all of it can."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 2**53:
+        return path, (
+            f"{value} is beyond ±2**53, where numbers stop being exact (a Struct holds them "
+            "as doubles); give it as a string"
+        )
     if value is None or isinstance(value, bool | int | float | str):
         return None
+    items: Iterable[tuple[str, Any]]
     if isinstance(value, Mapping):
-        for key, child in value.items():
+        for key in value:
             if not isinstance(key, str):
-                return (path or "(top level)", f"the key {key!r} ({type(key).__name__})")
-            found = _unrepresentable(child, f"{path}.{key}" if path else key)
-            if found is not None:
-                return found
-        return None
-    if isinstance(value, list | tuple):
-        for i, child in enumerate(value):
-            found = _unrepresentable(child, f"{path}[{i}]")
-            if found is not None:
-                return found
-        return None
-    return (path or "(top level)", f"a {type(value).__name__}")
-
-
-def _inexact_integer(value: object, path: str) -> tuple[str, int] | None:
-    """The path and value of the first int in ``value`` that a double cannot hold exactly
-    (it would arrive changed: 2**53 + 1 as 2**53), or None."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return (path, value) if abs(value) > 2**53 else None
-    if isinstance(value, Mapping):
-        items: Iterable[tuple[str, Any]] = (
-            (f"{path}.{k}" if path else str(k), v) for k, v in value.items()
-        )
+                return path, f"the key {key!r} ({type(key).__name__}) {_NOT_JSON}"
+        items = ((f"{path}.{k}" if path else k, v) for k, v in value.items())
     elif isinstance(value, list | tuple):
         items = ((f"{path}[{i}]", v) for i, v in enumerate(value))
     else:
-        return None
+        return path, f"a value of type {type(value).__name__} {_NOT_JSON}"
     for child_path, child in items:
-        found = _inexact_integer(child, child_path)
+        found = _unsendable(child, child_path)
         if found is not None:
             return found
     return None
