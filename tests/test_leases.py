@@ -18,10 +18,11 @@ import pytest
 
 from scheduler_svc import values
 from scheduler_svc.listening import PING_EVERY_S, PING_TIMEOUT_S
+from scheduler_svc.records import JobRecord
 from scheduler_svc.store import LEASE_LOST
 from tests.databases import run_sql
 from tests.harness import Server, WorkerProc, wait_for
-from tests.inprocess import inprocess
+from tests.inprocess import Harness, inprocess
 from tests.pgproxy import PgProxy
 from tests.queue_helpers import (
     Request,
@@ -128,18 +129,24 @@ async def test_an_outcome_with_a_stale_token_is_fenced(tmp_path: Path, database_
         assert stored.late_outcome.startswith("FAILED at ")  # the repeat left no trace
 
 
+async def _claimed_fire(h: Harness, *, max_attempts: int) -> JobRecord:
+    """Task ``t`` (``max_attempts``, 1 s backoff) on schedule ``s``, fired at T0 + 1 min and
+    its job claimed with a 10 s lease."""
+    await h.client.create_task(
+        "t", "shell", {"argv": ["true"]}, max_attempts=max_attempts, backoff_base_seconds=1
+    )
+    await h.client.create_schedule("s", ["t"], cron="* * * * *")
+    await h.tick(T0 + dt.timedelta(minutes=1))
+    return await claim(h, ttl_s=10)
+
+
 async def test_a_lost_lease_is_retried_and_counts_toward_auto_disable(
     tmp_path: Path, database_url: str
 ) -> None:
     async with inprocess(
         tmp_path, database_url, T0, lease_ttl_s=10, auto_disable_task_failure_count=1
     ) as h:
-        await h.client.create_task(
-            "t", "shell", {"argv": ["true"]}, max_attempts=2, backoff_base_seconds=1
-        )
-        await h.client.create_schedule("s", ["t"], cron="* * * * *")
-        await h.tick(T0 + dt.timedelta(minutes=1))
-        first = await claim(h, ttl_s=10)
+        first = await _claimed_fire(h, max_attempts=2)
         h.clock.advance(9.9)
         assert await h.service.app.reap_expired_leases() == []  # not expired yet
         assert await h.service.app.store.renew_job_lease(
@@ -170,12 +177,7 @@ async def test_a_job_whose_abort_was_asked_for_and_whose_worker_is_gone_ends_abo
     async with inprocess(
         tmp_path, database_url, T0, lease_ttl_s=10, auto_disable_task_failure_count=1
     ) as h:
-        await h.client.create_task(
-            "t", "shell", {"argv": ["true"]}, max_attempts=3, backoff_base_seconds=1
-        )
-        await h.client.create_schedule("s", ["t"], cron="* * * * *")
-        await h.tick(T0 + dt.timedelta(minutes=1))
-        job = await claim(h, ttl_s=10)
+        job = await _claimed_fire(h, max_attempts=3)
         (aborted,) = await h.client.abort("t")
         assert aborted.action == TaskAbort.Action.ACTION_ABORT_REQUESTED
         h.clock.advance(10.1)
