@@ -139,7 +139,9 @@ def page_path(task_id: int) -> str:
     return f"/tasks/{task_id}"
 
 
-def full_form(csrf: str, name: str, task_id: int, **changes: str) -> dict[str, str | list[str]]:
+def full_form(
+    csrf: str, name: str, task_id: int, **changes: str | list[str]
+) -> dict[str, str | list[str]]:
     with_every_field: dict[str, str | list[str]] = {
         "csrf": csrf,
         "name": name,
@@ -199,6 +201,29 @@ def test_the_form_sets_catch_up_jitter_bounds_labels_and_start_deadline(
         reply = v.post("/schedules", full_form(csrf, "ctl-form", task_id, **{key: value}))
         assert reply.status == 400 and f"{key}: " in html.unescape(reply.body), key
         assert f'value="{value}"' in reply.body or value in reply.body  # kept in the form
+    # Numbers and task ids the console cannot read, or the API refuses: named as typed.
+    named_as_typed: list[tuple[dict[str, str | list[str]], str]] = [
+        (
+            {"cron": "", "interval_seconds": "abc"},
+            "interval_seconds: give a whole number, got 'abc'",
+        ),
+        (
+            {"cron": "", "interval_seconds": "99999999999999999999999"},
+            "interval_seconds: must be between -9223372036854775808 and 9223372036854775807",
+        ),
+        ({"cron": "", "interval_seconds": "-5"}, "schedule.interval_seconds"),
+        ({"max_buffered": "abc"}, "max_buffered: give a whole number, got 'abc'"),
+        (
+            {"max_buffered": "-5"},
+            "schedule.max_buffered: must be between 0 (meaning 100) and 10,000, got -5",
+        ),
+        ({"tasks": ["abc"]}, "tasks: give task ids, got 'abc'"),
+    ]
+    for changes, named in named_as_typed:
+        reply = v.post("/schedules", full_form(csrf, "ctl-form", task_id, **changes))
+        assert reply.status == 400, (changes, reply.status)
+        error = re.search(r'id="form-error">(.*?)</p>', reply.body)
+        assert error and named in html.unescape(error.group(1)), (changes, error and error.group(1))
     with admin(console) as tw:
         assert "ctl-form" not in {s.name for s in tw.list_schedules()}
     reply = v.post("/schedules", full_form(csrf, "ctl-form", task_id))

@@ -115,9 +115,11 @@ def values_posted(form: FormData) -> dict[str, Any]:
         values[key] = (text if key in ("description", "labels") else text.strip()) or default
     values["enabled"] = form.get("enabled") == "on"
     values["catch_up_on_resume"] = form.get("catch_up_on_resume") == "on"
-    values["tasks"] = {
-        int(v) for v in form.getlist("tasks") if isinstance(v, str) and v.isdigit() and len(v) < 19
-    }
+    posted = [v.strip() for v in form.getlist("tasks") if isinstance(v, str)]
+    readable = [v for v in posted if v.isascii() and v.isdigit() and len(v) < 19]
+    values["tasks"] = {int(v) for v in readable}
+    # Kept for keywords() to refuse by name (the form's checkboxes only post task ids).
+    values["unreadable_tasks"] = [v for v in posted if v not in readable]
     return values
 
 
@@ -138,16 +140,22 @@ def parse_seconds(raw: str, field: str, default: float | None) -> float | None:
     return value
 
 
-def parse_count(raw: str, field: str) -> int:
-    """A whole number typed in a form field; 0 when empty.
+def parse_count(raw: str, field: str, bits: int = 32) -> int:
+    """A whole number typed in a form field, for an API field of signed ``bits`` bits
+    (int32, int64); 0 when empty. The API checks the range the field allows.
 
     Raises:
-        InvalidArgument: not a whole number (naming ``field``).
+        InvalidArgument: not a whole number, or beyond what the field's type holds (naming
+            ``field``).
     """
     if not raw:
         return 0
-    if not (raw.lstrip("-").isascii() and raw.lstrip("-").isdigit()) or len(raw) > 10:
+    digits = raw.removeprefix("-")
+    if not (digits.isascii() and digits.isdigit()):
         raise InvalidArgument(f"{field}: give a whole number, got {raw!r:.40}")
+    low, high = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+    if len(digits) > 20 or not low <= int(raw) <= high:
+        raise InvalidArgument(f"{field}: must be between {low} and {high}, got {raw:.40}")
     return int(raw)
 
 
@@ -195,13 +203,15 @@ def keywords(values: dict[str, Any]) -> dict[str, Any]:
     Raises:
         InvalidArgument: a value the console cannot read (naming the field).
     """
-    raw_cap = values["max_buffered"]
+    if values.get("unreadable_tasks"):
+        raise InvalidArgument(f"tasks: give task ids, got {values['unreadable_tasks'][0]!r:.40}")
     timing: dict[str, Any]
     if values["cron"]:
         timing = {"cron": values["cron"]}
     else:
-        raw = values["interval_seconds"]
-        timing = {"interval_seconds": int(raw) if raw.isdigit() and len(raw) < 19 else 0}
+        timing = {
+            "interval_seconds": parse_count(values["interval_seconds"], "interval_seconds", 64)
+        }
     return {
         **timing,
         "description": values["description"],
@@ -209,8 +219,7 @@ def keywords(values: dict[str, Any]) -> dict[str, Any]:
         "catch_up_policy": values["catch_up_policy"],
         "enabled": values["enabled"],
         "overlap_policy": values["overlap_policy"],
-        # A cap that is not a number is sent as -1, for the server to refuse naming it.
-        "max_buffered": int(raw_cap) if raw_cap.isdigit() and len(raw_cap) < 10 else -1,
+        "max_buffered": parse_count(values["max_buffered"], "max_buffered"),
         "catch_up_window_seconds": parse_seconds(
             values["catch_up_window_seconds"], "catch_up_window_seconds", None
         ),
