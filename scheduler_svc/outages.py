@@ -5,14 +5,17 @@ Every transaction of :class:`scheduler_svc.db.Database` reports here how it ende
 that fails with a storage failure (:func:`scheduler_svc.storage_health.is_storage_error`: no
 connection, a dropped connection, a statement timeout, an operational error of the database)
 opens an outage at the time that call began; the first call that succeeds afterwards closes
-it. The closed outages' lengths add up to the *grace* the reaper gives the running jobs'
-leases before it expires any (:meth:`scheduler_svc.app.App.reap_expired_leases`): a lease's
-clock stops while the storage it is written through is down. The grace is bounded by the
-outages' real lengths, so a dead worker's job is still recovered, later by that much.
+it. The closed outages' lengths add up to the *grace*, time already counted never twice
+(calls that failed together, or one that began before the last outage closed, overlap);
+the reaper gives it to the running jobs' leases before it expires any
+(:meth:`scheduler_svc.app.App.reap_expired_leases`): a lease nobody could renew while the
+storage was down is not held against its worker. The grace is bounded by the outages' real
+lengths, so a dead worker's job is still recovered, later by at most that much.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 
@@ -27,6 +30,8 @@ class StorageOutages:
         self._lock = threading.Lock()
         self._failing_since: float | None = None
         self._grace_s = 0.0
+        self._counted_until = -math.inf
+        """Up to when time is counted in the grace already (the last outage's close)."""
 
     def failed(self, began: float) -> None:
         """A call that began at ``began`` failed with a storage failure."""
@@ -40,8 +45,15 @@ class StorageOutages:
             return
         with self._lock:
             if self._failing_since is not None:
-                self._grace_s += time.monotonic() - self._failing_since
+                now = time.monotonic()
+                self._grace_s += self._uncounted(now)
+                self._counted_until = now
                 self._failing_since = None
+
+    def _uncounted(self, now: float) -> float:
+        """The open outage's length up to ``now`` not counted before (call with the lock)."""
+        assert self._failing_since is not None
+        return max(0.0, now - max(self._failing_since, self._counted_until))
 
     def grace_s(self) -> float:
         """The outages' total length not yet given to leases, seconds, an outage still open
@@ -49,7 +61,7 @@ class StorageOutages:
         with self._lock:
             if self._failing_since is None:
                 return self._grace_s
-            return self._grace_s + time.monotonic() - self._failing_since
+            return self._grace_s + self._uncounted(time.monotonic())
 
     def granted(self, grace_s: float) -> None:
         """``grace_s`` (as :meth:`grace_s` returned it) was given to the running leases."""

@@ -761,6 +761,7 @@ class Store:
         auto_disable_count: int,
         kill_deadline_s: float = 0.0,
         grace_s: float = 0.0,
+        lease_ttl_s: float = 0.0,
     ) -> list[FinishResult]:
         """Fail every RUNNING job whose lease expired before ``now`` (error
         :data:`LEASE_LOST`), with the retry and auto-disable rules of :meth:`finish_job`;
@@ -768,13 +769,16 @@ class Store:
         (the old run's processes are dead by then). A job whose abort was asked for ends
         ABORTED instead (error: the abort's reason, then :data:`LEASE_LOST`; no retry, no
         failure counted). With ``grace_s`` > 0 (seconds the
-        storage was down), every running job's lease is first moved that much later, in the
-        same transaction. One result per recovered job; a job finished, renewed or reaped
-        concurrently (another replica) is left alone."""
+        storage was down, the outage ending about ``now``), every running job's lease that
+        was valid when the outage began is first given ``lease_ttl_s`` seconds from ``now``
+        (never shortened), in the same transaction: at least its expiry moved by the
+        outage's length, and the same whichever replicas extend it. One result per
+        recovered job; a job finished, renewed or reaped concurrently (another replica) is
+        left alone."""
         dialect, rng = self.db.dialect, self.rng
         return await self.db.write(
             lambda conn: finish.reap_expired_leases(
-                conn, dialect, rng, now, auto_disable_count, kill_deadline_s, grace_s
+                conn, dialect, rng, now, auto_disable_count, kill_deadline_s, grace_s, lease_ttl_s
             )
         )
 

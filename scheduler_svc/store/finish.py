@@ -353,25 +353,33 @@ _REAP = (
 )
 
 
-def _extend_running_leases(conn: Connection, grace_s: float) -> None:
-    """Move every running job's lease expiry ``grace_s`` seconds later (never earlier than
-    a renewal made meanwhile)."""
+def _extend_running_leases(
+    conn: Connection, now: dt.datetime, grace_s: float, lease_ttl_s: float
+) -> None:
+    """After ``grace_s`` seconds of storage outage ending about ``now``: every running
+    job's lease that was still valid when the outage began (expiring at or after now -
+    grace_s) is given a whole TTL from now, ``now + lease_ttl_s``, unless it expires later
+    already. A lease renewed just before the outage expires at most that late moved by the
+    outage's length, so this is never less; and since it is a time, not a shift, the
+    replicas that each saw the same outage and each extend give it once, not once each."""
+    fresh = now + dt.timedelta(seconds=lease_ttl_s)
     running = conn.execute(
         sa.select(jobs.c.id, jobs.c.lease_token, jobs.c.lease_expires_at).where(
-            jobs.c.status == JobStatus.RUNNING, jobs.c.lease_expires_at.is_not(None)
+            jobs.c.status == JobStatus.RUNNING,
+            jobs.c.lease_expires_at >= now - dt.timedelta(seconds=grace_s),
+            jobs.c.lease_expires_at < fresh,
         )
     ).all()
     for row in running:
-        later = row.lease_expires_at + dt.timedelta(seconds=grace_s)
         conn.execute(
             jobs.update()
             .where(
                 jobs.c.id == row.id,
                 jobs.c.lease_token == row.lease_token,
                 jobs.c.status == JobStatus.RUNNING,
-                jobs.c.lease_expires_at < later,
+                jobs.c.lease_expires_at < fresh,
             )
-            .values(lease_expires_at=later)
+            .values(lease_expires_at=fresh)
         )
     if running:
         log.warning(
@@ -388,10 +396,11 @@ def reap_expired_leases(
     auto_disable_count: int,
     kill_deadline_s: float = 0.0,
     grace_s: float = 0.0,
+    lease_ttl_s: float = 0.0,
 ) -> list[FinishResult]:
     """See :meth:`scheduler_svc.store.Store.reap_expired_leases`."""
     if grace_s > 0:
-        _extend_running_leases(conn, grace_s)
+        _extend_running_leases(conn, now, grace_s, lease_ttl_s)
     expired = conn.execute(
         jobs.select().where(jobs.c.status == JobStatus.RUNNING, jobs.c.lease_expires_at < now)
     ).all()

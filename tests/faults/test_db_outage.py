@@ -3,8 +3,8 @@
 
 PostgreSQL is cut off for longer than the lease TTL (through :class:`tests.pgproxy.PgProxy`:
 every connection cut, new ones dropped) while a job runs and finishes. Nobody can heartbeat
-or record the outcome meanwhile; once the database is back, the reaper first moves the
-running leases later by the outage's length, so the worker's outcome, reported again on its
+or record the outcome meanwhile; once the database is back, the reaper first gives the
+running leases a whole TTL from the outage's end, so the worker's outcome, reported again on its
 next stream, is recorded: the job SUCCEEDED, no retry, no late outcome, no failure counted.
 
 On SQLite, where this machine cannot take the database away, the same rule is shown through
@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from scheduler_svc.outages import StorageOutages
 from scheduler_svc.values import JobStatus as Status
 from tests.databases import run_sql
 from tests.faults.audit import audit, recording_job, spans
@@ -179,6 +180,16 @@ async def test_the_reaper_gives_running_leases_the_outage_s_length(
         assert renewed.status == Status.RUNNING
         assert renewed.lease_expires_at is not None
         assert renewed.lease_expires_at >= T0 + dt.timedelta(seconds=ttl_s + 20.0)
+        # A second replica that saw the same outage gives the same grace: a whole TTL from
+        # the outage's end, not another 20 s on top.
+        assert (
+            await h.service.app.store.reap_expired_leases(
+                h.clock(), auto_disable_count=0, grace_s=20.0, lease_ttl_s=ttl_s
+            )
+            == []
+        )
+        again = await h.service.app.store.get_job(job.id)
+        assert again.lease_expires_at == renewed.lease_expires_at
         # The worker's outcome, reported once it can, is recorded.
         result = await h.service.app.finish_job(job.id, job.lease_token, Status.SUCCEEDED, "", "")
         assert result.accepted and result.retry is None
@@ -188,3 +199,19 @@ async def test_the_reaper_gives_running_leases_the_outage_s_length(
         h.clock.advance(ttl_s + 1.0)
         (lost,) = await h.service.app.reap_expired_leases()
         assert lost.job is not None and lost.job.id == second.id
+
+
+def test_calls_that_failed_together_count_their_outage_once() -> None:
+    """Overlapping failed calls (several waiting on the same stalled database), and a call
+    that began before the last outage closed, add only the time not counted yet."""
+    outages = StorageOutages()
+    now = time.monotonic()
+    outages.failed(now - 20.0)  # waited 20 s, then failed
+    outages.failed(now - 15.0)  # waited 15 s of the same 20
+    outages.succeeded()
+    assert 20.0 <= outages.grace_s() < 21.0
+    outages.failed(now - 10.0)  # began during the outage just counted
+    outages.succeeded()
+    assert 20.0 <= outages.grace_s() < 21.0
+    outages.granted(outages.grace_s())
+    assert outages.grace_s() == 0.0
