@@ -30,6 +30,8 @@ TASK, SCHEDULE, JOB = "tickwork.v1.Task", "tickwork.v1.Schedule", "tickwork.v1.J
 EXPECTED: dict[str, tuple[Reason, str, str] | None] = {
     "integer param a double cannot hold": None,
     "integer param a double cannot hold, in an update": None,
+    "param value of a type JSON lacks": None,
+    "param key that is not a string": None,
     "max_attempts 0": None,
     "backoff base 0, in an update": None,
     "job id beyond int64": None,
@@ -64,6 +66,7 @@ EXPECTED: dict[str, tuple[Reason, str, str] | None] = {
     "update to more tasks than a message holds": (Reason.TOO_MANY_ITEMS, "schedule.task_ids", ""),
     "batch whose reply would not fit in a message": (Reason.TOO_MANY_ITEMS, "requests", ""),
     "a run of more tasks than a reply holds": (Reason.TOO_MANY_ITEMS, "task_ids", ""),
+    "a run of more task names than a reply holds": (Reason.TOO_MANY_ITEMS, "task_names", ""),
     "an abort of more tasks than a reply holds": (Reason.TOO_MANY_ITEMS, "task_ids", ""),
     "bad update of cron": (Reason.CRON_INVALID, "schedule.cron_expression", ""),
     "cancel unknown job": (Reason.JOB_NOT_FOUND, "job_id", JOB),
