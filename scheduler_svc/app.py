@@ -184,9 +184,9 @@ class App:
         """Recover running jobs whose lease expired ("lease lost"; retried per policy).
 
         After this process's storage was down (:mod:`scheduler_svc.outages`), the running
-        jobs' leases are first given a whole TTL from the outage's end: nobody could renew
-        them meanwhile, and an outcome already on its way is recorded rather than turned
-        into a late one."""
+        jobs' leases are first moved later by the outage's length, to at most a TTL from its
+        end: nobody could renew them meanwhile, and an outcome already on its way is
+        recorded rather than turned into a late one."""
         outages = self.store.db.outages
         grace_s = outages.grace_s()
         results = await self.store.reap_expired_leases(

@@ -770,11 +770,11 @@ class Store:
         ABORTED instead (error: the abort's reason, then :data:`LEASE_LOST`; no retry, no
         failure counted). With ``grace_s`` > 0 (seconds the
         storage was down, the outage ending about ``now``), every running job's lease that
-        was valid when the outage began is first given ``lease_ttl_s`` seconds from ``now``
-        (never shortened), in the same transaction: at least its expiry moved by the
-        outage's length, and the same whichever replicas extend it. One result per
-        recovered job; a job finished, renewed or reaped concurrently (another replica) is
-        left alone."""
+        was valid when the outage began is first moved that much later, to no later than
+        ``lease_ttl_s`` seconds from ``now`` (never shortened), in the same transaction: so
+        replicas that each extend after the same outage give at most a TTL from its end.
+        One result per recovered job; a job finished, renewed or reaped concurrently
+        (another replica) is left alone."""
         dialect, rng = self.db.dialect, self.rng
         return await self.db.write(
             lambda conn: finish.reap_expired_leases(

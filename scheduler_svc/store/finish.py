@@ -358,28 +358,31 @@ def _extend_running_leases(
 ) -> None:
     """After ``grace_s`` seconds of storage outage ending about ``now``: every running
     job's lease that was still valid when the outage began (expiring at or after now -
-    grace_s) is given a whole TTL from now, ``now + lease_ttl_s``, unless it expires later
-    already. A lease renewed just before the outage expires at most that late moved by the
-    outage's length, so this is never less; and since it is a time, not a shift, the
-    replicas that each saw the same outage and each extend give it once, not once each."""
+    grace_s) is moved ``grace_s`` later, but to no later than a whole TTL from now
+    (``now + lease_ttl_s``), and never earlier. A lease renewed just before the outage
+    expired at most a TTL after it began, so the bound takes nothing from it; and the
+    replicas that each saw the same outage, and each extend, together give at most that
+    TTL from its end, not one outage's length each."""
     fresh = now + dt.timedelta(seconds=lease_ttl_s)
+    shift = dt.timedelta(seconds=grace_s)
     running = conn.execute(
         sa.select(jobs.c.id, jobs.c.lease_token, jobs.c.lease_expires_at).where(
             jobs.c.status == JobStatus.RUNNING,
-            jobs.c.lease_expires_at >= now - dt.timedelta(seconds=grace_s),
+            jobs.c.lease_expires_at >= now - shift,
             jobs.c.lease_expires_at < fresh,
         )
     ).all()
     for row in running:
+        later = min(row.lease_expires_at + shift, fresh)
         conn.execute(
             jobs.update()
             .where(
                 jobs.c.id == row.id,
                 jobs.c.lease_token == row.lease_token,
                 jobs.c.status == JobStatus.RUNNING,
-                jobs.c.lease_expires_at < fresh,
+                jobs.c.lease_expires_at < later,
             )
-            .values(lease_expires_at=fresh)
+            .values(lease_expires_at=later)
         )
     if running:
         log.warning(
