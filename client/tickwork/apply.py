@@ -441,8 +441,8 @@ def _get(
                     "bool": "true or false", "table": "a table"}[kind]  # fmt: skip
         problems.add(f"{prefix}.{key}", f"expected {expected}, got {_type_name(value)} {value!r}")
         return None
-    if kind == "int" and not -(2 ** (bits - 1)) <= value < 2 ** (bits - 1):
-        low, high = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+    low, high = rq.signed_range(bits)
+    if kind == "int" and not low <= value <= high:
         problems.add(f"{prefix}.{key}", f"must be between {low} and {high}, got {value}")
         return None
     if kind == "str" and required and not value.strip():

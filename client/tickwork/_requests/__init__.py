@@ -34,6 +34,7 @@ from tickwork._requests.checks import (
     parse_jitter_mode,
     parse_job_status,
     parse_overlap_policy,
+    signed_range,
     task_refs,
 )
 from tickwork._requests.convert import MAX_NESTING, to_datetime, to_struct, to_timestamp
@@ -121,6 +122,7 @@ __all__ = [
     "run_tasks_request",
     "runs_in_argument_order",
     "set_timing",
+    "signed_range",
     "task_refs",
     "to_datetime",
     "to_struct",

@@ -20,6 +20,12 @@ MAX_ID = 2**63 - 1
 """The largest id (ids are int64)."""
 
 
+def signed_range(bits: int) -> tuple[int, int]:
+    """The lowest and highest value of a signed ``bits``-bit integer (protobuf's int32 and
+    int64 fields)."""
+    return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+
+
 def check_ref(ref: object, what: str = "task") -> Ref:
     """Validate a task or schedule reference.
 

@@ -18,6 +18,7 @@ from typing import Any
 from google.protobuf.timestamp_pb2 import Timestamp
 from starlette.datastructures import FormData
 
+from tickwork._requests import signed_range
 from tickwork.console import format as fmt
 from tickwork.errors import InvalidArgument
 from tickwork.v1.schedule_pb2 import CatchUpPolicy, JitterMode, OverlapPolicy, Schedule
@@ -153,7 +154,7 @@ def parse_count(raw: str, field: str, bits: int = 32) -> int:
     digits = raw.removeprefix("-")
     if not (digits.isascii() and digits.isdigit()):
         raise InvalidArgument(f"{field}: give a whole number, got {raw!r:.40}")
-    low, high = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+    low, high = signed_range(bits)
     if len(digits) > 20 or not low <= int(raw) <= high:
         raise InvalidArgument(f"{field}: must be between {low} and {high}, got {raw:.40}")
     return int(raw)
@@ -198,7 +199,8 @@ def parse_labels(raw: str) -> dict[str, str]:
 
 
 def keywords(values: dict[str, Any]) -> dict[str, Any]:
-    """The SDK keywords of every field of the form except ``name`` and ``tasks``.
+    """The SDK keywords of every field of the form except ``name`` and ``tasks`` (whose
+    unreadable entries, kept by :func:`values_posted`, are refused here).
 
     Raises:
         InvalidArgument: a value the console cannot read (naming the field).
