@@ -771,7 +771,8 @@ class Store:
         failure counted). With ``grace_s`` > 0 (seconds the
         storage was down, the outage ending about ``now``), every running job's lease that
         was valid when the outage began is first moved that much later, to no later than
-        ``lease_ttl_s`` seconds from ``now`` (never shortened), in the same transaction: so
+        ``lease_ttl_s`` (> 0, required with ``grace_s``; ValueError otherwise) seconds from
+        ``now`` (never shortened), in the same transaction: so
         replicas that each extend after the same outage give at most a TTL from its end.
         One result per recovered job; a job finished, renewed or reaped concurrently
         (another replica) is left alone."""

@@ -403,6 +403,8 @@ def reap_expired_leases(
 ) -> list[FinishResult]:
     """See :meth:`scheduler_svc.store.Store.reap_expired_leases`."""
     if grace_s > 0:
+        if lease_ttl_s <= 0:
+            raise ValueError("lease_ttl_s: the leases' TTL (> 0) bounds the grace_s given")
         _extend_running_leases(conn, now, grace_s, lease_ttl_s)
     expired = conn.execute(
         jobs.select().where(jobs.c.status == JobStatus.RUNNING, jobs.c.lease_expires_at < now)
