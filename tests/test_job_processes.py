@@ -376,6 +376,9 @@ def test_the_job_process_server_keeps_a_spare_per_slot_and_a_lost_spare_costs_no
         spares = wait_for(three_spares, what="three spare job processes")
         for pid in spares:  # spares lost without a job: the next jobs get fresh ones
             os.kill(pid, signal.SIGKILL)
+        # Dead (a zombie at most) before the jobs come: a spare SIGKILLed after it took a
+        # job is a killed job process, which fails its job as it should.
+        wait_for(lambda: not set(spares) & set(children_of(server_pid)), what="the spares to die")
         with Client(api_server.address) as client:
             for name in ("a", "b", "c"):
                 client.create_task(
