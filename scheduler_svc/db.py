@@ -332,6 +332,7 @@ class Database:
         self.dialect = dialect_of(url)
         self.outages = StorageOutages()
         """How long this process's calls found the storage down (see :mod:`.outages`)."""
+        self._closed = False  # dispose() has begun: no transaction may start any more
         self._sqlite: sa.Engine | None = None
         self._async: AsyncEngine | None = None
         self._queue: AsyncEngine | None = None
@@ -405,7 +406,12 @@ class Database:
     async def write(self, fn: Callable[[Connection], R], *, queue: bool = False) -> R:
         """Run ``fn(conn)`` in a read-write transaction; committed when it returns, rolled
         back when it raises. ``queue``: on PostgreSQL, on a connection of the queue's pool
-        (see :data:`QUEUE_SESSION_SETTINGS`), for what takes jobs off the queue."""
+        (see :data:`QUEUE_SESSION_SETTINGS`), for what takes jobs off the queue.
+
+        Raises:
+            StorageError: the database is closed (:meth:`dispose`), or unavailable.
+        """
+        self._check_open()
         return await self._observed(self._write(fn, queue), True)
 
     async def _write(self, fn: Callable[[Connection], R], queue: bool) -> R:
@@ -425,6 +431,7 @@ class Database:
         return SQLite's (busy, log pages, pages checkpointed). None on PostgreSQL."""
         if self._sqlite is None:
             return None
+        self._check_open()
         engine = self._sqlite
 
         def run() -> tuple[int, int, int]:
@@ -444,6 +451,7 @@ class Database:
         atomic on its own), two round trips fewer than :meth:`write`; on SQLite as
         :meth:`write`. A function that executes more than one statement must use
         :meth:`write`: here each would commit on its own. ``queue``: as for :meth:`write`."""
+        self._check_open()
         if self._sqlite is not None:
             return await self.write(fn)
         return await self._observed(
@@ -451,8 +459,20 @@ class Database:
         )
 
     async def read(self, fn: Callable[[Connection], R]) -> R:
-        """Run ``fn(conn)`` in a transaction that is rolled back (it must only read)."""
+        """Run ``fn(conn)`` in a transaction that is rolled back (it must only read).
+
+        Raises:
+            StorageError: the database is closed (:meth:`dispose`), or unavailable.
+        """
+        self._check_open()
         return await self._observed(self._read(fn), False)
+
+    def _check_open(self) -> None:
+        """Raise StorageError (UNAVAILABLE) once :meth:`dispose` has begun: a transaction
+        started then would take a connection from a pool being closed, and that connection,
+        given back after the pool's close, would be left open for the garbage collector."""
+        if self._closed:
+            raise StorageError("the database is closed: the service is stopping")
 
     async def _read(self, fn: Callable[[Connection], R]) -> R:
         if self._sqlite is not None:
@@ -568,10 +588,12 @@ class Database:
 
         Raises:
             RuntimeError: the database is SQLite.
+            StorageError: the database is closed (:meth:`dispose`).
             sa.exc.DBAPIError, OSError: no connection could be had.
         """
         if self._async is None:
             raise RuntimeError("autocommit_connection: PostgreSQL only")
+        self._check_open()
         async with self._async.connect() as conn:
             await conn.execution_options(isolation_level="AUTOCOMMIT")
             try:
@@ -580,7 +602,11 @@ class Database:
                 await conn.invalidate()
 
     async def dispose(self) -> None:
-        """Finish the running transactions and close every pooled connection."""
+        """Close the database: from the call on, every transaction asked for raises
+        StorageError; the ones running are waited for (on PostgreSQL up to
+        :data:`DISPOSE_WAIT_S` seconds), then every pooled connection is closed. Calling it
+        again does no harm."""
+        self._closed = True
         if self._sqlite is not None:
             loop = asyncio.get_running_loop()
             for pool in (self._writer, self._readers):

@@ -344,3 +344,27 @@ async def test_dispose_waits_for_the_transactions_still_running(
     assert write.done()
     await write
     assert await blocked.committed()
+
+
+async def test_no_transaction_starts_once_dispose_has_begun(
+    database_url: str, database: Database
+) -> None:
+    """A transaction asked for while dispose waits for the running ones (a worker stream's
+    poll, still being answered as the service stops) is refused UNAVAILABLE instead of
+    taking a connection from the pool being closed: given back after the close, that
+    connection was left open until the garbage collector found it, in a later test."""
+    blocked = _BlockedWrite(database, database_url)
+    write = await blocked.start()
+    dispose = asyncio.create_task(database.dispose())
+    for _ in range(20):  # loop turns enough for dispose to reach its wait, not a condition
+        await asyncio.sleep(0)
+    assert not dispose.done()
+    with pytest.raises(StorageError, match="closed"):
+        await database.read(lambda conn: conn.scalar(sa.text("SELECT 1")))
+    await blocked.release()
+    await dispose
+    await write
+    with pytest.raises(StorageError, match="closed"):
+        await database.write(lambda conn: conn.execute(sa.text("SELECT 1")))
+    gc.collect()  # a connection left open would warn now (an error in tests)
+    assert database.connections_in_use() == 0
