@@ -5,11 +5,14 @@ next job (the retry of the same task too) runs on the same worker, never alongsi
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from pathlib import Path
 
 from tests.handler_fixtures import intervals, pid_exists, pids
 from tests.harness import WorkerProc, wait_for
+from tests.queue_helpers import children_of
 from tickwork import Client, Job, JobStatus
 
 SPIN = "tests.handler_fixtures:append_until_stopped"
@@ -153,3 +156,34 @@ def test_a_retry_starts_only_once_the_timed_out_attempt_s_process_is_gone(
     after = attempt1.finish_time.ToDatetime()
     assert api_client.get_job(other.job_id).start_time.ToDatetime() >= after
     assert retry.start_time.ToDatetime() >= after
+
+
+def test_a_job_s_timeout_covers_the_wait_for_its_job_process(
+    api_client: Client, worker: WorkerProc, tmp_path: Path
+) -> None:
+    """With the worker's job process server frozen (SIGSTOP: swapping, a debugger), a
+    job's timeout still runs out: the job fails "timed out" instead of staying RUNNING for
+    as long as the freeze lasts, and once the server resumes, the process it hands the
+    late request runs nothing."""
+    servers = wait_for(
+        lambda: children_of(worker.pid, "worker_svc.handlers._zygote"),
+        what="the worker's job process server",
+    )
+    record = tmp_path / "record"
+    api_client.create_task(
+        "late",
+        "python",
+        {"callable": SLEEP, "kwargs": {"path": str(record), "label": "late", "seconds": 0}},
+        timeout_seconds=2,
+    )
+    os.kill(servers[0], signal.SIGSTOP)
+    try:
+        (run,) = api_client.run("late")
+        job = api_client.wait(run.job_id, timeout=30)
+    finally:
+        os.kill(servers[0], signal.SIGCONT)
+    assert job.status == JobStatus.JOB_STATUS_FAILED
+    assert job.error == "timed out after 2 s"
+    other = _run_other_job(api_client, tmp_path / "other")  # after the late request
+    assert other.status == JobStatus.JOB_STATUS_SUCCEEDED, other.error
+    assert intervals(str(record)) == {}, "the timed-out job ran after all"

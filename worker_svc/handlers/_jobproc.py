@@ -282,7 +282,9 @@ class ProcessEnd:
             None when unknown (the job process server died).
         cpu_s (float | None): the CPU time it used, seconds, when known.
         result (dict[str, Any] | None): what it wrote to its result fd, if anything.
-        timed_out (bool): it was stopped because it ran longer than the timeout.
+        timed_out (bool): it was stopped because it ran longer than the timeout, or the
+            timeout ran out before a job process could be had (then nothing ran and
+            ``returncode`` is None).
     """
 
     returncode: int | None
@@ -335,7 +337,8 @@ async def run_job_process(
         job_id (int): the job, for the log.
         on_line (Callable[[str, str], None]): called with (stream, line) for each line of
             its output, on the event loop, in order per stream; must not block.
-        timeout_s (float | None): stop it after this many seconds; None: never.
+        timeout_s (float | None): stop it after this many seconds, counted from the call
+            (the wait for a job process included); None: never.
         grace_s (float): seconds between SIGTERM and SIGKILL when it is stopped.
 
     Returns:
@@ -346,6 +349,9 @@ async def run_job_process(
         asyncio.CancelledError: the job was aborted; its process group was stopped first.
     """
     loop = asyncio.get_running_loop()
+    # The timeout counts from here: a job process server that is slow to answer (frozen,
+    # swapping) is time the job's timeout covers too.
+    deadline = None if timeout_s is None else loop.time() + timeout_s
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     res_r, res_w = os.pipe()
@@ -361,10 +367,16 @@ async def run_job_process(
         log_w = err_w
     theirs = [out_w, err_w, res_w, spec_r, log_w]
     try:
-        pid = await _SERVER.spawn(theirs)
-    except BaseException:
+        async with asyncio.timeout_at(deadline):
+            pid = await _SERVER.spawn(theirs)
+    except BaseException as exc:
+        # A child handed these pipes later reads no spec (its pipe is closed: end of file)
+        # and exits without running anything.
         for fd in ours:
             os.close(fd)
+        if isinstance(exc, TimeoutError):
+            logger.info("job %d: timed out after %g s waiting for a job process", job_id, timeout_s)
+            return ProcessEnd(None, None, None, timed_out=True)
         raise
     finally:
         for fd in dict.fromkeys(theirs):  # each once: err_w may be there twice
@@ -409,7 +421,7 @@ async def run_job_process(
             writer.write(data[sent:])
             writer.close()
         try:
-            async with asyncio.timeout(timeout_s):
+            async with asyncio.timeout_at(deadline):
                 await asyncio.shield(ended)
         except TimeoutError:
             timed_out = True
