@@ -18,7 +18,7 @@ import pytest
 import sqlalchemy as sa
 
 from scheduler_svc.db import Database
-from scheduler_svc.errors import SettingsError
+from scheduler_svc.errors import FailedPrecondition, SettingsError
 from scheduler_svc.schema import jobs
 from scheduler_svc.settings import Settings
 from scheduler_svc.store import LEASE_LOST, Store
@@ -380,6 +380,31 @@ async def test_a_group_runs_one_job_at_a_time_and_the_database_refuses_a_second(
     with pytest.raises(sa.exc.IntegrityError):
         await database.write(start(0, ""))
     await database.write(start(5, ""))  # a free slot, no group: the rows allow it
+
+
+async def test_a_task_moved_into_a_group_while_its_job_runs_holds_the_group(
+    database: Database,
+) -> None:
+    """Moving a task into a concurrency group while its job runs carries that job into the
+    group, so the group's next job waits for it; moving it out frees the group. A move
+    that would put two running jobs in one group is refused, naming the field."""
+    s, (moved, member, other) = await _store(database, ["", "late", ""])
+    first = await s.claim_next_job("w0", T0, 10, slot=0)
+    assert first is not None and first[0].task_id == moved  # no group yet
+    task, _ = await s.update_task(moved, {"concurrency_group": "late"}, T0)
+    assert task.concurrency_group == "late"
+    # The group's own job is passed over while the moved task's job runs.
+    second = await s.claim_next_job("w1", T0, 10, slot=1)
+    assert second is not None and second[0].task_id == other
+    assert await s.claim_next_job("w2", T0, 10, slot=2) is None
+    await s.update_task(moved, {"concurrency_group": ""}, T0)
+    third = await s.claim_next_job("w2", T0, 10, slot=2)
+    assert third is not None and third[0].task_id == member
+    # Now a job of "late" runs beside the moved task's: it cannot join the group again.
+    with pytest.raises(FailedPrecondition, match="cannot join concurrency group 'late'") as err:
+        await s.update_task(moved, {"concurrency_group": "late"}, T0)
+    assert err.value.field == "task.concurrency_group"
+    assert (await s.get_task(moved)).concurrency_group == ""
 
 
 # ---------------------------------------------------------------- settings and bad input

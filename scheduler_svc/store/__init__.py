@@ -181,8 +181,11 @@ class Store:
         ``values`` give them. Setting it false cancels the task's queued scheduler-lane and
         backfill-lane jobs (a scheduled or backfilled run or its retry; not one a manual or
         API run asked for or promoted), error :data:`TASK_DISABLED`; a running job is left
-        to finish.
-        Raises NotFound(field="task.id"), AlreadyExists(field="task.name").
+        to finish. Changing ``concurrency_group`` moves the task's running jobs into the
+        new group, so the group's next jobs wait for them.
+        Raises NotFound(field="task.id"), AlreadyExists(field="task.name"),
+        FailedPrecondition(field="task.concurrency_group") when a job of the task runs
+        while a job of the new group (or a second job of the task) runs too.
         """
         dialect = self.db.dialect
         return await self.db.write(

@@ -146,6 +146,9 @@ def update_task(
         task = rows.task(result.one())
     except IntegrityError:
         raise _name_taken(values) from None
+    group = values.get("concurrency_group")
+    if group is not None and group != current._mapping["concurrency_group"]:
+        _move_running_jobs(conn, task, group)
     cancelled: list[int] = []
     if disabling:
         cancelled = list(
@@ -195,6 +198,63 @@ def delete_task(conn: Connection, dialect: Dialect, task_id: int) -> None:
             reason=Reason.TASK_NOT_FOUND,
             resource=Resource.task(task_id),
         )
+
+
+def _move_running_jobs(conn: Connection, task: TaskRecord, group: str) -> None:
+    """Carry the task's running jobs into its new concurrency group ``group`` ("" for
+    none), so that a job of the group claimed from now on waits for them as for any job
+    of the group (the claim checks the running jobs' group, set when each was claimed).
+
+    Raises:
+        FailedPrecondition(field="task.concurrency_group"): a job of the task runs while
+            another job of ``group`` runs, or two of the task's jobs run (overlap ALLOW):
+            in one group they would run at once, which a group never allows. The update
+            is then not made; it can be made once one of them has ended (or is aborted).
+    """
+    running = list(
+        conn.scalars(
+            sa.select(jobs.c.id).where(
+                jobs.c.task_id == task.id, jobs.c.status == JobStatus.RUNNING
+            )
+        )
+    )
+    if not running:
+        return
+    if group:
+        others = list(
+            conn.scalars(
+                sa.select(jobs.c.id).where(
+                    jobs.c.status == JobStatus.RUNNING,
+                    jobs.c.concurrency_group == group,
+                    jobs.c.task_id != task.id,
+                )
+            )
+        )
+        if others or len(running) > 1:
+            with_it = f"job {others[0]} of group {group!r}" if others else f"job {running[1]}"
+            raise FailedPrecondition(
+                f"task {task.name!r} cannot join concurrency group {group!r} now: its job "
+                f"{running[0]} runs, and so does {with_it}; jobs of one group never run at "
+                "once. Try again once one of them has ended, or abort it",
+                field="task.concurrency_group",
+                reason=Reason.TASK_RUNNING,
+                resource=Resource.task(task.id),
+            )
+    try:
+        conn.execute(
+            jobs.update()
+            .where(jobs.c.task_id == task.id, jobs.c.status == JobStatus.RUNNING)
+            .values(concurrency_group=group)
+        )
+    except IntegrityError:  # a job of the group was claimed since the read above
+        raise FailedPrecondition(
+            f"task {task.name!r} cannot join concurrency group {group!r} now: a job of "
+            "the group has just started beside its running job; try again once one of "
+            "them has ended",
+            field="task.concurrency_group",
+            reason=Reason.TASK_RUNNING,
+            resource=Resource.task(task.id),
+        ) from None
 
 
 def _refuse_running(running: int | None, task_id: int) -> None:
