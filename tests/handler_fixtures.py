@@ -175,6 +175,33 @@ def inherited_fds() -> str:
     return "\n".join(held) or "none"
 
 
+def fork_and_return(raise_in_child: bool) -> str:
+    """Fork; the child returns ``"child"`` (or raises) out of the function at once, the
+    parent once the child has exited, with ``"parent"``."""
+    pid = os.fork()
+    if pid == 0:
+        if raise_in_child:
+            raise RuntimeError("raised in the child")
+        return "child"
+    os.waitpid(pid, 0)
+    return "parent"
+
+
+def close_inherited_descriptors() -> str:
+    """Close every descriptor above 2, as code that daemonizes does, then return."""
+    os.closerange(3, 4096)
+    return "closed"
+
+
+def close_and_reopen_descriptors(path: str) -> str:
+    """Close every descriptor above 2 and open ``path`` for writing a few times, so the
+    lowest numbers (the job process's own, before) are a file of the function's."""
+    os.closerange(3, 4096)
+    for _ in range(8):
+        os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    return "reopened"
+
+
 def allocate(mib: int) -> int:
     """Allocate ``mib`` MiB (touching it); return ``mib``."""
     block = bytearray(mib * 1024 * 1024)

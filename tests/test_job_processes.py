@@ -419,3 +419,50 @@ def test_a_program_a_job_starts_inherits_only_its_standard_streams() -> None:
     )
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.splitlines() == ["'none'", "'none'"], ran.stdout
+
+
+_ODD_ENDINGS = """
+import asyncio, sys
+from worker_svc.handlers import JobContext, JobFailed, PythonHandler
+
+async def main():
+    ctx = JobContext(job_id=1, task_id=1, task_name="odd", attempt=1, timeout_s=None,
+                     log=lambda stream, line: None)
+    for name, kwargs in [
+        ("fork_and_return", {"raise_in_child": False}),
+        ("fork_and_return", {"raise_in_child": True}),
+        ("close_inherited_descriptors", {}),
+        ("close_and_reopen_descriptors", {"path": sys.argv[1]}),
+    ]:
+        params = {"callable": f"tests.handler_fixtures:{name}", "kwargs": kwargs}
+        try:
+            tail = (await PythonHandler().run(params, ctx)).output_tail
+            print("ok", tail.splitlines()[-1])  # the return value (after a child's traceback)
+        except JobFailed as exc:
+            print("failed", exc.error.splitlines()[0])
+
+asyncio.run(main())
+"""
+
+
+def test_a_function_that_forks_or_closes_its_descriptors_gets_its_own_outcome(
+    tmp_path: Path,
+) -> None:
+    """A process the function forks that returns (or raises) out of it does not report an
+    outcome: the job's is its job process's. A function that closes the job process's
+    result pipe fails saying so, and never has the outcome written into a file it opened
+    in the pipe's place."""
+    reopened = tmp_path / "reopened"
+    ran = subprocess.run(
+        [sys.executable, "-c", _ODD_ENDINGS, str(reopened)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert ran.returncode == 0, ran.stderr
+    closed = "failed exit code 1: tickwork: the function returned, but how it ended cannot"
+    lines = ran.stdout.splitlines()
+    assert lines[:2] == ["ok parent", "ok parent"], ran.stdout
+    assert [line[: len(closed)] for line in lines[2:]] == [closed, closed], ran.stdout
+    assert reopened.read_text() == ""

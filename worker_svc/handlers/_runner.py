@@ -63,6 +63,8 @@ def run(spec: dict[str, Any], result_fd: int, log_fd: int) -> int:
         MemoryError or a BaseException; ``sys.exit``'s code). KeyboardInterrupt ends the
         process with SIGINT, as it ends ``python``.
     """
+    global _reporter
+    _reporter = _Reporter(result_fd)
     _set_environment(spec["env"])
     sys.path[:] = spec["sys_path"]
     try:
@@ -129,7 +131,47 @@ def _set_environment(env: dict[str, str]) -> None:
             os.environ[name] = value
 
 
+class _Reporter:
+    """Who may write the result, and where: the job process itself (a process its function
+    forked returns through the same frames, but its result is not the job's) to the result
+    pipe it was given (a function may close it, and the number then be reused by a file
+    of its own)."""
+
+    def __init__(self, result_fd: int) -> None:
+        self.pid = os.getpid()
+        self.fd = result_fd
+        self.identity = _identity(result_fd)
+
+    def problem(self) -> str | None:
+        """Why the result cannot be written, or None."""
+        if _identity(self.fd) != self.identity:
+            return (
+                f"the function returned, but how it ended cannot be reported: it closed "
+                f"the job process's result pipe (descriptor {self.fd}), which tickwork "
+                "reads the outcome from; leave descriptors it did not open alone"
+            )
+        return None
+
+
+def _identity(fd: int) -> tuple[int, int] | None:
+    try:
+        found = os.fstat(fd)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
+
+
+_reporter: _Reporter | None = None
+
+
 def _report(result_fd: int, result: dict[str, Any]) -> int:
+    if _reporter is not None and os.getpid() != _reporter.pid:
+        return 0  # a process the function forked: the job process reports, not this one
+    problem = _reporter.problem() if _reporter is not None else None
+    if problem is not None:
+        print(f"tickwork: {problem}", file=sys.stderr)
+        _flush()
+        return 1
     error = result.get("error")
     if isinstance(error, str) and len(error) > _MAX_ERROR_CHARS:
         half = _MAX_ERROR_CHARS // 2
