@@ -72,6 +72,16 @@ async def async_greet(greeting: str, *, ctx: Window) -> dict[str, Any]:
     return {"task_id": ctx.task_id}
 
 
+def positional_only_ctx(ctx: Window, /, greeting: str) -> str:
+    """Return the greeting and the job id (ctx positional-only)."""
+    return f"{greeting} {ctx.job_id}"
+
+
+def positional_only_ctx_second(first: int, ctx: Any = None, /) -> str:
+    """A positional-only ``ctx`` after another parameter: not given the context."""
+    return f"{first} {ctx}"
+
+
 def takes_kwargs(**kwargs: Any) -> list[str]:
     """Return the sorted keyword names (``ctx`` is not passed to ``**kwargs``)."""
     return sorted(kwargs)

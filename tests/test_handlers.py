@@ -490,6 +490,16 @@ async def test_python_async_function_gets_keyword_only_ctx() -> None:
 
 
 @pytest.mark.usefixtures("fixtures")
+async def test_python_positional_only_ctx_first_gets_the_context() -> None:
+    ctx = make_ctx(Recorder())
+    result = await PythonHandler().run(py("positional_only_ctx", greeting="hi"), ctx)
+    assert result.output_tail == f"hi {ctx.job_id}"
+    # Only as the first parameter: after another one, kwargs could not give what precedes.
+    with pytest.raises(InvalidParams, match="param 'kwargs' does not fit"):
+        await PythonHandler().run(py("positional_only_ctx_second", first=1), ctx)
+
+
+@pytest.mark.usefixtures("fixtures")
 async def test_python_var_kwargs_do_not_receive_ctx() -> None:
     result = await PythonHandler().run(py("takes_kwargs", x=1), make_ctx(Recorder()))
     assert result.output_tail == "['x']"

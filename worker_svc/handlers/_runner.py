@@ -37,8 +37,8 @@ from ._limits import ProcessLimits
 __all__ = ["CTX_PARAMETER", "prepare", "run"]
 
 CTX_PARAMETER = "ctx"
-"""A function with a parameter of this name (positional-or-keyword or keyword-only)
-receives the job's :class:`tickwork.JobContext`."""
+"""A function with a parameter of this name (positional-only, positional-or-keyword or
+keyword-only) receives the job's :class:`tickwork.JobContext`."""
 
 _INTERNAL_DIRS = (os.path.dirname(__file__), os.path.dirname(asyncio.__file__))
 """Traceback frames from these directories (this package, asyncio) are left out."""
@@ -232,10 +232,10 @@ def _flush() -> None:
 def _call(spec: dict[str, Any]) -> Any:
     """Import the function, bind its arguments and call it (awaiting it when async)."""
     func = _resolve(spec["callable"])
-    kwargs = _arguments(func, spec["callable"], dict(spec["kwargs"]))
+    args, kwargs = _arguments(func, spec["callable"], dict(spec["kwargs"]))
     if inspect.iscoroutinefunction(func):
-        return asyncio.run(func(**kwargs))
-    result = func(**kwargs)
+        return asyncio.run(func(*args, **kwargs))
+    result = func(*args, **kwargs)
     if inspect.isawaitable(result):  # e.g. an object whose __call__ is async
         return asyncio.run(_awaited(result))
     return result
@@ -272,8 +272,12 @@ def _resolve(target: str) -> Callable[..., Any]:
     return found  # type: ignore[no-any-return]
 
 
-def _arguments(func: Callable[..., Any], target: str, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """``kwargs``, with the job's context as ``ctx`` when the function has that parameter.
+def _arguments(
+    func: Callable[..., Any], target: str, kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The positional and keyword arguments of the call: ``kwargs``, with the job's
+    context as ``ctx`` when the function has that parameter (a positional-only ``ctx``,
+    its first parameter, takes it positionally).
 
     Raises:
         InvalidParams: ``kwargs`` names ``ctx`` for such a function, or does not fit its
@@ -282,23 +286,36 @@ def _arguments(func: Callable[..., Any], target: str, kwargs: dict[str, Any]) ->
     try:
         signature = inspect.signature(func)
     except (TypeError, ValueError):  # some builtins have none: call and see
-        return kwargs
+        return (), kwargs
+    args: tuple[Any, ...] = ()
     param = signature.parameters.get(CTX_PARAMETER)
-    if param is not None and param.kind in (
-        inspect.Parameter.POSITIONAL_OR_KEYWORD,
-        inspect.Parameter.KEYWORD_ONLY,
-    ):
+    positional = param is not None and param.kind is inspect.Parameter.POSITIONAL_ONLY
+    if positional and next(iter(signature.parameters)) != CTX_PARAMETER:
+        param = None  # after other positional-only parameters, which kwargs cannot give
+    if param is not None and param.kind in _CTX_KINDS:
         if CTX_PARAMETER in kwargs:
             raise InvalidParams(
                 f"param 'kwargs.{CTX_PARAMETER}' is not allowed: {target} takes the job "
                 f"context as {CTX_PARAMETER}"
             )
-        kwargs[CTX_PARAMETER] = JobContext.from_env()
+        if param.kind is inspect.Parameter.POSITIONAL_ONLY:
+            args = (JobContext.from_env(),)
+        else:
+            kwargs[CTX_PARAMETER] = JobContext.from_env()
     try:
-        signature.bind(**kwargs)
+        signature.bind(*args, **kwargs)
     except TypeError as exc:
         raise InvalidParams(f"param 'kwargs' does not fit {target}: {exc}") from exc
-    return kwargs
+    return args, kwargs
+
+
+_CTX_KINDS = (
+    inspect.Parameter.POSITIONAL_ONLY,
+    inspect.Parameter.POSITIONAL_OR_KEYWORD,
+    inspect.Parameter.KEYWORD_ONLY,
+)
+"""The kinds of a ``ctx`` parameter that receives the job context (not ``*ctx`` or
+``**ctx``)."""
 
 
 def _summary(exc: BaseException) -> str:

@@ -50,7 +50,8 @@ class PythonHandler:
     functions run in an event loop of their own) and exits; nothing of one job is left
     for the next. The process has the worker's environment plus the job's ``TICKWORK_*``
     variables, and the task's limits (``memory_limit_bytes``, ``cpu_limit_seconds``). If
-    the function has a parameter named ``ctx`` (positional-or-keyword or keyword-only;
+    the function has a parameter named ``ctx`` (positional-or-keyword, keyword-only, or
+    positional-only as its first parameter;
     ``**kwargs`` does not count), it receives the job's :class:`tickwork.JobContext`.
 
     Its stdout and stderr are the job's output: ``print``, ``logging`` (INFO and above, to
