@@ -18,6 +18,7 @@ from scheduler_svc.errors import InvalidArgument, Reason
 from scheduler_svc.firing import DEFAULT_MAX_CATCH_UP_RUNS, MAX_CATCH_UP_RUNS, cron_schedule
 from scheduler_svc.records import DEFAULT_MAX_BUFFERED, MAX_MAX_BUFFERED
 from scheduler_svc.values import OverlapPolicy
+from tickwork._requests.checks import MAX_SECONDS as MAX_SECONDS
 from tickwork.cron import CronError, CronSchedule, validate_timezone
 from tickwork.jitter import MAX_JITTER_S
 from worker_svc.handlers import InvalidParams, UnknownHandler, get_handler, unsupported_limit
@@ -79,10 +80,6 @@ def handler_params(handler: str, params: dict[str, Any], field: str = "task.para
         impl.validate(params)
     except InvalidParams as err:
         raise InvalidArgument(str(err), field=field, reason=Reason.PARAMS_INVALID) from None
-
-
-#: Longest interval or timeout accepted, seconds (ten years): beyond it datetimes overflow.
-MAX_SECONDS = 10 * 366 * 86400
 
 
 #: The longest description of a task or schedule, in characters.

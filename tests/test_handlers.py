@@ -413,6 +413,8 @@ async def test_shell_processes_left_behind_are_killed_when_the_job_ends() -> Non
         ({"argv": ["echo"], "timeout_seconds": "10"}, "timeout_seconds"),
         ({"argv": ["echo"], "timeout_seconds": True}, "timeout_seconds"),
         ({"argv": ["echo"], "timeout_seconds": float("inf")}, "timeout_seconds"),
+        ({"argv": ["echo"], "timeout_seconds": 1e308}, "timeout_seconds"),
+        ({"argv": ["echo"], "timeout_seconds": 10 * 366 * 86400 + 1}, "timeout_seconds"),
         ({"argv": ["echo"], "timeout": 10}, "timeout"),
     ],
 )

@@ -7,13 +7,14 @@ import codecs
 import contextlib
 import errno
 import logging
-import math
 import os
 import signal
 import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from tickwork._requests.checks import MAX_SECONDS
 
 from ._base import HandlerResult, InvalidParams, JobContext, JobFailed, normalize_timeout_s
 from ._guard import forget_group, guard_group
@@ -54,8 +55,8 @@ class ShellHandler:
     - ``env`` (dict[str, str], optional): variables merged over the worker's environment;
       the job's ``TICKWORK_*`` variables are set over both.
     - ``cwd`` (str, optional): working directory; default the worker's.
-    - ``timeout_seconds`` (number >= 0, optional): longest run time in seconds, overriding
-      ``ctx.timeout_s``; ``0`` means no timeout.
+    - ``timeout_seconds`` (number from 0 to ten years, optional): longest run time in
+      seconds, overriding ``ctx.timeout_s``; ``0`` means no timeout.
 
     The program runs in a new session, hence its own process group, with stdin from
     ``/dev/null`` and the task's limits (``ulimit -v`` for ``memory_limit_bytes``, ``-t``
@@ -413,10 +414,12 @@ def _parse(params: dict[str, Any]) -> _ShellParams:
     if timeout is not None and (
         isinstance(timeout, bool)
         or not isinstance(timeout, int | float)
-        or not math.isfinite(timeout)
-        or timeout < 0
+        or not 0 <= timeout <= MAX_SECONDS
     ):
-        raise InvalidParams("param 'timeout_seconds' must be a number of seconds >= 0")
+        raise InvalidParams(
+            f"param 'timeout_seconds' must be a number of seconds from 0 to {MAX_SECONDS} "
+            "(ten years, as a task's timeout_seconds)"
+        )
 
     return _ShellParams(
         argv=tuple(argv),

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 import grpc
 
-from tickwork._requests.checks import check_type, parse_job_status
+from tickwork._requests.checks import MAX_SECONDS, check_type, parse_job_status
 from tickwork.errors import InvalidArgument, TickworkError
 from tickwork.v1.job_pb2 import Job, JobStatus, ListJobsRequest
 
@@ -90,4 +90,4 @@ def wait_timeout(timeout: float | None) -> float | None:
         return None
     if math.isnan(timeout) or timeout < 0:
         raise InvalidArgument(f"timeout: expected seconds >= 0 or None, got {timeout!r}")
-    return None if timeout > 10 * 366 * 86400 else float(timeout)
+    return None if timeout > MAX_SECONDS else float(timeout)
