@@ -776,3 +776,40 @@ def test_bad_worker_stream_input_ends_the_stream_with_its_status(
     assert field in details
     assert "SQL" not in details and "Unexpected" not in details
     assert snapshot(server) == before
+
+
+@pytest.mark.parametrize(
+    ("call", "field"),
+    [
+        ("run", "task_ids[1]: must be a positive id, got 0"),
+        ("abort", "task_ids[1]: must be a positive id, got -7"),
+        ("schedule", "schedule.task_ids[1]: must be a positive id, got -7"),
+    ],
+)
+def test_an_id_below_1_in_a_list_of_ids_is_invalid_argument_naming_its_place(
+    shared_seeded: tuple[Server, Client], call: str, field: str
+) -> None:
+    """Ids start at 1: one below names no object, INVALID_ARGUMENT at its index as a single
+    id field answers, not NOT_FOUND "no task with id -7", and nothing is written."""
+    from tickwork.v1 import schedule_pb2, schedule_pb2_grpc, task_pb2, task_pb2_grpc
+
+    server, client = shared_seeded
+    existing = client.get_task("existing").id
+    bad = 0 if call == "run" else -7
+    before = snapshot(server)
+    with grpc.insecure_channel(server.address) as channel, pytest.raises(grpc.RpcError) as err:
+        tasks = task_pb2_grpc.TaskServiceStub(channel)
+        if call == "run":
+            tasks.RunTasks(task_pb2.RunTasksRequest(task_ids=[existing, bad]), timeout=10)
+        elif call == "abort":
+            tasks.AbortTasks(task_pb2.AbortTasksRequest(task_ids=[existing, bad]), timeout=10)
+        else:
+            schedule = schedule_pb2.Schedule(
+                name="odd", task_ids=[existing, bad], cron_expression="0 3 * * *"
+            )
+            schedule_pb2_grpc.ScheduleServiceStub(channel).CreateSchedule(
+                schedule_pb2.CreateScheduleRequest(schedule=schedule), timeout=10
+            )
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT, err.value
+    assert err.value.details() == field
+    assert snapshot(server) == before

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Generic, TypeVar
 
 from google.protobuf import message, struct_pb2, timestamp_pb2
@@ -275,6 +275,21 @@ def required_id(value: int, field: str) -> int:
             f"must be a positive id, got {value}", field=field, reason=Reason.FIELD_INVALID
         )
     return value
+
+
+def positive_ids(values: Iterable[int], field: str) -> list[int]:
+    """The ids a repeated id field gives, in order; an id below 1 (ids start at 1) is
+    INVALID_ARGUMENT "must be a positive id" naming ``field[i]``, not a lookup that answers
+    NOT_FOUND."""
+    ids = list(values)
+    for i, value in enumerate(ids):
+        if value < 1:
+            raise InvalidArgument(
+                f"must be a positive id, got {value}",
+                field=f"{field}[{i}]",
+                reason=Reason.FIELD_INVALID,
+            )
+    return ids
 
 
 def page_size(value: int) -> int:

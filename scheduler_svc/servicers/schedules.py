@@ -196,7 +196,8 @@ def in_request(index: int) -> Iterator[None]:
 
 
 def check_task_ids(task_ids: list[int]) -> list[int]:
-    """At least one task, at most :data:`validation.MAX_SCHEDULE_TASKS`, no duplicates."""
+    """At least one task, at most :data:`validation.MAX_SCHEDULE_TASKS`, no duplicates,
+    each a positive id."""
     if not task_ids:
         raise InvalidArgument(
             "name at least one task", field="schedule.task_ids", reason=Reason.FIELD_REQUIRED
@@ -209,7 +210,7 @@ def check_task_ids(task_ids: list[int]) -> list[int]:
         )
     if len(set(task_ids)) != len(task_ids):
         raise InvalidArgument("a task is listed twice", field="schedule.task_ids")
-    return task_ids
+    return cv.positive_ids(task_ids, "schedule.task_ids")
 
 
 class ScheduleServicer(SchedulePauses, BackfillRpc, schedule_pb2_grpc.ScheduleServiceServicer):

@@ -196,7 +196,7 @@ class TaskServicer(TaskDisables, task_pb2_grpc.TaskServiceServicer):
             # Named by the field the caller filled (task_ids when both or neither).
             only_names = bool(request.task_names) and not request.task_ids
             validation.tasks_per_call(count, "task_names" if only_names else "task_ids")
-            ids = list(request.task_ids)
+            ids = cv.positive_ids(request.task_ids, "task_ids")
             for i, name in enumerate(request.task_names):
                 field = f"task_names[{i}]"
                 validation.free_text(name, field)
@@ -274,7 +274,10 @@ class TaskServicer(TaskDisables, task_pb2_grpc.TaskServiceServicer):
             validation.tasks_per_call(len(request.task_ids), "task_ids")
             now = remember.now if remember else self.app.clock()
             done = await self.app.store.abort_tasks(
-                list(request.task_ids), now, stopped_by=caller_label(), remember=remember
+                cv.positive_ids(request.task_ids, "task_ids"),
+                now,
+                stopped_by=caller_label(),
+                remember=remember,
             )
             for _, job_id, action in done:
                 if action == AbortAction.ABORT_REQUESTED:
