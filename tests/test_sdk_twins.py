@@ -1,8 +1,9 @@
 """The two SDK clients are twins: ``Client`` (generated) and ``AsyncClient`` (hand-written)
-expose the same public methods with the same signatures and docstrings, modulo async, and
-``scripts/unasync.py --check`` finds the generated file current. The script's own guards
-(a stale file, a rule that matches nothing, an async token that survives) are checked on
-copies, never on the repository's files."""
+expose the same public methods with the same signatures and docstrings, modulo async, are
+composed of twin mixins in the same order, and ``scripts/unasync.py --check`` finds every
+generated module current. The script's own guards (a stale file, a rule that matches
+nothing, an async token that survives) are checked on copies, never on the repository's
+files."""
 
 from __future__ import annotations
 
@@ -25,10 +26,15 @@ PROTOCOL = {"__aenter__": "__enter__", "__aexit__": "__exit__"}
 
 
 def public_methods(cls: type) -> dict[str, Callable[..., Any]]:
-    """The class's own public methods, and its context-manager and constructor dunders."""
+    """The class's public methods, and its context-manager and constructor dunders: its own
+    and its bases' (the service mixins the clients are composed of), as the class resolves
+    them; ``object``'s excluded."""
+    members: dict[str, Any] = {}
+    for klass in reversed(cls.__mro__[:-1]):
+        members.update(vars(klass))
     return {
         name: member
-        for name, member in vars(cls).items()
+        for name, member in members.items()
         if callable(member)
         and (not name.startswith("_") or name in (*PROTOCOL, *PROTOCOL.values(), "__init__"))
     }
@@ -48,6 +54,17 @@ def test_both_clients_expose_the_same_methods() -> None:
     assert "run" in async_names
     assert "watch" in async_names
     assert "__enter__" in async_names
+
+
+def test_both_clients_are_composed_of_twin_modules() -> None:
+    def parts(cls: type) -> list[tuple[str, str]]:
+        return [(c.__module__, c.__name__) for c in cls.__mro__[1:-1]]
+
+    async_parts = parts(AsyncClient)
+    assert len(async_parts) > 1
+    assert parts(Client) == [(unasync.unasync_text(module), name) for module, name in async_parts]
+    generated = {f"tickwork.{unasync.sync_name(m).removesuffix('.py')}" for m in unasync.MODULES}
+    assert {module for module, _ in parts(Client)} | {Client.__module__} == generated
 
 
 @pytest.mark.parametrize("name", sorted(public_methods(AsyncClient)))
@@ -135,21 +152,30 @@ def test_the_generated_client_is_current() -> None:
     assert "is current" in result.stdout
 
 
-def test_check_fails_on_a_stale_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    target = tmp_path / "_sync.py"
-    monkeypatch.setattr(unasync, "SYNC_TARGET", target)
+def test_check_fails_on_a_stale_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(unasync, "TARGET_DIR", tmp_path)
     assert unasync.main(["--check"]) == 1  # missing
     assert unasync.main([]) == 0
-    assert target.read_text() == (ROOT / "client" / "tickwork" / "_sync.py").read_text()
+    names = [unasync.sync_name(source) for source in unasync.MODULES]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(names)
+    for name in names:
+        assert (tmp_path / name).read_text() == (ROOT / "client" / "tickwork" / name).read_text()
     assert unasync.main(["--check"]) == 0
+    capsys.readouterr()
+    target = tmp_path / "_sync_jobs.py"  # one stale module of several is enough
     target.write_text(target.read_text().replace("Stream a job's states", "Stream states"))
     assert unasync.main(["--check"]) == 1
+    err = capsys.readouterr().err
+    assert "_sync_jobs.py is stale" in err
+    assert "_sync.py is stale" not in err
 
 
 def test_a_rule_that_matches_nothing_is_an_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(unasync, "SYNC_TARGET", tmp_path / "_sync.py")
+    monkeypatch.setattr(unasync, "TARGET_DIR", tmp_path)
     monkeypatch.setattr(unasync, "RULES", [*unasync.RULES, (r"\bnever_in_the_source\b", "x")])
     assert unasync.main(["--check"]) == 2
     assert "never_in_the_source" in capsys.readouterr().err
@@ -158,18 +184,23 @@ def test_a_rule_that_matches_nothing_is_an_error(
 def test_an_async_token_that_survives_is_an_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    source = tmp_path / "_async.py"
-    original = (ROOT / "client" / "tickwork" / "_async.py").read_text()
+    sources = tmp_path / "sources"
+    sources.mkdir()
+    for name in unasync.MODULES:
+        (sources / name).write_text((ROOT / "client" / "tickwork" / name).read_text())
+    source = sources / "_async_jobs.py"
     source.write_text(
-        original.replace(
+        source.read_text().replace(
             "await asyncio.sleep(delay)",
             "await asyncio.sleep(delay)\n            asyncio.current_task()",
         )
     )
-    monkeypatch.setattr(unasync, "ASYNC_SOURCE", source)
-    monkeypatch.setattr(unasync, "SYNC_TARGET", tmp_path / "_sync.py")
+    monkeypatch.setattr(unasync, "SOURCE_DIR", sources)
+    monkeypatch.setattr(unasync, "TARGET_DIR", tmp_path)
     assert unasync.main(["--check"]) == 2
-    assert "'asyncio' survives" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "'asyncio' survives" in err
+    assert "_sync_jobs.py" in err
 
 
 def test_unwrap_keeps_nested_brackets() -> None:

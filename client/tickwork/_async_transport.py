@@ -3,8 +3,9 @@ public API's stubs on it, and cancelling a stream call.
 
 :mod:`tickwork._sync_transport` has the same names for the blocking channel.
 ``scripts/unasync.py`` rewrites ``_async_transport`` to ``_sync_transport`` when it
-generates :mod:`tickwork._sync` from :mod:`tickwork._async`: what the two clients do
-differently lives in these two modules.
+generates the blocking client's modules (:mod:`tickwork._sync`, ``_sync_base``,
+``_sync_jobs``, ...) from the asyncio client's (:mod:`tickwork._async`, ``_async_base``,
+``_async_jobs``, ...): what the two clients do differently lives in these two modules.
 """
 
 from __future__ import annotations

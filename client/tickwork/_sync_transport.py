@@ -2,7 +2,8 @@
 API's stubs on it, and cancelling a stream call.
 
 Hand-written twin of :mod:`tickwork._async_transport`, with the same names; the generated
-:mod:`tickwork._sync` imports this module where :mod:`tickwork._async` imports that one.
+modules of the blocking client (:mod:`tickwork._sync`, ``_sync_base``, ...) import this
+module where their sources (:mod:`tickwork._async`, ``_async_base``, ...) import that one.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """What the SDK sends and how it reads the answers: pure functions, no I/O.
 
-The clients (:mod:`tickwork._async`, and :mod:`tickwork._sync` generated from it), the
-command line and :mod:`tickwork.apply` turn arguments into protobuf requests here, so the
-clients only call the stubs. An argument error raises
+The clients (:mod:`tickwork._async` and its service modules, and the ``_sync`` twins
+generated from them), the command line and :mod:`tickwork.apply` turn arguments into
+protobuf requests here, so the clients only call the stubs. An argument error raises
 :class:`~tickwork.errors.InvalidArgument` (also a ``ValueError``) naming the argument, before
 anything is sent. This package is the index; each module holds one concern:
 
