@@ -466,3 +466,43 @@ def test_a_function_that_forks_or_closes_its_descriptors_gets_its_own_outcome(
     assert lines[:2] == ["ok parent", "ok parent"], ran.stdout
     assert [line[: len(closed)] for line in lines[2:]] == [closed, closed], ran.stdout
     assert reopened.read_text() == ""
+
+
+_GIVEN_UP = """
+import asyncio, os, signal, time
+from worker_svc.handlers import JobContext, JobFailed, PythonHandler, _jobproc
+
+async def main():
+    server = _jobproc._SERVER
+    _jobproc.start_job_process_server(1)
+    ctx = JobContext(job_id=1, task_id=1, task_name="late", attempt=1, timeout_s=0.5,
+                     log=lambda stream, line: None)
+    add = {"callable": "tests.handler_fixtures:add", "kwargs": {"a": 1, "b": 2}}
+    os.kill(server._proc.pid, signal.SIGSTOP)
+    try:
+        await PythonHandler().run(add, ctx)
+    except JobFailed as exc:
+        print(exc.error)
+    os.kill(server._proc.pid, signal.SIGCONT)
+    ctx = JobContext(job_id=2, task_id=1, task_name="late", attempt=1, timeout_s=None,
+                     log=lambda stream, line: None)
+    print((await PythonHandler().run(add, ctx)).output_tail)
+    deadline = time.monotonic() + 10
+    abandoned = getattr(server, "_abandoned", set())
+    while (server._exited or abandoned) and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    print(sorted(server._exited), sorted(abandoned))
+
+asyncio.run(main())
+"""
+
+
+def test_the_end_of_a_job_process_whose_request_was_given_up_is_not_kept() -> None:
+    """A job that timed out waiting for its job process (the server frozen) gives its
+    request up; the process the server forks for it later ends without running anything,
+    and its end is dropped, not kept for a later job process that gets the same pid."""
+    ran = subprocess.run(
+        [sys.executable, "-c", _GIVEN_UP], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.splitlines() == ["timed out after 0.5 s", "3", "[] []"], ran.stdout

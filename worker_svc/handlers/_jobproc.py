@@ -59,6 +59,9 @@ class _ForkServer:
         self._spawning: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[int]]] = {}
         self._exit_waiters: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[_Exit]]] = {}
         self._exited: dict[int, _Exit] = {}
+        self._abandoned: set[int] = set()
+        """Job processes whose request was given up (its job timed out first): nobody
+        waits for their end, which is dropped, not kept for a later process of that pid."""
         self.slots = 1
         """The job slots of this process's workers: the server keeps as many spare children
         forked ahead (at most ``_zygote.MAX_SPARES``)."""
@@ -106,9 +109,12 @@ class _ForkServer:
                 if "req" in message:
                     loop, spawned = self._spawning.pop(message["req"])
                     if "pid" in message:
-                        _settle(loop, spawned, message["pid"])
+                        _settle(loop, spawned, message["pid"], self._abandon)
                     else:
                         _fail(loop, spawned, RuntimeError(message.get("error", "refused")))
+                    continue
+                if message["pid"] in self._abandoned:
+                    self._abandoned.discard(message["pid"])
                     continue
                 code = os.waitstatus_to_exitcode(message["status"])
                 end: _Exit = (code, float(message["cpu_s"]))
@@ -128,6 +134,12 @@ class _ForkServer:
                 _settle(loop, waiter, (None, None))
             self._exit_waiters.clear()
         sock.close()
+
+    def _abandon(self, pid: int) -> None:
+        """Forget job process ``pid``, whose request was given up (on the event loop)."""
+        with self._lock:
+            if self._exited.pop(pid, None) is None:
+                self._abandoned.add(pid)
 
     def start(self, slots: int) -> None:
         """Start the server now, unless it runs (its imports take a while: the first job
@@ -173,10 +185,20 @@ class _ForkServer:
         return ended
 
 
-def _settle(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], value: Any) -> None:
+def _settle(
+    loop: asyncio.AbstractEventLoop,
+    future: asyncio.Future[Any],
+    value: Any,
+    unwanted: Callable[[Any], None] | None = None,
+) -> None:
+    """Set ``future`` to ``value`` on ``loop`` (from another thread); when nobody waits
+    for it any more (cancelled), hand ``value`` to ``unwanted`` instead."""
+
     def settle() -> None:
         if not future.done():
             future.set_result(value)
+        elif unwanted is not None:
+            unwanted(value)
 
     with contextlib.suppress(RuntimeError):  # that loop is closed: nobody waits any more
         loop.call_soon_threadsafe(settle)
