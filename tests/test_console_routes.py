@@ -356,3 +356,10 @@ def test_the_overview_shows_when_a_failing_task_last_failed_and_succeeded(
         r"</time>, last success none kept</li>",
         page.body,
     ), page.body
+
+
+def test_the_overview_names_each_queue_lane(console: Console) -> None:
+    page = visitor(console, "viewer").get("/")
+    assert page.status == 200
+    lanes = re.findall(r"<dt>(\w+) lane</dt>", page.body)
+    assert lanes == ["manual", "scheduler", "backfill"], lanes

@@ -17,6 +17,7 @@ from tickwork._text import escape_controls
 from tickwork.v1.common_pb2 import Trigger
 from tickwork.v1.job_pb2 import JobStatus
 from tickwork.v1.schedule_pb2 import FireOutcome
+from tickwork.v1.system_pb2 import QueueLane
 
 UTC = dt.UTC
 
@@ -84,6 +85,11 @@ def age(value: Timestamp | None, now: Timestamp | dt.datetime) -> str:
     return seconds(elapsed(value, now))
 
 
+def queue_lane(value: int) -> str:
+    """``manual``, ``scheduler`` or ``backfill`` for a QueueLane value."""
+    return str(QueueLane.Name(value)).removeprefix("QUEUE_LANE_").lower()
+
+
 def job_status(value: int) -> str:
     """``QUEUED``, ``RUNNING``, ... for a JobStatus value."""
     return JobStatus.Name(value).removeprefix("JOB_STATUS_")
@@ -119,6 +125,7 @@ FILTERS = {
     "seconds": seconds,
     "age": age,
     "trigger": trigger,
+    "queue_lane": queue_lane,
     "job_status": job_status,
     "fire_outcome": fire_outcome,
     "text": text,
