@@ -15,7 +15,7 @@ import pytest
 
 from tests.console_harness import Console, Visitor, console_server
 from tests.harness import wait_for
-from tickwork import Client
+from tickwork import Client, InvalidArgument
 from tickwork.console import format as fmt
 from tickwork.jitter import stable_delay_s
 from tickwork.v1.common_pb2 import Trigger
@@ -403,3 +403,25 @@ def test_a_backfill_dry_run_lists_the_windows_and_the_run_runs_them(console: Con
         f"/schedules/{made.id}/backfill", {"csrf": viewer.csrf(), "dry_run": "on", **span}
     )
     assert refused.status == 403
+
+
+def test_a_time_outside_the_years_1_to_9999_in_utc_is_refused_naming_the_field(
+    console: Console,
+) -> None:
+    """9999-12-31T23:59:59-14:00 is a valid local time whose UTC instant is past what a
+    Timestamp holds: refused naming the field (console 400, SDK InvalidArgument), never a
+    500 or an OverflowError; nothing changes."""
+    late = "9999-12-31T23:59:59-14:00"
+    with admin(console) as tw:
+        made = tw.create_schedule("ctl-late", ["ctl-true"], cron="0 2 * * *")
+        task = tw.get_task("ctl-true")
+        with pytest.raises(InvalidArgument, match=r"until: .* outside the years 1 to 9999"):
+            tw.pause_schedule(made.id, until=dt.datetime.fromisoformat(late))
+    v = visitor(console, "admin")
+    csrf = v.get(f"/schedules/{made.id}").csrf()
+    paused = v.post(f"/schedules/{made.id}/pause", {"csrf": csrf, "until": late})
+    assert paused.status == 400 and "outside the years 1 to 9999" in paused.body, paused.body
+    disabled = v.post(f"/tasks/{task.id}/disable", {"csrf": csrf, "until": late})
+    assert disabled.status == 400 and "outside the years 1 to 9999" in disabled.body
+    with admin(console) as tw:
+        assert tw.get_schedule(made.id).enabled and tw.get_task(task.id).enabled

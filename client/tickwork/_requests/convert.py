@@ -95,12 +95,19 @@ def to_timestamp(value: datetime, field: str) -> Timestamp:
     """Convert an aware datetime into a Timestamp.
 
     Raises:
-        InvalidArgument: ``value`` is naive (its zone would be a guess).
+        InvalidArgument: ``value`` is naive (its zone would be a guess), or in UTC it falls
+            outside the years 1 to 9999 that a Timestamp holds (9999-12-31T23:00-14:00).
     """
     if value.tzinfo is None or value.utcoffset() is None:
         raise InvalidArgument(f"{field}: needs a timezone-aware datetime, got {value!r}")
+    try:
+        utc = value.astimezone(UTC)
+    except OverflowError:
+        raise InvalidArgument(
+            f"{field}: {value.isoformat()} is outside the years 1 to 9999 in UTC"
+        ) from None
     ts = Timestamp()
-    ts.FromDatetime(value.astimezone(UTC))
+    ts.FromDatetime(utc)
     return ts
 
 
