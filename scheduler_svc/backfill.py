@@ -80,7 +80,8 @@ def windows(schedule: ScheduleRecord, start: dt.datetime, end: dt.datetime) -> l
     Raises:
         FailedPrecondition: an interval schedule (its windows follow each run's finish).
         InvalidArgument: naming ``end_time`` when the range holds more than
-            :data:`MAX_WINDOWS` windows.
+            :data:`MAX_WINDOWS` windows; naming ``start_time`` when it is too early for
+            fire times to be computed (the year 1, where a datetime has no room left).
     """
     if not schedule.cron_expression:
         raise FailedPrecondition(
@@ -89,6 +90,16 @@ def windows(schedule: ScheduleRecord, start: dt.datetime, end: dt.datetime) -> l
             "windows to backfill; only a cron schedule can be backfilled",
             field="id",
         )
+    try:
+        return _windows(schedule, start, end)
+    except OverflowError:  # near the year 1: the range ends before now, so never the end
+        raise InvalidArgument(
+            f"{start.isoformat()} is too early: fire times are computed from the year 2 on",
+            field="start_time",
+        ) from None
+
+
+def _windows(schedule: ScheduleRecord, start: dt.datetime, end: dt.datetime) -> list[dt.datetime]:
     out: list[dt.datetime] = []
     nxt = next_cron_fire(schedule, start - _TICK)
     while nxt is not None and nxt < end:

@@ -249,6 +249,13 @@ async def test_bad_ranges_and_policies_are_refused_and_write_nothing(
                 await stub.BackfillSchedule(request)
             assert raw.value.code() == grpc.StatusCode.INVALID_ARGUMENT
             assert field in (raw.value.details() or "")
+        # The earliest instant a Timestamp holds: no room left to compute fire times from.
+        earliest = dt.datetime(1, 1, 1, tzinfo=dt.UTC)
+        with pytest.raises(InvalidArgument, match="too early") as early:
+            await h.client.backfill_schedule(
+                "s", earliest, earliest + dt.timedelta(seconds=30), dry_run=True
+            )
+        assert early.value.field == "start_time"
         missing = schedule_pb2.BackfillScheduleRequest(
             id=schedule_id + 100, start_time=start, end_time=window
         )
