@@ -310,6 +310,17 @@ def test_none_after_year_9999() -> None:
     )
 
 
+def test_none_once_the_utc_instant_is_past_year_9999() -> None:
+    """West of UTC, a local time late on 9999-12-31 is in the year 10000 in UTC, which no
+    datetime (nor a protobuf Timestamp) holds: such a fire time is not given."""
+    hourly = CronSchedule("0 * * * *", "Pacific/Pago_Pago")  # UTC-11
+    after = dt.datetime(9999, 12, 31, 11, 30, tzinfo=dt.UTC)  # 00:30 local
+    assert [
+        p.fire_time.astimezone(dt.UTC).isoformat() for p in hourly.next_fire_times(after, 30)
+    ] == [f"9999-12-31T{hour:02d}:00:00+00:00" for hour in range(12, 24)]
+    assert hourly.next_fire_time(dt.datetime(9999, 12, 31, 23, 0, tzinfo=dt.UTC)) is None
+
+
 def test_leap_day_is_valid_and_fast() -> None:
     began = time.perf_counter()
     assert fires("0 0 29 2 *", "2100-01-01T00:00:00+00:00", 1) == ["2104-02-29T00:00:00+00:00"]

@@ -246,6 +246,18 @@ class CronSchedule:
         return None
 
     def _next(self, after: datetime) -> tuple[datetime, DstNote] | None:
+        """The next fire after ``after`` and its DST note; None when there is none whose
+        UTC instant a datetime can hold (a local time late on 9999-12-31 west of UTC is
+        in the year 10000 in UTC)."""
+        result = self._next_local(after)
+        if result is not None:
+            try:
+                result[0].astimezone(UTC)
+            except OverflowError:
+                return None
+        return result
+
+    def _next_local(self, after: datetime) -> tuple[datetime, DstNote] | None:
         if not isinstance(after, datetime):
             raise TypeError(f"after must be a datetime, not {type(after).__name__}")
         if after.tzinfo is None or after.utcoffset() is None:
