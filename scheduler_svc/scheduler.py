@@ -279,6 +279,8 @@ class Scheduler:
                     extra={"schedule_id": schedule.id},
                 )
                 continue
+            if nxt is None:  # it never fires (its first fire would be after the year 9999)
+                continue
             await self.store.set_next_run(schedule.id, None, nxt)
             log.info(
                 "next run computed for a schedule that had none", extra={"schedule_id": schedule.id}

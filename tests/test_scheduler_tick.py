@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import logging
 from collections.abc import Awaitable
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -90,6 +91,22 @@ async def test_null_next_run_is_healed_without_enqueueing(
         schedule = await h.client.get_schedule("s")
         assert schedule.next_run_time.ToDatetime(tzinfo=UTC) == at("2026-06-01T13:00:00+00:00")
         assert await h.client.list_jobs() == []
+        assert await fire_summary(h) == []
+
+
+async def test_a_schedule_that_never_fires_is_left_alone_by_the_healing(
+    tmp_path: Path, database_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A schedule whose first fire would come after the year 9999 has no next run; each
+    tick finds it without one and leaves it so: no write, no log line per tick."""
+    async with inprocess(tmp_path, database_url, T0) as h:
+        await one_task_schedule(h, "0 * * * *", start_time=at("9999-12-31T23:59:59+00:00"))
+        assert not (await h.client.get_schedule("s")).HasField("next_run_time")
+        with caplog.at_level(logging.INFO, logger="scheduler_svc.scheduler"):
+            for minute in range(3):
+                await h.tick(T0 + dt.timedelta(minutes=minute))
+        assert "next run computed" not in caplog.text
+        assert not (await h.client.get_schedule("s")).HasField("next_run_time")
         assert await fire_summary(h) == []
 
 
