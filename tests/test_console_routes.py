@@ -363,3 +363,15 @@ def test_the_overview_names_each_queue_lane(console: Console) -> None:
     assert page.status == 200
     lanes = re.findall(r"<dt>(\w+) lane</dt>", page.body)
     assert lanes == ["manual", "scheduler", "backfill"], lanes
+
+
+def test_the_overview_lists_no_fire_due_at_or_after_a_schedule_s_end(console: Console) -> None:
+    now = dt.datetime.now(dt.UTC)
+    end = now.replace(second=0, microsecond=0) + dt.timedelta(minutes=4)
+    with Client(console.server.address, token=console.tokens["admin"]) as admin:
+        admin.create_task("ends-task", "shell", {"argv": ["true"]})
+        made = admin.create_schedule("ends-soon", ["ends-task"], cron="* * * * *", end_time=end)
+    page = visitor(console, "viewer").get("/")
+    row = rf'<a href="/schedules/{made.id}">ends-soon</a></td>\s*<td>(.*?)</td>'
+    rows = re.findall(row, page.body)
+    assert 1 <= len(rows) <= 4, rows  # the minutes before the end, never 12 into the hour

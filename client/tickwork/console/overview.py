@@ -74,6 +74,7 @@ async def _due_soon(
         first = fmt.when(schedule.next_run_time)
         if first is None or first > horizon:
             return []
+        end = fmt.when(schedule.end_time)  # no fire at or after it; None: no end
         if not schedule.cron_expression:
             return [DueRow(schedule, first, fmt.clock(first, schedule.timezone), "")]
         async with calls:
@@ -87,6 +88,7 @@ async def _due_soon(
             DueRow(schedule, at, p.local_time, p.dst_note)
             for p in preview.fire_times
             if (at := p.fire_time.ToDatetime(tzinfo=dt.UTC)) <= horizon
+            and (end is None or at < end)
         ]
 
     chunks = await asyncio.gather(*(one(s) for s in schedules if s.enabled))
