@@ -375,3 +375,14 @@ def test_the_overview_lists_no_fire_due_at_or_after_a_schedule_s_end(console: Co
     row = rf'<a href="/schedules/{made.id}">ends-soon</a></td>\s*<td>(.*?)</td>'
     rows = re.findall(row, page.body)
     assert 1 <= len(rows) <= 4, rows  # the minutes before the end, never 12 into the hour
+
+
+@pytest.mark.parametrize(
+    ("query", "named"),
+    [("status=BOGUS", "status: expected one of"), ("schedule=abc", "schedule: expected a")],
+)
+def test_a_jobs_filter_it_cannot_read_is_refused_naming_it(
+    console: Console, query: str, named: str
+) -> None:
+    page = visitor(console, "viewer").get(f"/jobs?{query}")
+    assert page.status == 400 and named in page.body, (page.status, page.body)

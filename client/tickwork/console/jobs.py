@@ -16,7 +16,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from tickwork.console import format as fmt
 from tickwork.console.sessions import Session
 from tickwork.console.web import action, console_of, current_session, done, int_param, page, render
-from tickwork.errors import TickworkError
+from tickwork.errors import InvalidArgument, TickworkError
 from tickwork.v1.job_pb2 import Job, JobStatus
 
 log = logging.getLogger(__name__)
@@ -30,7 +30,8 @@ CHAIN_LIMIT = 20
 
 @page
 async def job_list(request: Request, session: Session) -> Response:
-    """GET /jobs?task=&status=&schedule=&page=: jobs, newest first, 50 a page."""
+    """GET /jobs?task=&status=&schedule=&page=: jobs, newest first, 50 a page; a filter
+    it cannot read is refused naming it (400), never dropped."""
     params = request.query_params
     task_ref = params.get("task", "").strip()
     task_id = 0
@@ -39,10 +40,14 @@ async def job_list(request: Request, session: Session) -> Response:
             int(task_ref) if task_ref.isdigit() else (await session.client.get_task(task_ref)).id
         )
     status = params.get("status", "")
-    statuses = (
-        [cast(JobStatus, JobStatus.Value(f"JOB_STATUS_{status}"))] if status in STATUSES else []
-    )
+    if status and status not in STATUSES:
+        raise InvalidArgument(f"status: expected one of {', '.join(STATUSES)}, got {status!r}")
+    statuses = [cast(JobStatus, JobStatus.Value(f"JOB_STATUS_{status}"))] if status else []
     schedule_id = int_param(params, "schedule")
+    if params.get("schedule") and schedule_id == 0:
+        raise InvalidArgument(
+            f"schedule: expected a schedule id (a positive number), got {params['schedule']!r}"
+        )
     jobs = await console_of(request).api.jobs_page(
         session.token,
         task_id=task_id,
@@ -58,7 +63,7 @@ async def job_list(request: Request, session: Session) -> Response:
         session,
         jobs=jobs,
         task_ref=task_ref,
-        status=status if status in STATUSES else "",
+        status=status,
         schedule_id=schedule_id,
         statuses=STATUSES,
         schedules=schedules,
