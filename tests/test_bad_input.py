@@ -782,6 +782,7 @@ def test_bad_worker_stream_input_ends_the_stream_with_its_status(
     ("call", "field"),
     [
         ("run", "task_ids[1]: must be a positive id, got 0"),
+        ("run-by-name", "task_names[1]: required"),
         ("abort", "task_ids[1]: must be a positive id, got -7"),
         ("schedule", "schedule.task_ids[1]: must be a positive id, got -7"),
     ],
@@ -790,7 +791,8 @@ def test_an_id_below_1_in_a_list_of_ids_is_invalid_argument_naming_its_place(
     shared_seeded: tuple[Server, Client], call: str, field: str
 ) -> None:
     """Ids start at 1: one below names no object, INVALID_ARGUMENT at its index as a single
-    id field answers, not NOT_FOUND "no task with id -7", and nothing is written."""
+    id field answers, not NOT_FOUND "no task with id -7" (nor "no task named ''" for an
+    empty name), and nothing is written."""
     from tickwork.v1 import schedule_pb2, schedule_pb2_grpc, task_pb2, task_pb2_grpc
 
     server, client = shared_seeded
@@ -801,6 +803,9 @@ def test_an_id_below_1_in_a_list_of_ids_is_invalid_argument_naming_its_place(
         tasks = task_pb2_grpc.TaskServiceStub(channel)
         if call == "run":
             tasks.RunTasks(task_pb2.RunTasksRequest(task_ids=[existing, bad]), timeout=10)
+        elif call == "run-by-name":
+            by_name = task_pb2.RunTasksRequest(task_names=["existing", ""])
+            tasks.RunTasks(by_name, timeout=10)
         elif call == "abort":
             tasks.AbortTasks(task_pb2.AbortTasksRequest(task_ids=[existing, bad]), timeout=10)
         else:

@@ -199,6 +199,8 @@ class TaskServicer(TaskDisables, task_pb2_grpc.TaskServiceServicer):
             ids = cv.positive_ids(request.task_ids, "task_ids")
             for i, name in enumerate(request.task_names):
                 field = f"task_names[{i}]"
+                if not name:
+                    raise InvalidArgument("required", field=field, reason=Reason.FIELD_REQUIRED)
                 validation.free_text(name, field)
                 ids.append((await self.app.store.get_task_by_name(name, field=field)).id)
             trigger = request.trigger or common_pb2.TRIGGER_API
