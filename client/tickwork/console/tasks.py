@@ -53,11 +53,13 @@ class TaskRow:
             who += f", until {fmt.clock(task.disabled_until)}"
         parts = [task.disable_note or task.disabled_reason or "", who]
         parts = [p for p in parts if p]
-        count = self.task.consecutive_failure_count
-        if count:
-            parts.append(f"{count} consecutive failure{'s' if count != 1 else ''}")
-        if self.last_error:
-            parts.append(f"last error: {fmt.last_line(self.last_error)}")
+        if task.disable_note or not task.disabled_reason:
+            # An automatic disable's reason already gives the count and the last error.
+            count = self.task.consecutive_failure_count
+            if count:
+                parts.append(f"{count} consecutive failure{'s' if count != 1 else ''}")
+            if self.last_error:
+                parts.append(f"last error: {fmt.last_line(self.last_error)}")
         return fmt.text("; ".join(parts))
 
 
