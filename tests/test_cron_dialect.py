@@ -468,6 +468,12 @@ def test_unknown_time_zones(name: str) -> None:
         CronSchedule("0 0 * * *", name)
 
 
+def test_a_huge_time_zone_name_is_refused_without_echoing_it_whole() -> None:
+    with pytest.raises(CronError, match=r"\(3000 characters\) is not an IANA") as raised:
+        validate_timezone("Europe/" + "x" * 2993)
+    assert len(str(raised.value)) < 200
+
+
 def test_leap_day_only_is_valid() -> None:
     assert CronSchedule("0 0 29 2 *").next_fire_time(dt.datetime(2024, 3, 1, tzinfo=dt.UTC))
 

@@ -89,6 +89,11 @@ class CronError(ValueError):
         return (type(self), (self.field, self._reason))
 
 
+_MAX_ZONE_CHARS = 64
+"""Longer than any IANA zone name (the longest are about 30 characters): refused without
+being looked up or echoed whole."""
+
+
 def validate_timezone(name: str) -> ZoneInfo:
     """The IANA time zone called ``name``.
 
@@ -102,6 +107,11 @@ def validate_timezone(name: str) -> ZoneInfo:
         CronError: ``field == "timezone"`` when the name is empty, malformed or not in the tz
             database.
     """
+    if isinstance(name, str) and len(name) > _MAX_ZONE_CHARS:
+        raise CronError(
+            "timezone",
+            f"{name[:_MAX_ZONE_CHARS]!r}... ({len(name)} characters) is not an IANA time zone name",
+        )
     if not isinstance(name, str) or not name or name != name.strip() or name == "localtime":
         raise CronError("timezone", f"{name!r} is not an IANA time zone name")
     try:
