@@ -84,8 +84,10 @@ def test_every_page_answers_each_role(
         assert events.headers["content-type"].startswith("text/event-stream")
         assert "event: job" in events.body and '"status": "SUCCEEDED"' in events.body
         assert events.body.rstrip().endswith("event: end\ndata: {}")
-    for path in ("/signin", "/healthz", "/static/console.js", "/static/console.css"):
+    static = ("/static/console.js", "/static/console.css", "/static/favicon.svg")
+    for path in ("/signin", "/healthz", *static):
         assert v.get(path).status == 200, path
+    assert '<link rel="icon" href="/static/favicon.svg"' in v.get("/signin").body
     # Unknown ids are 404 (the API's NOT_FOUND), an id beyond int64 is 400, never 500.
     unknown = {
         f"/tasks/{2**40}": 404,
