@@ -301,6 +301,20 @@ def test_the_cli_passes_params_labels_and_not_before(
     assert naive.returncode == 2 and "--not-before" in naive.stderr and "offset" in naive.stderr
 
 
+def test_the_cli_runs_several_tasks_in_one_call(api_server: Server, api_client: Client) -> None:
+    for name in ("one", "two"):
+        api_client.create_task(name, "shell", {"argv": ["true"]})
+    later = ("--not-before", "2030-01-01T00:00:00Z")  # they stay queued: the repeat skips
+    first = tickwork_cli(api_server, "tasks", "run", "one", "two", *later)
+    assert first.returncode == 0, first.stderr
+    assert re.fullmatch(r"one: job \d+\ntwo: job \d+\n", first.stdout), first.stdout
+    again = tickwork_cli(api_server, "tasks", "run", "one", "two", *later)
+    assert re.fullmatch(r"(\w+: skipped: .* \(job \d+\)\n){2}", again.stdout), again.stdout
+    assert {job.task_name for job in api_client.list_jobs()} == {"one", "two"}
+    waited = tickwork_cli(api_server, "tasks", "run", "one", "two", "--wait")
+    assert waited.returncode == 2 and "--wait: follows one job" in waited.stderr
+
+
 def test_the_sdk_refuses_a_naive_not_before_before_calling(api_client: Client) -> None:
     with pytest.raises(InvalidArgument, match="not_before"):
         api_client.run("anything", not_before=dt.datetime(2030, 1, 1))

@@ -27,7 +27,7 @@ from tickwork.cli._common import (
     selector_option,
 )
 from tickwork.errors import InvalidArgument, JobTimeout
-from tickwork.v1.common_pb2 import Trigger
+from tickwork.v1.common_pb2 import TaskRun, Trigger
 from tickwork.v1.job_pb2 import Job, JobStatus
 from tickwork.v1.task_pb2 import Task, TaskAbort
 
@@ -52,14 +52,15 @@ def add_parsers(sub: argparse._SubParsersAction[Any], net: argparse.ArgumentPars
     p = tsub.add_parser(
         "run",
         parents=[net],
-        help="run a task now (manual lane)",
-        description="Run a task now. With --wait, show the job's progress live (state, "
+        help="run tasks now (manual lane)",
+        description="Run one or more tasks now, in one call (all or none). With --wait (one "
+        "task), show the job's progress live (state, "
         "elapsed time, output as it arrives; a failed attempt's retry is followed; a "
         "service restart is waited out) and exit "
         "with its outcome: 0 SUCCEEDED, 1 FAILED, 3 ABORTED, 4 CANCELLED, 5 still running "
         "when --timeout ran out.",
     )
-    p.add_argument("name", metavar="NAME", help="task name")
+    p.add_argument("names", nargs="+", metavar="NAME", help="task name; several run together")
     p.add_argument("--wait", action="store_true", help="follow the job until it ends")
     p.add_argument(
         "--timeout", type=seconds, metavar="S", help="with --wait: give up after S seconds"
@@ -221,29 +222,34 @@ def _note(task: Task) -> str:
 def _run(args: argparse.Namespace, out: TextIO) -> int:
     if args.timeout is not None and not args.wait:
         raise InvalidArgument("--timeout: only with --wait")
+    if args.wait and len(args.names) > 1:
+        raise InvalidArgument("--wait: follows one job; give one NAME")
     with client_from_args(args) as client:
-        [run] = client.run(
-            args.name,
+        runs = client.run(
+            *args.names,
             trigger=Trigger.TRIGGER_MANUAL,
             params_override={key: json_or_text(value) for key, value in args.param},
             not_before=args.not_before,
             labels=dict(args.label),
         )
-        if run.skipped:
-            reason = SKIP_TEXT.get(run.skip_reason, "skipped")
-            suffix = f" (job {run.job_id})" if run.job_id else ""
-            print(f"skipped: {reason}{suffix}", file=out)
-        else:
-            print(
-                f"job {run.job_id}" + (" (promoted to the manual lane)" if run.promoted else ""),
-                file=out,
-            )
+        for name, run in zip(args.names, runs, strict=True):
+            prefix = f"{name}: " if len(args.names) > 1 else ""
+            print(prefix + _run_text(run), file=out)
         out.flush()
         if not args.wait:
             return EXIT_OK
+        [run] = runs
         if not run.job_id:
             return EXIT_FAILED
         return _follow(client, run.job_id, args.timeout, out)
+
+
+def _run_text(run: TaskRun) -> str:
+    """``job N`` (promoted or not), or ``skipped: why (job N)``."""
+    if run.skipped:
+        reason = SKIP_TEXT.get(run.skip_reason, "skipped")
+        return f"skipped: {reason}" + (f" (job {run.job_id})" if run.job_id else "")
+    return f"job {run.job_id}" + (" (promoted to the manual lane)" if run.promoted else "")
 
 
 def new_output(before: str, after: str) -> str:
