@@ -18,9 +18,9 @@ from scheduler_svc.errors import InvalidArgument, Reason
 from scheduler_svc.firing import DEFAULT_MAX_CATCH_UP_RUNS, MAX_CATCH_UP_RUNS, cron_schedule
 from scheduler_svc.records import DEFAULT_MAX_BUFFERED, MAX_MAX_BUFFERED
 from scheduler_svc.values import OverlapPolicy
-from tickwork._requests.checks import MAX_SECONDS as MAX_SECONDS
 from tickwork.cron import CronError, CronSchedule, validate_timezone
 from tickwork.jitter import MAX_JITTER_S
+from tickwork.limits import MAX_SECONDS as MAX_SECONDS
 from worker_svc.handlers import InvalidParams, UnknownHandler, get_handler, unsupported_limit
 
 MAX_NAME_CHARS = 200

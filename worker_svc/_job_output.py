@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import collections
 
+from tickwork.limits import OUTPUT_TAIL_CHARS
+
 __all__ = [
     "JobOutput",
     "as_text",
@@ -22,8 +24,6 @@ _MAX_BATCH_LINES = 500
 """Most lines in one LogLines message."""
 _MAX_BATCH_CHARS = 256 * 1024
 """Most characters in one LogLines message (a single longer line is sent on its own)."""
-_TAIL_CHARS = 4096
-"""Characters of output kept for the Outcome when the handler gives none (abort, crash)."""
 _MAX_LINE_CHARS = 64 * 1024
 """Longest line sent; a longer one is sent in pieces of this size."""
 _MAX_ERROR_CHARS = 64 * 1024
@@ -118,7 +118,7 @@ def reported_tail(text: str) -> str:
     """A job's output tail as the worker reports it: the last 4096 characters,
     :func:`sendable` (a handler's own tail may be any length; anything but a str is made
     one by :func:`as_text` first)."""
-    return sendable(as_text(text)[-_TAIL_CHARS:])
+    return sendable(as_text(text)[-OUTPUT_TAIL_CHARS:])
 
 
 class JobOutput:
@@ -165,7 +165,9 @@ class JobOutput:
         self._pending_chars += len(line)
         self._tail.append(line)
         self._tail_chars += len(line) + 1
-        while len(self._tail) > 1 and self._tail_chars - len(self._tail[0]) - 1 >= _TAIL_CHARS:
+        while len(self._tail) > 1 and (
+            self._tail_chars - len(self._tail[0]) - 1 >= OUTPUT_TAIL_CHARS
+        ):
             self._tail_chars -= len(self._tail.popleft()) + 1
 
     def take_batches(self) -> list[tuple[str, list[str]]]:
@@ -205,4 +207,4 @@ class JobOutput:
             str: the tail; ``""`` when there was no output.
         """
         text = "\n".join(self._tail)
-        return text[-_TAIL_CHARS:]
+        return text[-OUTPUT_TAIL_CHARS:]

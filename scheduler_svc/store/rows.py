@@ -12,9 +12,8 @@ import sqlalchemy as sa
 
 from scheduler_svc.records import FireRecord, JobRecord, ScheduleRecord, TaskRecord, TaskRunResult
 from scheduler_svc.values import FireOutcome, JobStatus, Lane, Trigger
+from tickwork.limits import OUTPUT_TAIL_CHARS as OUTPUT_TAIL_CHARS
 
-OUTPUT_TAIL_CHARS = 4096
-"""The output kept on a job: its last 4096 characters."""
 ERROR_CHARS = 8192
 """The longest job error kept, in characters: its first and last 4096, the middle cut."""
 ABORTED_BY_OPERATOR = "aborted by operator"

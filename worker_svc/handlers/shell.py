@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tickwork._requests.checks import MAX_SECONDS
+from tickwork.limits import MAX_SECONDS
 
 from ._base import HandlerResult, InvalidParams, JobContext, JobFailed, normalize_timeout_s
 from ._guard import forget_group, guard_group

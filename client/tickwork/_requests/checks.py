@@ -19,10 +19,6 @@ Ref = int | str
 MAX_ID = 2**63 - 1
 """The largest id (ids are int64)."""
 
-MAX_SECONDS = 10 * 366 * 86400
-"""The longest interval, timeout or wait, seconds (ten years): beyond it datetimes and gRPC
-deadlines overflow. The service, the worker and the SDK check against this one value."""
-
 
 def signed_range(bits: int) -> tuple[int, int]:
     """The lowest and highest value of a signed ``bits``-bit integer (protobuf's int32 and

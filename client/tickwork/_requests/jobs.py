@@ -9,8 +9,9 @@ from collections.abc import Iterable
 
 import grpc
 
-from tickwork._requests.checks import MAX_SECONDS, check_type, parse_job_status
+from tickwork._requests.checks import check_type, parse_job_status
 from tickwork.errors import InvalidArgument, TickworkError
+from tickwork.limits import MAX_SECONDS
 from tickwork.v1.job_pb2 import Job, JobStatus, ListJobsRequest
 
 MAX_PAGE_SIZE = 1000
