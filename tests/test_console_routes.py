@@ -296,6 +296,18 @@ def test_the_job_page_shows_who_ran_it_and_its_labels(console: Console) -> None:
     assert "<code>run=7</code> <code>team=data</code>" in page.body
 
 
+def test_the_job_page_says_when_the_start_of_the_output_was_not_kept(console: Console) -> None:
+    cut = "Only the last 4,096 characters of output are kept"
+    with Client(console.server.address, token=console.tokens["admin"]) as admin:
+        admin.create_task("chatty", "shell", {"argv": ["sh", "-c", "seq 1 3000"]})
+        admin.create_task("quiet", "shell", {"argv": ["echo", "one line"]})
+        ended = [admin.wait(run.job_id, timeout=30) for run in admin.run("chatty", "quiet")]
+    v = visitor(console, "viewer")
+    long_page, short_page = (v.get(f"/jobs/{job.id}") for job in ended)
+    assert cut in long_page.body and "2999\n3000" in long_page.body, long_page.body[-600:]
+    assert cut not in short_page.body and "one line" in short_page.body
+
+
 def test_the_schedule_page_shows_the_overlap_policy_and_each_fire(console: Console) -> None:
     with Client(console.server.address, token=console.tokens["admin"]) as admin:
         admin.create_task("held", "shell", {"argv": ["sleep", "30"]})

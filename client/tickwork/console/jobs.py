@@ -17,6 +17,7 @@ from tickwork.console import format as fmt
 from tickwork.console.sessions import Session
 from tickwork.console.web import action, console_of, current_session, done, int_param, page, render
 from tickwork.errors import InvalidArgument, TickworkError
+from tickwork.limits import OUTPUT_TAIL_CHARS
 from tickwork.v1.job_pb2 import Job, JobStatus
 
 log = logging.getLogger(__name__)
@@ -97,6 +98,7 @@ async def job_page(request: Request, session: Session) -> Response:
         chain=await _chain(session, job),
         followups=followups,
         final=fmt.job_status(job.status) not in ("QUEUED", "RUNNING"),
+        tail_chars=OUTPUT_TAIL_CHARS,
     )
 
 
