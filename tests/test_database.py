@@ -328,17 +328,25 @@ async def test_a_cancelled_caller_leaves_all_of_its_transaction_or_none(
     assert await blocked.committed() is not on_postgresql
 
 
-async def test_dispose_waits_for_the_transactions_still_running(
-    database_url: str, database: Database
-) -> None:
-    """Shutdown disposes of the database while a closing worker stream may still be
-    recording: dispose returns only when that transaction has ended (here: committed)."""
+async def _dispose_during_a_write(
+    database: Database, database_url: str
+) -> tuple[_BlockedWrite, asyncio.Task[None], asyncio.Task[None]]:
+    """A write held inside its transaction, and dispose started meanwhile (waiting)."""
     blocked = _BlockedWrite(database, database_url)
     write = await blocked.start()
     dispose = asyncio.create_task(database.dispose())
     for _ in range(20):  # loop turns enough for dispose to reach its wait, not a condition
         await asyncio.sleep(0)
     assert not dispose.done()
+    return blocked, write, dispose
+
+
+async def test_dispose_waits_for_the_transactions_still_running(
+    database_url: str, database: Database
+) -> None:
+    """Shutdown disposes of the database while a closing worker stream may still be
+    recording: dispose returns only when that transaction has ended (here: committed)."""
+    blocked, write, dispose = await _dispose_during_a_write(database, database_url)
     await blocked.release()
     await dispose
     assert write.done()
@@ -353,12 +361,7 @@ async def test_no_transaction_starts_once_dispose_has_begun(
     poll, still being answered as the service stops) is refused UNAVAILABLE instead of
     taking a connection from the pool being closed: given back after the close, that
     connection was left open until the garbage collector found it, in a later test."""
-    blocked = _BlockedWrite(database, database_url)
-    write = await blocked.start()
-    dispose = asyncio.create_task(database.dispose())
-    for _ in range(20):  # loop turns enough for dispose to reach its wait, not a condition
-        await asyncio.sleep(0)
-    assert not dispose.done()
+    blocked, write, dispose = await _dispose_during_a_write(database, database_url)
     with pytest.raises(StorageError, match="closed"):
         await database.read(lambda conn: conn.scalar(sa.text("SELECT 1")))
     await blocked.release()
