@@ -232,6 +232,32 @@ async def test_notifiers_never_return_secrets_and_refuse_bad_fields(
                     pb.Notifier(name="x", type=pb.NOTIFIER_TYPE_EMAIL, to=["nobody"]),
                     "notifier.to[0]",
                 ),
+                # A NUL (PostgreSQL cannot store it: it was a database outage), a newline.
+                (pb.Notifier(name="x\0y", type=pb.NOTIFIER_TYPE_SLACK), "notifier.name"),
+                (pb.Notifier(name="x\ny", type=pb.NOTIFIER_TYPE_SLACK), "notifier.name"),
+                *(
+                    (
+                        pb.Notifier(name="x", type=pb.NOTIFIER_TYPE_EMAIL, to=["a@b.c", to]),
+                        "notifier.to[1]",
+                    )
+                    for to in ("a@b.com\r\nBcc: evil@x.com", "a@b.com, c@d.com", "a b@c.com")
+                ),
+                *(
+                    (pb.Notifier(name="x", type=pb.NOTIFIER_TYPE_WEBHOOK, url=url), "notifier.url")
+                    for url in ("http://127.0.0.1:99999/a", "http://:@/?tok=1", "http://h/a\r\nb")
+                ),
+                (
+                    pb.Notifier(
+                        name="x", type=pb.NOTIFIER_TYPE_SLACK, url=receiver.url, secret="s"
+                    ),
+                    "notifier.secret",
+                ),
+                (
+                    pb.Notifier(
+                        name="x", type=pb.NOTIFIER_TYPE_WEBHOOK, url=receiver.url, tasks=["a\0"]
+                    ),
+                    "notifier.tasks[0]",
+                ),
                 (
                     pb.Notifier(
                         name="x",
@@ -244,7 +270,7 @@ async def test_notifiers_never_return_secrets_and_refuse_bad_fields(
             ):
                 with pytest.raises(InvalidArgument) as err:
                     await h.client.put_notifier(bad)
-                assert err.value.field == field
+                assert err.value.field == field, (bad, err.value)
             with pytest.raises(NotFound):
                 await h.client.delete_notifier("nope")
             with pytest.raises(NotFound):

@@ -7,13 +7,14 @@ A notifier read back never carries its secrets (url, secret): only ``has_url`` a
 from __future__ import annotations
 
 import asyncio
+import re
 import urllib.parse
 import uuid
 from typing import Any
 
 import grpc
 
-from scheduler_svc import notify
+from scheduler_svc import notify, validation
 from scheduler_svc.app import App
 from scheduler_svc.errors import InvalidArgument, NotFound, Reason, Resource
 from scheduler_svc.servicers import _convert as cv
@@ -41,11 +42,47 @@ _STATUS_VALUES = {v: k for k, v in _STATUSES.items()}
 _TEST_MARGIN_S = 5.0
 
 
+#: One plain address (``local@domain``): no display name, no list, no white space or
+#: control characters (an address becomes a mail header).
+_EMAIL_ADDRESS = re.compile(
+    r"[^@\s,;<>()\[\]\\\"\x00-\x1f\x7f]+@[^@\s,;<>()\[\]\\\"\x00-\x1f\x7f]+"
+)
+
+
+def _email_address(address: str, field: str) -> str:
+    """``address`` if it is one plain address. Raises InvalidArgument naming ``field``."""
+    if not _EMAIL_ADDRESS.fullmatch(address):
+        shown = address if len(address) <= 100 else address[:100] + "..."
+        raise InvalidArgument(
+            f"not one plain email address (name@domain, no spaces, commas or control "
+            f"characters): {shown!r}",
+            field=field,
+        )
+    return address
+
+
+def _http_url(text: str, field: str) -> str:
+    """``text`` if it is an http(s) URL with a host (and a valid port), with no white space
+    or control characters. Raises InvalidArgument naming ``field`` (never the URL, which
+    may hold credentials)."""
+    url = urllib.parse.urlsplit(text)
+    try:
+        port_ok = url.port is None or url.port > 0
+    except ValueError:  # out of range, or not a number
+        port_ok = False
+    bad_chars = any(c.isspace() or not c.isprintable() for c in text)
+    if url.scheme not in ("http", "https") or not url.hostname or not port_ok or bad_chars:
+        raise InvalidArgument(
+            "must be an http:// or https:// URL with a host (a port from 1 to 65535 if "
+            "any), without spaces or control characters",
+            field=field,
+        )
+    return text
+
+
 def notifier_record(msg: notifier_pb2.Notifier) -> NotifierRecord:
     """A Notifier message as a record, checked. Raises InvalidArgument naming the field."""
-    name = msg.name.strip()
-    if not name or len(name) > 200:
-        raise InvalidArgument("must be 1 to 200 characters", field="notifier.name")
+    name = validation.name(msg.name, "notifier.name")
     kind = _TYPES.get(msg.type)
     if kind is None:
         raise InvalidArgument("must be EMAIL, WEBHOOK or SLACK", field="notifier.type")
@@ -55,28 +92,27 @@ def notifier_record(msg: notifier_pb2.Notifier) -> NotifierRecord:
     if kind == NotifierType.EMAIL:
         if msg.url or msg.secret:
             raise InvalidArgument("an email notifier takes no url or secret", field="notifier.url")
-        for i, address in enumerate(msg.to):
-            if "@" not in address:
-                raise InvalidArgument(
-                    f"not an email address: {address!r}", field=f"notifier.to[{i}]"
-                )
-        config["to"] = list(msg.to)
+        config["to"] = [
+            _email_address(address, f"notifier.to[{i}]") for i, address in enumerate(msg.to)
+        ]
     else:
-        url = urllib.parse.urlsplit(msg.url)
-        if url.scheme not in ("http", "https") or not url.netloc:
-            raise InvalidArgument("must be an http:// or https:// URL", field="notifier.url")
+        config["url"] = _http_url(msg.url, "notifier.url")
         if msg.to:
             raise InvalidArgument(f"a {kind} notifier takes no recipients", field="notifier.to")
-        config["url"] = msg.url
+        if msg.secret and kind == NotifierType.SLACK:
+            raise InvalidArgument(
+                "a slack notifier takes no secret (its url is the secret)",
+                field="notifier.secret",
+            )
         if msg.secret:
-            config["secret"] = msg.secret
+            config["secret"] = validation.free_text(msg.secret, "notifier.secret")
         if msg.timeout_seconds:
             config["timeout_seconds"] = msg.timeout_seconds
     events = []
     for i, value in enumerate(msg.events):
         if value not in EVENTS:
             raise InvalidArgument(
-                "must be FINAL_FAILURE, RECOVERY, AUTO_DISABLED, NO_SUCCESS or LONG_RUN",
+                f"must be one of {', '.join(str(event).upper() for event in EVENTS.values())}",
                 field=f"notifier.events[{i}]",
             )
         events.append(str(EVENTS[value]))
@@ -86,8 +122,12 @@ def notifier_record(msg: notifier_pb2.Notifier) -> NotifierRecord:
         config=config,
         events=tuple(dict.fromkeys(events)),
         every=msg.every,
-        tasks=tuple(msg.tasks),
-        schedules=tuple(msg.schedules),
+        tasks=tuple(
+            validation.free_text(t, f"notifier.tasks[{i}]") for i, t in enumerate(msg.tasks)
+        ),
+        schedules=tuple(
+            validation.free_text(s, f"notifier.schedules[{i}]") for i, s in enumerate(msg.schedules)
+        ),
     )
 
 
