@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 
 import grpc
-from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.exc import DataError, DBAPIError, IntegrityError
 
 from scheduler_svc.errors import StorageError
 
@@ -37,9 +37,10 @@ MAX_REASON_CHARS = 200
 
 def is_storage_error(err: BaseException) -> bool:
     """True for a failure of the database itself (no connection, a dropped connection, a
-    statement timeout, a full disk, a read-only file; not a constraint's answer), also as
-    the service's own gRPC call (the scheduler loop's EnqueueFires) answers it. The one
-    rule for both the health state and the outage grace (:mod:`scheduler_svc.outages`)."""
+    statement timeout, a full disk, a read-only file; not a constraint's answer, nor a value
+    it cannot hold, such as a NUL in PostgreSQL's text), also as the service's own gRPC call
+    (the scheduler loop's EnqueueFires) answers it. The one rule for both the health state
+    and the outage grace (:mod:`scheduler_svc.outages`)."""
     if isinstance(err, StorageError | OSError | TimeoutError):
         return True
     if isinstance(err, grpc.aio.AioRpcError | grpc.RpcError) and hasattr(err, "code"):
@@ -48,7 +49,19 @@ def is_storage_error(err: BaseException) -> bool:
         return bool(
             code == grpc.StatusCode.UNAVAILABLE and (details or "").startswith(DATABASE_FAILS)
         )
-    return isinstance(err, DBAPIError) and not isinstance(err, IntegrityError)
+    return isinstance(err, DBAPIError) and not (
+        isinstance(err, IntegrityError) or is_data_error(err)
+    )
+
+
+def is_data_error(err: BaseException) -> bool:
+    """True for a value the database cannot hold (SQLSTATE class 22, "data exception": a
+    NUL in PostgreSQL's text, a number out of range; SQLAlchemy's DataError): the request's
+    data, which a check should have refused, not a failure of the database."""
+    if isinstance(err, DataError):
+        return True
+    sqlstate = getattr(getattr(err, "orig", None), "sqlstate", None)
+    return isinstance(err, DBAPIError) and isinstance(sqlstate, str) and sqlstate.startswith("22")
 
 
 def reason_of(err: BaseException) -> str:

@@ -90,6 +90,21 @@ async def test_an_unreachable_postgresql_is_unavailable_not_internal(database_ur
 
 @requires_postgresql
 @on_postgresql
+async def test_a_value_the_database_cannot_hold_is_invalid_argument_not_an_outage(
+    database: Database,
+) -> None:
+    """A NUL in text, which PostgreSQL cannot store, that no check refused is the
+    request's fault: INVALID_ARGUMENT, and the database's health stays as it was (it was
+    UNAVAILABLE, logged "database failing" and counted as an outage)."""
+    statement = sa.text("SELECT CAST(:v AS text)").bindparams(v="a\x00b")
+    with pytest.raises(sa.exc.DBAPIError) as caught:
+        await database.write(lambda conn: conn.execute(statement).all())
+    assert _answer(caught.value) == grpc.StatusCode.INVALID_ARGUMENT
+    assert not database.health.failing and database.health.failures_total == 0
+
+
+@requires_postgresql
+@on_postgresql
 async def test_a_silently_dropped_connection_costs_seconds_not_the_tcp_timeout(
     database_url: str, database: Database
 ) -> None:

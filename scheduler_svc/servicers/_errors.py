@@ -36,7 +36,7 @@ from scheduler_svc.errors import (
     ServiceError,
     StorageError,
 )
-from scheduler_svc.storage_health import DATABASE_FAILS, reason_of
+from scheduler_svc.storage_health import DATABASE_FAILS, is_data_error, reason_of
 from tickwork.reasons import DOMAIN
 
 log = logging.getLogger(__name__)
@@ -153,6 +153,15 @@ def failure_of(err: Exception, method: str) -> Failure:
             field=err.field,
             description=err.text,
             resource=err.resource,
+        )
+    if is_data_error(err):
+        # A value the database cannot hold (PostgreSQL's class 22: a NUL, a number out of
+        # range) that a check should have refused: the caller's input, not an outage.
+        log.warning("a value the database refused in %s: %s", method, reason_of(err))
+        return Failure(
+            grpc.StatusCode.INVALID_ARGUMENT,
+            _details(f"a value in the request cannot be stored: {reason_of(err)}"),
+            Reason.FIELD_INVALID,
         )
     if isinstance(err, DBAPIError):
         # Logged once per change of the database's state (storage_health), not per call.
