@@ -67,6 +67,7 @@ class Sender:
         self.rng = rng or random.Random()
         self._sending: dict[int, asyncio.Task[None]] = {}
         self._notifiers: dict[str, NotifierRecord] = {}
+        self._started = clock()
 
     def _builtin(self) -> list[NotifierRecord]:
         builtin = notify.smtp_notifier(self.smtp)
@@ -84,13 +85,16 @@ class Sender:
 
     async def pass_once(self) -> int:
         """Check the dead-man windows, the long runs, the start deadlines and whether
-        ready jobs wait with no active worker (longer than ``lease_ttl_s``), route new
-        events, then start sending every due delivery; how many started."""
+        ready jobs wait with no active worker (longer than ``lease_ttl_s``, and only once
+        this sender has run that long: a restarted service's own workers get a lease TTL
+        to connect before it judges that none holds a lease), route new events, then start
+        sending every due delivery; how many started."""
         now = self.clock()
         await alerts.check_overdue(self.outbox.db, now)
         await alerts.check_long_runs(self.outbox.db, now)
         await alerts.check_start_deadlines(self.outbox.db, now)
-        await alerts.check_workers(self.outbox.db, now, self.lease_ttl_s)
+        if (now - self._started).total_seconds() >= self.lease_ttl_s:
+            await alerts.check_workers(self.outbox.db, now, self.lease_ttl_s)
         while await self.outbox.route(now, self._builtin) > 0:
             pass
         declared = {n.name: n for n in await self.outbox.list_notifiers()}

@@ -155,6 +155,32 @@ async def test_jobs_waiting_with_no_active_worker_alert_once_and_the_return_once
         assert again["type"] == "no_active_worker" and again["id"] != down["id"]
 
 
+async def test_a_restarted_service_gives_its_workers_a_lease_ttl_before_it_alerts(
+    tmp_path: Path, database_url: str
+) -> None:
+    """Jobs that waited through a restart (longer than a lease TTL, no lease live) do not
+    page at once: the restarted service's own workers get a lease TTL to connect."""
+    with http_receiver() as receiver:
+        async with inprocess(tmp_path, database_url, T0, lease_ttl_s=15.0) as h:
+            await h.client.put_notifier(webhook("hook", receiver.url))
+            await h.client.create_task("t", "shell", {"argv": ["true"]})
+            await h.client.run("t", trigger=Trigger.TRIGGER_MANUAL)
+            h.clock.advance(45)  # the service was down meanwhile: this sender starts now
+            sender = h.service.start_sender()
+            await sender.pass_once()
+            await settle(receiver, 0)
+            store = h.service.app.store
+            assert await store.acquire_slot_lease("w1", h.clock(), 30.0, 1) is not None
+            h.clock.advance(15)  # its worker connected in time: nothing to say
+            await sender.pass_once()
+            await settle(receiver, 0)
+            await store.release_lease("worker", "w1", h.clock())
+            h.clock.advance(1)
+            await sender.pass_once()
+            (down,) = await settle(receiver, 1)  # now it is missing: said at once
+        assert down["type"] == "no_active_worker"
+
+
 async def test_the_new_events_can_be_routed_by_name_and_read_as_one_line(
     tmp_path: Path, database_url: str
 ) -> None:
