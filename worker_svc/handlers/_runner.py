@@ -63,31 +63,30 @@ def run(spec: dict[str, Any], result_fd: int, log_fd: int) -> int:
         MemoryError or a BaseException; ``sys.exit``'s code). KeyboardInterrupt ends the
         process with SIGINT, as it ends ``python``.
     """
-    global _reporter
-    _reporter = _Reporter(result_fd)
+    reporter = _Reporter(result_fd)
     _set_environment(spec["env"])
     sys.path[:] = spec["sys_path"]
     try:
         os.chdir(spec["cwd"])
         ProcessLimits(**spec["limits"]).apply()
     except (OSError, ValueError) as exc:
-        return _report(result_fd, {"status": "FAILED", "error": f"cannot start the job: {exc}"})
+        return reporter.report({"status": "FAILED", "error": f"cannot start the job: {exc}"})
     try:
         if spec["kind"] == "handler":
-            return _report(result_fd, _run_handler(spec, log_fd))
+            return reporter.report(_run_handler(spec, log_fd))
         result = _call(spec)
     except InvalidParams as exc:
-        return _report(result_fd, {"status": "FAILED", "error": exc.error, "invalid_params": True})
+        return reporter.report({"status": "FAILED", "error": exc.error, "invalid_params": True})
     except JobFailed as exc:
         if exc.output_tail:
             print(exc.output_tail, file=sys.stderr)
-        return _report(result_fd, {"status": "FAILED", "error": exc.error})
+        return reporter.report({"status": "FAILED", "error": exc.error})
     except MemoryError:
         _print_traceback()
         return 1
     except Exception as exc:
         _print_traceback()
-        return _report(result_fd, {"status": "FAILED", "error": _summary(exc)})
+        return reporter.report({"status": "FAILED", "error": _summary(exc)})
     except KeyboardInterrupt:
         _print_traceback()
         _flush()
@@ -108,7 +107,7 @@ def run(spec: dict[str, Any], result_fd: int, log_fd: int) -> int:
             report["returned"] = (result if isinstance(result, str) else repr(result))[-_TAIL:]
         except Exception as exc:
             report["returned"] = f"<{type(result).__name__} object; repr() raised {_summary(exc)}>"
-    return _report(result_fd, report)
+    return reporter.report(report)
 
 
 def prepare() -> None:
@@ -132,55 +131,48 @@ def _set_environment(env: dict[str, str]) -> None:
 
 
 class _Reporter:
-    """Who may write the result, and where: the job process itself (a process its function
-    forked returns through the same frames, but its result is not the job's) to the result
-    pipe it was given (a function may close it, and the number then be reused by a file
-    of its own)."""
+    """Writes how the call ended to the result pipe, once, and only from the job process
+    itself (a process its function forked returns through the same frames, but its result
+    is not the job's), and only while that descriptor is still the pipe it was given (a
+    function may close it, and the number then be reused by a file of its own)."""
 
     def __init__(self, result_fd: int) -> None:
         self.pid = os.getpid()
         self.fd = result_fd
         self.identity = _identity(result_fd)
 
-    def problem(self) -> str | None:
-        """Why the result cannot be written, or None."""
+    def report(self, result: dict[str, Any]) -> int:
+        """Write ``result`` (JSON) and close the pipe; the exit code: 0, or 1 when the
+        pipe is gone (said on stderr)."""
+        if os.getpid() != self.pid:
+            return 0  # a process the function forked: the job process reports, not this one
         if _identity(self.fd) != self.identity:
-            return (
-                f"the function returned, but how it ended cannot be reported: it closed "
-                f"the job process's result pipe (descriptor {self.fd}), which tickwork "
-                "reads the outcome from; leave descriptors it did not open alone"
+            print(
+                "tickwork: the function returned, but how it ended cannot be reported: it "
+                f"closed the job process's result pipe (descriptor {self.fd}), which "
+                "tickwork reads the outcome from; leave descriptors it did not open alone",
+                file=sys.stderr,
             )
-        return None
+            _flush()
+            return 1
+        error = result.get("error")
+        if isinstance(error, str) and len(error) > _MAX_ERROR_CHARS:
+            half = _MAX_ERROR_CHARS // 2
+            cut = len(error) - 2 * half
+            result["error"] = f"{error[:half]}\n[... {cut} characters cut ...]\n{error[-half:]}"
+        _flush()
+        os.write(self.fd, json.dumps(result).encode())
+        os.close(self.fd)
+        return 0
 
 
 def _identity(fd: int) -> tuple[int, int] | None:
+    """The (device, inode) ``fd`` refers to; None when it is closed."""
     try:
         found = os.fstat(fd)
     except OSError:
         return None
     return found.st_dev, found.st_ino
-
-
-_reporter: _Reporter | None = None
-
-
-def _report(result_fd: int, result: dict[str, Any]) -> int:
-    if _reporter is not None and os.getpid() != _reporter.pid:
-        return 0  # a process the function forked: the job process reports, not this one
-    problem = _reporter.problem() if _reporter is not None else None
-    if problem is not None:
-        print(f"tickwork: {problem}", file=sys.stderr)
-        _flush()
-        return 1
-    error = result.get("error")
-    if isinstance(error, str) and len(error) > _MAX_ERROR_CHARS:
-        half = _MAX_ERROR_CHARS // 2
-        cut = len(error) - 2 * half
-        result["error"] = f"{error[:half]}\n[... {cut} characters cut ...]\n{error[-half:]}"
-    _flush()
-    os.write(result_fd, json.dumps(result).encode())
-    os.close(result_fd)
-    return 0
 
 
 def _run_handler(spec: dict[str, Any], log_fd: int) -> dict[str, Any]:
