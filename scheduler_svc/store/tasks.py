@@ -232,13 +232,11 @@ def _move_running_jobs(conn: Connection, task: TaskRecord, group: str) -> None:
         )
         if others or len(running) > 1:
             with_it = f"job {others[0]} of group {group!r}" if others else f"job {running[1]}"
-            raise FailedPrecondition(
-                f"task {task.name!r} cannot join concurrency group {group!r} now: its job "
-                f"{running[0]} runs, and so does {with_it}; jobs of one group never run at "
-                "once. Try again once one of them has ended, or abort it",
-                field="task.concurrency_group",
-                reason=Reason.TASK_RUNNING,
-                resource=Resource.task(task.id),
+            raise _cannot_join(
+                task,
+                group,
+                f"its job {running[0]} runs, and so does {with_it}; jobs of one group never "
+                "run at once. Try again once one of them has ended, or abort it",
             )
     try:
         conn.execute(
@@ -247,14 +245,22 @@ def _move_running_jobs(conn: Connection, task: TaskRecord, group: str) -> None:
             .values(concurrency_group=group)
         )
     except IntegrityError:  # a job of the group was claimed since the read above
-        raise FailedPrecondition(
-            f"task {task.name!r} cannot join concurrency group {group!r} now: a job of "
-            "the group has just started beside its running job; try again once one of "
-            "them has ended",
-            field="task.concurrency_group",
-            reason=Reason.TASK_RUNNING,
-            resource=Resource.task(task.id),
+        raise _cannot_join(
+            task,
+            group,
+            "a job of the group has just started beside its running job; try again once "
+            "one of them has ended",
         ) from None
+
+
+def _cannot_join(task: TaskRecord, group: str, why: str) -> FailedPrecondition:
+    """The error of a concurrency-group move refused because of running jobs."""
+    return FailedPrecondition(
+        f"task {task.name!r} cannot join concurrency group {group!r} now: {why}",
+        field="task.concurrency_group",
+        reason=Reason.TASK_RUNNING,
+        resource=Resource.task(task.id),
+    )
 
 
 def _refuse_running(running: int | None, task_id: int) -> None:
