@@ -52,10 +52,9 @@ _EMAIL_ADDRESS = re.compile(
 def _email_address(address: str, field: str) -> str:
     """``address`` if it is one plain address. Raises InvalidArgument naming ``field``."""
     if not _EMAIL_ADDRESS.fullmatch(address):
-        shown = address if len(address) <= 100 else address[:100] + "..."
         raise InvalidArgument(
             f"not one plain email address (name@domain, no spaces, commas or control "
-            f"characters): {shown!r}",
+            f"characters): {address!r:.100}",
             field=field,
         )
     return address
