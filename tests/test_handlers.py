@@ -351,14 +351,14 @@ async def test_shell_second_cancel_during_grace_kills_at_once() -> None:
 
 _DIE_BEFORE_GUARD = """
 import asyncio, os, signal, sys
-from worker_svc.handlers import JobContext, ShellHandler, shell
+from worker_svc.handlers import JobContext, ShellHandler, _jobproc
 
-def killed_before_registering(pgid):  # the worker dies right after the spawn
+def killed_before_registering(pid, keeper):  # the worker dies right after the spawn
     with open(sys.argv[1], "w") as f:
-        f.write(str(pgid))
+        f.write(str(pid))
     os.kill(os.getpid(), signal.SIGKILL)
 
-shell.guard_group = killed_before_registering
+_jobproc.guard_job = killed_before_registering
 ctx = JobContext(job_id=1, task_id=1, task_name="t", attempt=1, timeout_s=None,
                  log=lambda stream, line: None)
 asyncio.run(ShellHandler().run({"argv": ["touch", sys.argv[2]]}, ctx))
@@ -368,10 +368,10 @@ asyncio.run(ShellHandler().run({"argv": ["touch", sys.argv[2]]}, ctx))
 async def test_shell_program_never_starts_if_the_worker_dies_before_guarding_it(
     tmp_path: Path,
 ) -> None:
-    """The gap between spawning a job's program and registering its group with the guard:
-    a worker SIGKILLed there must not leave the program running unguarded (it would
-    overlap the retry of its own job). The program waits behind a gate that only opens
-    after the registration; the worker's death closes the gate."""
+    """The gap between getting a job's process and registering the job with the guard: a
+    worker SIGKILLed there must not leave the program running unguarded (it would overlap
+    the retry of its own job). The job process waits for its spec, which the worker
+    writes only after the registration; the worker's death closes the spec pipe."""
     pid_file, marker = tmp_path / "pid", tmp_path / "started"
     worker = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -382,8 +382,8 @@ async def test_shell_program_never_starts_if_the_worker_dies_before_guarding_it(
         cwd=TESTS_DIR.parent,
     )
     assert await asyncio.wait_for(worker.wait(), 30) == -9
-    gate = int(pid_file.read_text())
-    await wait_not_running(gate, timeout_s=10)  # the gate's shell saw the pipe close
+    waiting = int(pid_file.read_text())
+    await wait_not_running(waiting, timeout_s=10)  # the job process saw the pipe close
     assert not marker.exists(), "the program ran although the worker died unguarded"
 
 

@@ -1,12 +1,15 @@
 """The worker's side of job processes: get one from the job process server, feed it its
-spec, read its output in bounded chunks, stop its process group, learn how it ended.
+spec, read its output in bounded chunks, stop the job, learn how it ended.
 
 The server (:mod:`worker_svc.handlers._zygote`) is started on first use, one per worker
-process, and again when it died. A job process is a process group of its own: stopping
-it (abort, timeout) sends SIGTERM to the group, then SIGKILL once the grace has passed
-with the process still there; when it exits by itself, whatever it left in its group is
-SIGKILLed. The group is registered with the guard (``_guard``) for as long as it runs, so
-a worker that dies kills it.
+process, and again when it died. Each job process runs below a keeper of its own that
+tracks every process the job starts (:mod:`worker_svc.handlers._keeper`). Stopping a job
+(abort, timeout) asks the server to have the keeper SIGTERM every process of the job, and,
+once the grace has passed with the job not over, to SIGKILL every one left; when the job
+process exits by itself, its keeper applies the same rule to whatever it left behind. The
+job's end is known once nothing of it is left. The job (its process group and keeper) is
+registered with the guard (``_guard``) for as long as it runs, so a worker that dies kills
+it.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ._guard import forget_group, guard_group
+from ._guard import forget_job, guard_job
 
 __all__ = ["ProcessEnd", "run_job_process", "start_job_process_server"]
 
@@ -45,7 +48,9 @@ _REAP_S = 5.0
 
 _Exit = tuple[int | None, float | None]
 """How a job process ended: (its exit code, negative for a signal; the CPU seconds it
-used); (None, None) when the job process server died before telling."""
+used); (None, None) when the job process server or the job's keeper died before telling."""
+_Pids = tuple[int, int]
+"""A job process's pid and its keeper's."""
 
 
 class _ForkServer:
@@ -56,7 +61,7 @@ class _ForkServer:
         self._proc: subprocess.Popen[bytes] | None = None
         self._sock: socket.socket | None = None
         self._next_request = 0
-        self._spawning: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[int]]] = {}
+        self._spawning: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[_Pids]]] = {}
         self._exit_waiters: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[_Exit]]] = {}
         self._exited: dict[int, _Exit] = {}
         self._abandoned: set[int] = set()
@@ -109,15 +114,18 @@ class _ForkServer:
                 if "req" in message:
                     loop, spawned = self._spawning.pop(message["req"])
                     if "pid" in message:
-                        _settle(loop, spawned, message["pid"], self._abandon)
+                        pids = (message["pid"], message["keeper"])
+                        _settle(loop, spawned, pids, self._abandon)
                     else:
                         _fail(loop, spawned, RuntimeError(message.get("error", "refused")))
                     continue
                 if message["pid"] in self._abandoned:
                     self._abandoned.discard(message["pid"])
                     continue
-                code = os.waitstatus_to_exitcode(message["status"])
-                end: _Exit = (code, float(message["cpu_s"]))
+                status = message["status"]
+                end: _Exit = (None, None)
+                if status is not None:
+                    end = (os.waitstatus_to_exitcode(status), float(message["cpu_s"]))
                 waiting = self._exit_waiters.pop(message["pid"], None)
                 if waiting is None:
                     self._exited[message["pid"]] = end
@@ -135,8 +143,10 @@ class _ForkServer:
             self._exit_waiters.clear()
         sock.close()
 
-    def _abandon(self, pid: int) -> None:
-        """Forget job process ``pid``, whose request was given up (on the event loop)."""
+    def _abandon(self, pids: _Pids) -> None:
+        """Forget the job process of ``pids``, whose request was given up (on the event
+        loop)."""
+        pid = pids[0]
         with self._lock:
             if self._exited.pop(pid, None) is None:
                 self._abandoned.add(pid)
@@ -151,25 +161,39 @@ class _ForkServer:
         except Exception:
             logger.exception("could not start the job process server; the first job will try")
 
-    async def spawn(self, fds: list[int]) -> int:
-        """A new job process holding ``fds`` (stdout, stderr, result, spec, log); its pid.
+    async def spawn(self, fds: list[int], grace_s: float) -> _Pids:
+        """A new job process holding ``fds`` (stdout, stderr, result, spec, log), below a
+        keeper that stops what it leaves behind with ``grace_s`` seconds between SIGTERM
+        and SIGKILL; its pid and its keeper's.
 
         Raises:
             OSError, RuntimeError: no job process could be had.
         """
         loop = asyncio.get_running_loop()
-        spawned: asyncio.Future[int] = loop.create_future()
+        spawned: asyncio.Future[_Pids] = loop.create_future()
         with self._lock:
             sock = self._started()
             self._next_request += 1
             request = self._next_request
             self._spawning[request] = (loop, spawned)
+            message = json.dumps({"req": request, "grace_s": grace_s}).encode()
             try:
-                socket.send_fds(sock, [json.dumps({"req": request}).encode()], fds)
+                socket.send_fds(sock, [message], fds)
             except OSError:
                 del self._spawning[request]
                 raise
         return await spawned
+
+    def stop(self, pid: int, *, kill: bool) -> None:
+        """Have the keeper of job process ``pid`` stop the job: SIGTERM to every process
+        of it, SIGKILL to what is left after its grace; ``kill``: SIGKILL to all of it now.
+        Does nothing once the server is gone (its keepers then kill their jobs)."""
+        with self._lock:
+            sock = self._sock
+            if sock is None:
+                return
+            with contextlib.suppress(OSError):
+                sock.send(json.dumps({"stop": pid, "kill": kill}).encode())
 
     def exit_of(self, pid: int) -> asyncio.Future[_Exit]:
         """A future of how job process ``pid`` ends."""
@@ -320,13 +344,15 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
         os.killpg(pgid, sig)
 
 
-async def _stop(pgid: int, ended: asyncio.Future[_Exit], grace_s: float) -> None:
-    """SIGTERM the group; SIGKILL it after ``grace_s`` unless its process has exited."""
-    _signal_group(pgid, signal.SIGTERM)
+async def _stop(pid: int, ended: asyncio.Future[_Exit], grace_s: float) -> None:
+    """SIGTERM every process of the job; SIGKILL every one left after ``grace_s`` unless
+    the job is over (nothing of it left) by then."""
+    _SERVER.stop(pid, kill=False)
     with contextlib.suppress(TimeoutError):
         async with asyncio.timeout(max(grace_s, 0.0)):
             await asyncio.shield(ended)
-    _signal_group(pgid, signal.SIGKILL)
+    if not ended.done():
+        _SERVER.stop(pid, kill=True)
 
 
 async def _reaped(ended: asyncio.Future[_Exit], pid: int) -> None:
@@ -361,14 +387,16 @@ async def run_job_process(
             its output, on the event loop, in order per stream; must not block.
         timeout_s (float | None): stop it after this many seconds, counted from the call
             (the wait for a job process included); None: never.
-        grace_s (float): seconds between SIGTERM and SIGKILL when it is stopped.
+        grace_s (float): seconds between SIGTERM and SIGKILL when it is stopped, or when
+            its process ended and left others running.
 
     Returns:
         ProcessEnd: its exit code, result, and whether it timed out.
 
     Raises:
         OSError, RuntimeError: no job process could be started.
-        asyncio.CancelledError: the job was aborted; its process group was stopped first.
+        asyncio.CancelledError: the job was aborted; every process of it was stopped
+            first.
     """
     loop = asyncio.get_running_loop()
     # The timeout counts from here: a job process server that is slow to answer (frozen,
@@ -390,7 +418,7 @@ async def run_job_process(
     theirs = [out_w, err_w, res_w, spec_r, log_w]
     try:
         async with asyncio.timeout_at(deadline):
-            pid = await _SERVER.spawn(theirs)
+            pid, keeper = await _SERVER.spawn(theirs, grace_s)
     except BaseException as exc:
         # A child handed these pipes later reads no spec (its pipe is closed: end of file)
         # and exits without running anything.
@@ -405,9 +433,8 @@ async def run_job_process(
             os.close(fd)
     files = [os.fdopen(fd, "rb" if fd != spec_w else "wb", buffering=0) for fd in ours]
     ended = _SERVER.exit_of(pid)
-    guard_group(pid)  # killed with the worker if the worker dies first
+    guard_job(pid, keeper)  # killed with the worker if the worker dies first
     extra = {"job_id": job_id, "pid": pid}
-    logger.debug("job %d: started job process %d", job_id, pid, extra=extra)
     transports: list[asyncio.ReadTransport | asyncio.WriteTransport] = []
     readers: list[_Lines | _Result] = []
     result = _Result()
@@ -426,7 +453,7 @@ async def run_job_process(
             transport.max_size = _READ_CHUNK_BYTES  # type: ignore[attr-defined]
             transports.append(transport)
             readers.append(protocol)
-        # The go-ahead (the group is guarded): written at once when the pipe takes it all,
+        # The go-ahead (the job is guarded): written at once when the pipe takes it all,
         # as a job's spec does unless its params are large.
         data = json.dumps(spec).encode()
         os.set_blocking(spec_w, False)
@@ -442,6 +469,10 @@ async def run_job_process(
             transports.append(writer)
             writer.write(data[sent:])
             writer.close()
+        if spec.get("kind") == "exec":
+            logger.info("job %d: started %r as pid %d", job_id, spec["argv"][0], pid, extra=extra)
+        else:
+            logger.debug("job %d: started job process %d", job_id, pid, extra=extra)
         try:
             async with asyncio.timeout_at(deadline):
                 await asyncio.shield(ended)
@@ -454,8 +485,9 @@ async def run_job_process(
         await _stop(pid, ended, grace_s)  # cancelled again: see finally
         raise
     finally:
-        _signal_group(pid, signal.SIGKILL)  # whatever it left running in its group
-        if not ended.done():
+        if not ended.done():  # cancelled during the grace, or a bug: kill all of it now
+            _SERVER.stop(pid, kill=True)
+            _signal_group(pid, signal.SIGKILL)  # also when the server cannot be reached
             await _reaped(ended, pid)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(_PIPE_DRAIN_S):
@@ -470,6 +502,6 @@ async def run_job_process(
                 opened.close()
         for file in files:  # those no transport took (closing twice is harmless)
             file.close()
-        forget_group(pid)
+        forget_job(pid)
     returncode, cpu_s = ended.result()
     return ProcessEnd(returncode, cpu_s, result.value(), timed_out)
