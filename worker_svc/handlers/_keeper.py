@@ -23,9 +23,14 @@ one job). The keeper lives until that tree is empty, reaping what is reparented 
   keeper): :data:`STOP_SIGNAL` applies the stop rule to the whole tree, :data:`KILL_SIGNAL`
   SIGKILLs it at once (the grace is over, or the worker is cancelled again).
 - The keeper reports how the job's process ended (wait status, CPU seconds) to the server
-  only when nothing of the tree is left, and exits; the server passes it to the worker. So
-  the job's output pipes, which only its processes hold, are at end of file by then: a
-  daemon the job left cannot hold the job's end open.
+  only when nothing of the tree is left; the server passes it to the worker. So the job's
+  output pipes, which only its processes hold, are at end of file by then: a daemon the
+  job left cannot hold the job's end open.
+
+A keeper keeps one job at a time and then the next: the server keeps one per job slot,
+each with the next job's process forked ahead, so a job costs no more forks than its own
+process. Signals the server sent for a job that ended meanwhile are dropped before the
+next job starts.
 
 **When the worker dies.** The server dies with the worker (PR_SET_PDEATHSIG), and each
 keeper gets :data:`KILL_SIGNAL` when the server dies: it SIGKILLs its tree, reaps it and
@@ -73,17 +78,18 @@ _SIGNALS = {signal.SIGCHLD, STOP_SIGNAL, KILL_SIGNAL}
 
 
 def start_keeper(
-    server: socket.socket, job_channel: socket.socket, become_job: Callable[[], NoReturn]
+    server: socket.socket, become_job: Callable[[socket.socket], NoReturn]
 ) -> NoReturn:
-    """In a process just forked by the job process server: become a job's keeper. Fork
-    the job's process (``become_job`` runs in it; ``job_channel`` stays its own), tell the
-    server its pid, wait for the server's go (``{"grace_s": G}``, sent with the job), keep
-    the job until nothing of it is left, report how its process ended and exit.
+    """In a process just forked by the job process server: become a keeper, and keep one
+    job after another until the server closes ``server`` (or dies). For each job: fork
+    its process ahead (``become_job`` runs in it, with the socket it gets its descriptors
+    on), tell the server ``{"job": PID}`` with the other end of that socket, wait for the
+    go (``{"grace_s": G}``, sent when the job's descriptors are), keep the job until
+    nothing of it is left and report ``{"status": WAIT_STATUS, "cpu_s": SECONDS}``.
 
     Args:
         server (socket.socket): this keeper's channel to the server.
-        job_channel (socket.socket): where the job's process gets its descriptors.
-        become_job (Callable[[], NoReturn]): what the job's process runs.
+        become_job (Callable[[socket.socket], NoReturn]): what a job's process runs.
     """
     try:
         signal.set_wakeup_fd(-1)
@@ -95,23 +101,8 @@ def start_keeper(
         _tree.die_with_parent(KILL_SIGNAL)
         if os.getppid() != server_pid:
             os._exit(0)  # the server died before the line above
-        job = os.fork()
-        if job == 0:
-            server.close()
-            become_job()
-        job_channel.close()
-        server.send(json.dumps({"job": job}).encode())
-        try:
-            go = server.recv(4096)
-        except OSError:  # the server is gone
-            go = b""
-        if not go:  # no job for this spare: the server is gone or let it go
-            _kill_everything(job)
-            _reap_all()
-            os._exit(0)
-        status, cpu_s = _Keeper(job, float(json.loads(go)["grace_s"])).keep()
-        with contextlib.suppress(OSError):
-            server.send(json.dumps({"status": status, "cpu_s": cpu_s}).encode())
+        while _keep_one(server, become_job):
+            pass
     except BaseException:
         with contextlib.suppress(BaseException):
             import traceback
@@ -119,6 +110,42 @@ def start_keeper(
             traceback.print_exc()
     finally:
         os._exit(0)
+
+
+def _keep_one(server: socket.socket, become_job: Callable[[socket.socket], NoReturn]) -> bool:
+    """Fork the next job's process, keep that job, report its end; whether to go on (the
+    server is still there and wants this keeper)."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    job = os.fork()
+    if job == 0:
+        server.close()
+        ours.close()
+        become_job(theirs)
+    theirs.close()
+    try:
+        socket.send_fds(server, [json.dumps({"job": job}).encode()], [ours.fileno()])
+        ours.close()
+        go = server.recv(4096)
+    except OSError:  # the server is gone
+        go = b""
+    if not go:  # no job for this one: the server is gone or let this keeper go
+        _kill_everything(job)
+        _reap_all()
+        return False
+    _forget_signals()
+    status, cpu_s = _Keeper(job, float(json.loads(go)["grace_s"])).keep()
+    try:
+        server.send(json.dumps({"status": status, "cpu_s": cpu_s}).encode())
+    except OSError:
+        return False
+    return True
+
+
+def _forget_signals() -> None:
+    """Take the stop and kill signals still pending for this keeper's last job (the server
+    sent them before it read that job's end): they are not the next job's."""
+    while signal.sigtimedwait({STOP_SIGNAL, KILL_SIGNAL}, 0) is not None:
+        pass
 
 
 class _Keeper:

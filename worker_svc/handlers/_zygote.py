@@ -5,12 +5,14 @@ The worker starts it once (``python -m worker_svc.handlers._zygote FD``, FD one 
 ``{"req": N, "grace_s": G}``, with five file descriptors: the job's stdout, stderr, result
 and log pipes (write ends) and its spec pipe (read end). Every job runs below a keeper of
 its own (:mod:`worker_svc.handlers._keeper`: a child subreaper that tracks and stops every
-process of the job): the server forks the keeper, which forks the job's process. The
-server keeps *spare* pairs forked ahead (as many as the worker asks for: one per slot, at
-most :data:`MAX_SPARES`), so no fork is on a job's path: a spare job process already is a
-process group of its own, dies with its keeper (PR_SET_PDEATHSIG) and waits for its job's
-descriptors on a socket of its own. The server hands the oldest spare the five descriptors
-(and its keeper the grace), answers, and forks the next spare only while no request waits.
+process of the job): the server forks keepers, and each keeper forks one job's process
+after another, the next one ahead of its job. The server keeps as many keepers free as the
+worker asks for (one per slot, at most :data:`MAX_SPARES`), so no fork is on a job's path:
+a spare job process already is a process group of its own, dies with its keeper
+(PR_SET_PDEATHSIG) and waits for its job's descriptors on a socket of its own. The server
+hands a spare the five descriptors (and its keeper the grace), answers, and forks a new
+keeper only while no request waits and too few are free; a keeper whose job ended forks
+its next spare at once, so keepers are forked only while the jobs running at once grow.
 The job process takes the pipes as its stdout, stderr and result fds (only stdout and
 stderr inheritable: a program the job starts gets none of the other pipes, nor any other
 job's), and reads the job's spec (JSON) from the spec pipe: the worker writes it only once
@@ -27,10 +29,10 @@ reaps and so never names another process. It never runs a job itself: each job p
 starts from the state the server had before any job ran (the imports below, done once,
 then frozen out of the garbage collector's reach so that a child's collections do not
 copy their pages), and nothing of one job reaches the next. A spare that never got a job
-exits without telling. The server is a child subreaper too: what a keeper that was killed
-leaves is reparented to it, and it SIGKILLs every process below it that is no keeper's. It
-dies with the worker (PR_SET_PDEATHSIG), its keepers then SIGKILL their jobs, and it exits
-when the worker closes its socket.
+exits with its keeper, without telling. The server is a child subreaper too: what a keeper
+that was killed leaves is reparented to it, and it SIGKILLs every process below it that is
+no keeper's. It dies with the worker (PR_SET_PDEATHSIG), its keepers then SIGKILL their
+jobs, and it exits when the worker closes its socket.
 """
 
 from __future__ import annotations
@@ -117,210 +119,247 @@ def _send(sock: socket.socket, message: dict[str, Any]) -> None:
     sock.send(json.dumps(message).encode())
 
 
-class _Spare:
-    """A keeper forked ahead of its job, and the job process it forked, waiting: the
-    keeper on ``channel`` for the go, the job process on ``job_channel`` for its
-    descriptors."""
+class _Keeper:
+    """A keeper process of this server (see :mod:`worker_svc.handlers._keeper`); it
+    announces each job process it forks ahead (``job``, with ``job_channel`` to give it
+    its descriptors on), keeps that job once handed, reports its end, and so on."""
 
     def __init__(self, closing: list[int]) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        job_ours, job_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         pid = os.fork()
         if pid == 0:
             try:
                 ours.close()
-                job_ours.close()
                 for fd in closing:
                     with contextlib.suppress(OSError):
                         os.close(fd)
             finally:
-                start_keeper(theirs, job_theirs, lambda: _job_process(job_theirs))
+                start_keeper(theirs, _job_process)
         theirs.close()
-        job_theirs.close()
-        self.keeper = pid
+        self.pid = pid
         self.channel = ours
-        self.job_channel = job_ours
         self.job = 0
-        """The job process's pid, once the keeper said it (:meth:`hand`)."""
-        self.reported = False
+        """Its job process: forked ahead (``job_channel`` set) or running (``busy``); 0
+        between a job's end and the next announcement."""
+        self.job_channel: socket.socket | None = None
+        self.busy = False
+
+    @property
+    def idle(self) -> bool:
+        """Whether it has a job process ready for the next job."""
+        return not self.busy and self.job_channel is not None
+
+    def heard(self, sock: socket.socket) -> bool:
+        """Take one message of the keeper: a job process forked ahead, or the end of its
+        job (passed on to the worker on ``sock``); False when the keeper is gone."""
+        try:
+            said, fds, _flags, _addr = socket.recv_fds(self.channel, 4096, 1)
+        except OSError:
+            said, fds = b"", []
+        if not said:
+            for fd in fds:
+                os.close(fd)
+            return False
+        message = json.loads(said)
+        if "job" in message:
+            self.job = int(message["job"])
+            self.job_channel = socket.socket(fileno=fds[0]) if fds else None
+            return self.job_channel is not None
+        _send(sock, {"pid": self.job, "status": message["status"], "cpu_s": message["cpu_s"]})
+        self.busy = False
+        self.job = 0
+        return True
 
     def hand(self, fds: list[int], grace_s: float) -> None:
-        """Give the job process its job's descriptors (it then waits for the spec) and
-        the keeper the grace of the stop rule; learn the job process's pid.
+        """Give the job process ready its job's descriptors (it then waits for the spec)
+        and the keeper the go, with the grace of the stop rule.
 
         Raises:
-            OSError: the spare died.
+            OSError: the job process or the keeper died.
         """
+        assert self.job_channel is not None
         try:
             socket.send_fds(self.job_channel, [b"job"], fds)
         finally:
             self.job_channel.close()
-        self.channel.setblocking(True)
-        said = self.channel.recv(4096)  # sent by the keeper as soon as it forked
-        if not said:
-            raise ConnectionResetError("the spare's keeper exited")
-        self.job = int(json.loads(said)["job"])
+            self.job_channel = None
         self.channel.send(json.dumps({"grace_s": grace_s}).encode())
+        self.busy = True
+
+    def lost(self, sock: socket.socket) -> None:
+        """The keeper is gone: a job it kept ended unknown to it (said so on ``sock``)."""
+        if self.busy:
+            _send(sock, {"pid": self.job, "status": None, "cpu_s": None})
+            self.busy = False
+        self.close()
 
     def close(self) -> None:
+        """Let the keeper go (it exits when it reads end of file) and forget it."""
         self.channel.close()
-        with contextlib.suppress(OSError):
+        if self.job_channel is not None:
             self.job_channel.close()
+            self.job_channel = None
+
+
+class _Server:
+    """The server's state: its keepers, busy or with a job process forked ahead."""
+
+    def __init__(self, sock: socket.socket, spares_wanted: int) -> None:
+        self.sock = sock
+        self.spares_wanted = spares_wanted
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_r, False)
+        os.set_blocking(self.wake_w, False)
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(sock, selectors.EVENT_READ)
+        self.selector.register(self.wake_r, selectors.EVENT_READ)
+        self.keepers: dict[int, _Keeper] = {}
+        self.gone: set[int] = set()
+        """Keepers forgotten (let go, or their channel closed) and not reaped yet."""
+
+    def serve(self) -> None:
+        """Answer the worker until it closes its socket, keeping ``spares_wanted`` keepers
+        not busy (a new one is forked only while no request waits). A keeper is kept for
+        good: one whose job ended takes a later one, so keepers are forked only while the
+        jobs running at once grow (at most twice the slots)."""
+        signal.set_wakeup_fd(self.wake_w)
+        signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+        while True:
+            spare = sum(not keeper.busy for keeper in self.keepers.values())
+            ready = self.selector.select(0 if spare < self.spares_wanted else None)
+            if not ready:
+                self._fork_keeper()
+                continue
+            for key, _ in ready:
+                if key.fileobj is self.sock:
+                    message, fds, _flags, _addr = socket.recv_fds(self.sock, 4096, _MAX_FDS)
+                    if not message:
+                        return  # the worker is gone
+                    request = json.loads(message)
+                    if "stop" in request:
+                        self._stop(request)
+                    else:
+                        self._answer(request, fds)
+                elif isinstance(key.data, _Keeper):
+                    keeper = key.data
+                    if keeper.pid in self.keepers and not keeper.heard(self.sock):
+                        self._forget(keeper, lost=True)
+                else:
+                    with contextlib.suppress(BlockingIOError):
+                        while os.read(self.wake_r, 4096):
+                            pass
+            self._reap()
+
+    def _closing(self, fds: list[int]) -> list[int]:
+        """What a keeper forked now closes first: the server's own descriptors, those of
+        the request being answered (its job process gets its own copies through its
+        channel) and the other keepers' channels, so a job holds only its own pipes."""
+        mine = [self.sock.fileno(), self.wake_r, self.wake_w, self.selector.fileno()]
+        for keeper in self.keepers.values():
+            mine.append(keeper.channel.fileno())
+            if keeper.job_channel is not None:
+                mine.append(keeper.job_channel.fileno())
+        return [*mine, *fds]
+
+    def _fork_keeper(self, fds: list[int] | None = None) -> _Keeper:
+        keeper = _Keeper(self._closing(fds or []))
+        self.keepers[keeper.pid] = keeper
+        self.selector.register(keeper.channel, selectors.EVENT_READ, keeper)
+        return keeper
+
+    def _forget(self, keeper: _Keeper, *, lost: bool = False) -> None:
+        with contextlib.suppress(KeyError, ValueError):
+            self.selector.unregister(keeper.channel)
+        if lost:
+            keeper.lost(self.sock)
+        else:
+            keeper.close()
+        self.keepers.pop(keeper.pid, None)
+        self.gone.add(keeper.pid)
+
+    def _stop(self, request: dict[str, Any]) -> None:
+        """Signal the keeper of job process ``request["stop"]``: stop the job, or kill it
+        at once; nothing when that job is over."""
+        for keeper in self.keepers.values():
+            if keeper.busy and keeper.job == request["stop"]:
+                sig = KILL_SIGNAL if request.get("kill") else STOP_SIGNAL
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(keeper.pid, sig)  # unreaped: still that keeper
+                return
+
+    def _answer(self, request: dict[str, Any], fds: list[int]) -> None:
+        """Hand a request's descriptors to a keeper's job process forked ahead (a new
+        keeper's when none is ready) and answer with its pids, or with the error."""
+        try:
+            if len(fds) != _MAX_FDS:
+                _send(self.sock, {"req": request["req"], "error": "expected 5 descriptors"})
+                return
+            grace_s = float(request.get("grace_s", 0.0))
+            error: OSError | None = None
+            for _ in range(len(self.keepers) + 1):  # each spare that died, then a new one
+                keeper: _Keeper | None = None
+                try:
+                    keeper = self._ready_keeper(fds)
+                    keeper.hand(fds, grace_s)
+                    break
+                except OSError as exc:  # it died unreaped: another one takes the job
+                    error = exc
+                    if keeper is not None and keeper.pid in self.keepers:
+                        self._forget(keeper)
+            else:
+                _send(self.sock, {"req": request["req"], "error": f"no job process: {error}"})
+                return
+            assert keeper is not None
+            message = {"req": request["req"], "pid": keeper.job, "keeper": keeper.pid}
+            _send(self.sock, message)
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+    def _ready_keeper(self, fds: list[int]) -> _Keeper:
+        """A keeper with a job process ready: one that has it, else one whose job just
+        ended (it forks the next job process at once), else a new one; waited for.
+
+        Raises:
+            OSError: the keeper waited for died before it was ready.
+        """
+        free = [keeper for keeper in self.keepers.values() if not keeper.busy]
+        for keeper in free:
+            if keeper.idle:
+                return keeper
+        keeper = free[0] if free else self._fork_keeper(fds)
+        while not keeper.idle:
+            if not keeper.heard(self.sock):
+                self._forget(keeper, lost=True)
+                raise ConnectionResetError("a keeper exited before its job process was ready")
+        return keeper
+
+    def _reap(self) -> None:
+        """Reap every child that exited: a keeper let go (expected), a keeper that died
+        (its job, if any, ended unknown), or a process reparented here from a keeper that
+        was killed (ignored). When a keeper died, whatever it kept is SIGKILLed."""
+        died = False
+        while True:
+            try:
+                pid, status, _usage = os.wait4(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            if pid in self.keepers:
+                self._forget(self.keepers[pid], lost=True)
+                died = True
+            elif pid in self.gone:
+                self.gone.discard(pid)
+                died = died or not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0
+        if died:
+            _tree.kill_all(os.getpid(), skip=frozenset(self.keepers))
 
 
 def serve(sock: socket.socket, spares_wanted: int = 1) -> None:
-    """Fork a job per request until the worker closes ``sock``, keeping up to
-    ``spares_wanted`` spares forked ahead: a spare is forked only while no request waits,
-    so a request never waits behind a spare's fork."""
-    wake_r, wake_w = os.pipe()
-    os.set_blocking(wake_r, False)
-    os.set_blocking(wake_w, False)
-    signal.set_wakeup_fd(wake_w)
-    signal.signal(signal.SIGCHLD, lambda signum, frame: None)
-    selector = selectors.DefaultSelector()
-    selector.register(sock, selectors.EVENT_READ)
-    selector.register(wake_r, selectors.EVENT_READ)
-    closing = [sock.fileno(), wake_r, wake_w, selector.fileno()]
-    spares: dict[int, _Spare] = {}
-    jobs: dict[int, _Spare] = {}
-    """The keepers of jobs handed out and not yet reaped, by keeper pid."""
-    while True:
-        ready = selector.select(0 if len(spares) < spares_wanted else None)
-        if not ready:
-            spare = _Spare(_unshared(closing, [], spares, jobs))
-            spares[spare.keeper] = spare
-            continue
-        for key, _ in ready:
-            if key.fileobj is sock:
-                message, fds, _flags, _addr = socket.recv_fds(sock, 4096, _MAX_FDS)
-                if not message:
-                    return  # the worker is gone
-                request = json.loads(message)
-                if "stop" in request:
-                    _stop(request, jobs)
-                    continue
-                child = _answer(sock, request, fds, spares, jobs, closing)
-                if child is not None:
-                    jobs[child.keeper] = child
-                    selector.register(child.channel, selectors.EVENT_READ, child)
-            elif isinstance(key.data, _Spare):
-                _report(sock, key.data)
-                selector.unregister(key.fileobj)
-            else:
-                with contextlib.suppress(BlockingIOError):
-                    while os.read(wake_r, 4096):
-                        pass
-        _reap(sock, spares, jobs, selector)
-
-
-def _stop(request: dict[str, Any], jobs: dict[int, _Spare]) -> None:
-    """Signal the keeper of job process ``request["stop"]``: stop it, or kill it at once."""
-    for keeper in jobs.values():
-        if keeper.job == request["stop"]:
-            sig = KILL_SIGNAL if request.get("kill") else STOP_SIGNAL
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(keeper.keeper, sig)  # unreaped: still that keeper
-            return
-
-
-def _report(sock: socket.socket, job: _Spare) -> None:
-    """Pass on how the job's process ended, once its keeper said it (nothing of the job
-    is left then); a keeper that died without saying: status unknown."""
-    if job.reported:
-        return
-    job.reported = True
-    try:
-        job.channel.setblocking(False)
-        said = job.channel.recv(4096)
-    except OSError:
-        said = b""
-    end = json.loads(said) if said else {"status": None, "cpu_s": None}
-    _send(sock, {"pid": job.job, "status": end["status"], "cpu_s": end["cpu_s"]})
-
-
-def _answer(
-    sock: socket.socket,
-    request: dict[str, Any],
-    fds: list[int],
-    spares: dict[int, _Spare],
-    jobs: dict[int, _Spare],
-    closing: list[int],
-) -> _Spare | None:
-    """Hand a request's descriptors to a spare (the oldest; a fresh fork when none is
-    left) and answer with its pids, or with the error; the spare that took the job."""
-    if len(fds) != _MAX_FDS:
-        for fd in fds:
-            os.close(fd)
-        _send(sock, {"req": request["req"], "error": "expected 5 descriptors"})
-        return None
-    grace_s = float(request.get("grace_s", 0.0))
-    if spares:
-        child = spares.pop(next(iter(spares)))
-    else:
-        child = _Spare(_unshared(closing, fds, spares, jobs))
-    try:
-        try:
-            child.hand(fds, grace_s)
-        except OSError:  # the spare died unreaped: a fresh one takes the job
-            child.close()
-            child = _Spare(_unshared(closing, fds, spares, jobs))
-            child.hand(fds, grace_s)
-    except OSError as exc:
-        child.close()
-        _send(sock, {"req": request["req"], "error": f"no job process: {exc}"})
-        return None
-    finally:
-        for fd in fds:
-            os.close(fd)
-    _send(sock, {"req": request["req"], "pid": child.job, "keeper": child.keeper})
-    return child
-
-
-def _unshared(
-    closing: list[int], fds: list[int], spares: dict[int, _Spare], jobs: dict[int, _Spare]
-) -> list[int]:
-    """What a keeper forked now closes first: the server's own descriptors, those of the
-    request being answered (its job process gets its own copies through its channel) and
-    the other keepers' and spares' channels, so a job holds only its own pipes."""
-    return [
-        *closing,
-        *fds,
-        *(spare.channel.fileno() for spare in spares.values()),
-        *(spare.job_channel.fileno() for spare in spares.values()),
-        *(job.channel.fileno() for job in jobs.values() if job.channel.fileno() >= 0),
-    ]
-
-
-def _reap(
-    sock: socket.socket,
-    spares: dict[int, _Spare],
-    jobs: dict[int, _Spare],
-    selector: selectors.BaseSelector,
-) -> None:
-    """Reap every child that exited: a keeper whose job ended (reported now if its report
-    was not read yet), a spare that died (dropped), or a process reparented here from a
-    keeper that was killed (ignored). When a keeper died without reporting, what it kept
-    is SIGKILLed."""
-    lost = False
-    while True:
-        try:
-            pid, status, _usage = os.wait4(-1, os.WNOHANG)
-        except ChildProcessError:
-            break
-        if pid == 0:
-            break
-        if pid in spares:
-            spares.pop(pid).close()
-        elif pid in jobs:
-            job = jobs.pop(pid)
-            if not job.reported:
-                _report(sock, job)
-                with contextlib.suppress(KeyError, ValueError):
-                    selector.unregister(job.channel)
-            job.close()
-            lost = lost or not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0
-    if lost:
-        _tree.kill_all(os.getpid(), skip=frozenset([*spares, *jobs]))
+    """Run jobs for the worker on ``sock`` until it closes it, keeping ``spares_wanted``
+    keepers with a job process forked ahead (see the module docstring)."""
+    _Server(sock, spares_wanted).serve()
 
 
 def _preload() -> None:
