@@ -143,7 +143,10 @@ def test_the_processes_of_a_job_die_with_its_sigkilled_worker(
     name = _create(client, kind, how, mark, record, then_s=600)
     client.run(name)
     wait_for(lambda: _started(record) and marked(mark), what="the detached sleep to start")
+    job_process = pids(str(record))
     worker.kill(signal.SIGKILL)
-    wait_for(lambda: not marked(mark), timeout_s=GONE_S, what="the job's processes to be gone")
-    left = [pid for pid in pids(str(record)) if pid_exists(pid)]
-    assert not left, f"the job process {left} outlived its worker"
+
+    def gone() -> bool:
+        return not marked(mark) and not [pid for pid in job_process if pid_exists(pid)]
+
+    wait_for(gone, timeout_s=GONE_S, what="the job's processes to be gone")

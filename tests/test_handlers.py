@@ -353,9 +353,9 @@ _DIE_BEFORE_GUARD = """
 import asyncio, os, signal, sys
 from worker_svc.handlers import JobContext, ShellHandler, _jobproc
 
-def killed_before_registering(pid, keeper):  # the worker dies right after the spawn
+def killed_before_registering(key, pid, keeper):  # the worker dies right after the spawn
     with open(sys.argv[1], "w") as f:
-        f.write(str(pid))
+        f.write(str(keeper))
     os.kill(os.getpid(), signal.SIGKILL)
 
 _jobproc.guard_job = killed_before_registering
@@ -368,10 +368,11 @@ asyncio.run(ShellHandler().run({"argv": ["touch", sys.argv[2]]}, ctx))
 async def test_shell_program_never_starts_if_the_worker_dies_before_guarding_it(
     tmp_path: Path,
 ) -> None:
-    """The gap between getting a job's process and registering the job with the guard: a
+    """The gap between getting a job's keeper and registering the job with the guard: a
     worker SIGKILLed there must not leave the program running unguarded (it would overlap
-    the retry of its own job). The job process waits for its spec, which the worker
-    writes only after the registration; the worker's death closes the spec pipe."""
+    the retry of its own job). The program needs the job's spec, which the worker
+    writes only after the registration; the worker's death closes the spec pipe, and the
+    job's keeper, which starts the program once it read the spec, exits."""
     pid_file, marker = tmp_path / "pid", tmp_path / "started"
     worker = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -382,8 +383,8 @@ async def test_shell_program_never_starts_if_the_worker_dies_before_guarding_it(
         cwd=TESTS_DIR.parent,
     )
     assert await asyncio.wait_for(worker.wait(), 30) == -9
-    waiting = int(pid_file.read_text())
-    await wait_not_running(waiting, timeout_s=10)  # the job process saw the pipe close
+    keeper = int(pid_file.read_text())
+    await wait_not_running(keeper, timeout_s=10)  # it saw the spec pipe close, then its server
     assert not marker.exists(), "the program ran although the worker died unguarded"
 
 

@@ -54,22 +54,23 @@ def started(pid):
         return int(stat[stat.rfind(b")") + 2:].split()[19])
     except (OSError, IndexError, ValueError):
         return -1
-def kill(pgid, keeper, start):
+def kill(keeper, start, pgid):
     if keeper > 0 and started(keeper) == start:
         try:
             os.kill(keeper, KILL_SIGNAL)
         except OSError:
             pass
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except OSError:
-        pass
+    if pgid > 0:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except OSError:
+            pass
 while True:
     now = time.clock_gettime(clock)
-    for pgid, (limit, keeper, start) in list(groups.items()):
+    for key, (limit, keeper, start, pgid) in list(groups.items()):
         if limit > 0 and now - fed > limit:
-            kill(pgid, keeper, start)
-            del groups[pgid]
+            kill(keeper, start, pgid)
+            del groups[key]
     timeout = 0.1 if any(entry[0] > 0 for entry in groups.values()) else None
     if not select.select([fd], [], [], timeout)[0]:
         continue
@@ -82,28 +83,28 @@ while True:
         if sign == b".":
             fed = time.clock_gettime(clock)
         elif sign == b"+":
-            pgid, limit, keeper, start = line[1:].split()
-            groups[int(pgid)] = (float(limit), int(keeper), int(start))
+            key, limit, keeper, start, pgid = line[1:].split()
+            groups[int(key)] = (float(limit), int(keeper), int(start), int(pgid))
             fed = time.clock_gettime(clock)
         elif sign == b"-":
             groups.pop(int(line[1:]), None)
-for pgid, (limit, keeper, start) in groups.items():
-    kill(pgid, keeper, start)
+for limit, keeper, start, pgid in groups.values():
+    kill(keeper, start, pgid)
 """.replace("KILL_SIGNAL", str(int(KILL_SIGNAL)))
-"""The guard's program. Lines: ``+PGID SECONDS KEEPER START`` registers a job: its
-process group, its watchdog timeout (``SECONDS`` 0: none), its keeper's pid (0: none) and
+"""The guard's program. Lines: ``+KEY SECONDS KEEPER START PGID`` registers a job: a key
+of the worker's, its watchdog timeout (``SECONDS`` 0: none), its keeper's pid (0: none) and
 start time (``/proc/PID/stat``'s, so that a pid given to another process since is not
-signalled); ``-PGID`` forgets it, ``.`` feeds the watchdog; a registration feeds it too. It
-checks the watchdog every 0.1 s while a watched job is registered, on the boot-time clock
-(which counts a suspended machine's time too)."""
+signalled) and its process group (0: none known); ``-KEY`` forgets it, ``.`` feeds the
+watchdog; a registration feeds it too. It checks the watchdog every 0.1 s while a watched
+job is registered, on the boot-time clock (which counts a suspended machine's time too)."""
 
 _lock = threading.Lock()
 _guard: subprocess.Popen[bytes] | None = None
 _watchdog_s = 0.0
 """The watchdog timeout given to groups registered from now on, seconds (0: none)."""
 _groups: dict[int, str] = {}
-"""The jobs registered and not forgotten, by process group, with the rest of their
-registration line (watchdog timeout, keeper, its start time): what a guard started again
+"""The jobs registered and not forgotten, by key, with the rest of their registration
+line (watchdog timeout, keeper, its start time, process group): what a guard started again
 (the last one died) is told first."""
 _RESTART_GAP_S = 1.0
 """A guard that dies is started again at once (its groups registered again), unless the
@@ -127,7 +128,7 @@ def _started() -> subprocess.Popen[bytes]:
         )
         assert guard.stdin is not None
         if _groups:
-            lines = "".join(f"+{pgid} {entry}\n" for pgid, entry in _groups.items())
+            lines = "".join(f"+{key} {entry}\n" for key, entry in _groups.items())
             os.write(guard.stdin.fileno(), lines.encode())  # a pipe takes this many at once
         _guard = guard
         threading.Thread(
@@ -198,29 +199,30 @@ def feed() -> None:
             os.write(guard.stdin.fileno(), b".\n")
 
 
-def guard_job(pgid: int, keeper: int = 0) -> None:
-    """Have the job of process group ``pgid`` and keeper ``keeper`` (0: none) killed if
-    this worker process dies before :func:`forget_job`, or stops feeding the guard for the
-    :func:`watch` timeout: the group SIGKILLed, the keeper told to SIGKILL every process
-    of the job. Never raises."""
+def guard_job(key: int, pgid: int, keeper: int) -> None:
+    """Have a job killed if this worker process dies before :func:`forget_job` of ``key``
+    (a number of the worker's, unique among its running jobs), or stops feeding the guard
+    for the :func:`watch` timeout: its keeper ``keeper`` told to SIGKILL every process of
+    the job, its process group ``pgid`` (0: none known) SIGKILLed. Never raises."""
     try:
         start = _tree.start_time(keeper) if keeper else None
-        entry = f"{_watchdog_s:.3f} {keeper if start is not None else 0} {start or 0}"
+        known = keeper if start is not None else 0
+        entry = f"{_watchdog_s:.3f} {known} {start or 0} {pgid}"
         with _lock:
-            _groups[pgid] = entry
-        _tell(f"+{pgid} {entry}\n")
+            _groups[key] = entry
+        _tell(f"+{key} {entry}\n")
     except Exception:
-        logger.exception("could not register process group %d with the guard", pgid)
+        logger.exception("could not register job %d (keeper %d) with the guard", key, keeper)
 
 
-def forget_job(pgid: int) -> None:
-    """The job of group ``pgid`` is over: no longer kill it when the worker dies."""
+def forget_job(key: int) -> None:
+    """The job registered as ``key`` is over: no longer kill it when the worker dies."""
     try:
         with _lock:
-            _groups.pop(pgid, None)
-        _tell(f"-{pgid}\n")
+            _groups.pop(key, None)
+        _tell(f"-{key}\n")
     except Exception:
-        logger.exception("could not unregister process group %d from the guard", pgid)
+        logger.exception("could not unregister job %d from the guard", key)
 
 
 @atexit.register

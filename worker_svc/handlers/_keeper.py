@@ -8,12 +8,13 @@ The job is over, and its outcome reported, only once no process of it is left.
 
 **How a job's processes are known.** A process group is not enough: ``setsid``, a
 daemon's double fork or ``nohup cmd &`` in a new session leave it. So every job, shell and
-python alike, runs below a *keeper*: a small process of its own, forked by the job process
-server (:mod:`worker_svc.handlers._zygote`), that is a child subreaper
-(PR_SET_CHILD_SUBREAPER) and forks the job's process. An orphan below a subreaper is
-reparented to it, not to init; so while the keeper lives, every process the job started,
-however it detached, is below the keeper, and only the job's processes are (a keeper keeps
-one job). The keeper lives until that tree is empty, reaping what is reparented to it:
+python alike, runs below a *keeper*: a process forked by the job process server
+(:mod:`worker_svc.handlers._zygote`), a child subreaper (PR_SET_CHILD_SUBREAPER), that
+starts the job's process (forks a python job's, spawns a shell job's program). An orphan
+below a subreaper is reparented to it, not to init; so while the keeper keeps a job, every
+process the job started, however it detached, is below the keeper, and only the job's
+processes are (a keeper keeps one job at a time). The job lasts until that tree is empty,
+the keeper reaping what is reparented to it:
 
 - The job's process exits: when the keeper then has no child left (one ``waitpid``, no
   ``/proc`` read: anything still running below it would be its child or below one), the
@@ -27,20 +28,20 @@ one job). The keeper lives until that tree is empty, reaping what is reparented 
   output pipes, which only its processes hold, are at end of file by then: a daemon the
   job left cannot hold the job's end open.
 
-A keeper keeps one job at a time and then the next: the server keeps one per job slot,
-each with the next job's process forked ahead, so a job costs no more forks than its own
-process. Signals the server sent for a job that ended meanwhile are dropped before the
-next job starts.
+A keeper keeps one job at a time and then the next: the server keeps one per job slot (a
+python job's keeper with the next job's process forked ahead), so a job costs no more forks
+than its own process. Signals the server sent for a job that ended meanwhile are dropped
+before the next job starts.
 
 **When the worker dies.** The server dies with the worker (PR_SET_PDEATHSIG), and each
 keeper gets :data:`KILL_SIGNAL` when the server dies: it SIGKILLs its tree, reaps it and
 exits. The worker's guard (:mod:`worker_svc.handlers._guard`) knows each running job's
-keeper and process group and, when the worker exits or stops feeding it (frozen), sends the
-keeper :data:`KILL_SIGNAL` and SIGKILLs the group itself, so neither a frozen worker nor a
-lost signal leaves the job running. A keeper that is itself killed (its job killed it, an
-operator) takes the job's process with it (PR_SET_PDEATHSIG); what that leaves is
-reparented to the server, also a subreaper, which SIGKILLs every process below it that is
-no keeper's.
+keeper (and a python job's process group) and, when the worker exits or stops feeding it
+(frozen), sends the keeper :data:`KILL_SIGNAL` and SIGKILLs the group itself, so neither a
+frozen worker nor a lost signal leaves the job running. A keeper that is itself killed
+(its job killed it, an operator) takes a python job's process with it (PR_SET_PDEATHSIG);
+whatever of the job is left is reparented to the server, also a subreaper, which SIGKILLs
+every process below it that is no keeper's.
 
 **What is read when.** The tree is read from ``/proc`` (:mod:`worker_svc.handlers._tree`)
 only to signal it: on a stop, and when a job's process ended with something left. A job
@@ -55,6 +56,7 @@ delegated hierarchy a worker cannot count on, and the keeper holds the tree with
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import signal
@@ -78,18 +80,23 @@ _SIGNALS = {signal.SIGCHLD, STOP_SIGNAL, KILL_SIGNAL}
 
 
 def start_keeper(
-    server: socket.socket, become_job: Callable[[socket.socket], NoReturn]
+    server: socket.socket, become_job: Callable[[socket.socket], NoReturn] | None
 ) -> NoReturn:
     """In a process just forked by the job process server: become a keeper, and keep one
-    job after another until the server closes ``server`` (or dies). For each job: fork
-    its process ahead (``become_job`` runs in it, with the socket it gets its descriptors
-    on), tell the server ``{"job": PID}`` with the other end of that socket, wait for the
-    go (``{"grace_s": G}``, sent when the job's descriptors are), keep the job until
-    nothing of it is left and report ``{"status": WAIT_STATUS, "cpu_s": SECONDS}``.
+    job after another until the server closes ``server`` (or dies).
+
+    A keeper of python jobs (``become_job`` given) forks each job's process ahead
+    (``become_job`` runs in it, with the socket it gets its descriptors on) and tells the
+    server ``{"job": PID}`` with the other end of that socket; the go, ``{"grace_s": G}``,
+    comes when the job's descriptors are given to that process. A keeper of programs
+    (``become_job`` None) says ``{"job": 0}``; its go comes with the job's descriptors,
+    and it starts the program itself once the worker writes the spec (:func:`_spawn`).
+    Either then keeps the job until nothing of it is left and reports ``{"status":
+    WAIT_STATUS, "cpu_s": SECONDS}``.
 
     Args:
         server (socket.socket): this keeper's channel to the server.
-        become_job (Callable[[socket.socket], NoReturn]): what a job's process runs.
+        become_job (Callable[[socket.socket], NoReturn] | None): what a job's process runs.
     """
     try:
         signal.set_wakeup_fd(-1)
@@ -112,28 +119,46 @@ def start_keeper(
         os._exit(0)
 
 
-def _keep_one(server: socket.socket, become_job: Callable[[socket.socket], NoReturn]) -> bool:
-    """Fork the next job's process, keep that job, report its end; whether to go on (the
-    server is still there and wants this keeper)."""
-    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    job = os.fork()
-    if job == 0:
-        server.close()
-        ours.close()
-        become_job(theirs)
-    theirs.close()
+def _keep_one(
+    server: socket.socket, become_job: Callable[[socket.socket], NoReturn] | None
+) -> bool:
+    """Keep the next job, and report its end; whether to go on (the server is still there
+    and wants this keeper)."""
+    job = 0
     try:
-        socket.send_fds(server, [json.dumps({"job": job}).encode()], [ours.fileno()])
-        ours.close()
-        go = server.recv(4096)
+        if become_job is None:
+            server.send(json.dumps({"job": 0}).encode())
+        else:
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            job = os.fork()
+            if job == 0:
+                server.close()
+                ours.close()
+                become_job(theirs)
+            theirs.close()
+            socket.send_fds(server, [json.dumps({"job": job}).encode()], [ours.fileno()])
+            ours.close()
+        go, fds, _flags, _addr = socket.recv_fds(server, 4096, _MAX_FDS)
     except OSError:  # the server is gone
-        go = b""
+        go, fds = b"", []
     if not go:  # no job for this one: the server is gone or let this keeper go
+        for fd in fds:
+            os.close(fd)
         _kill_everything(job)
         _reap_all()
         return False
     _forget_signals()
-    status, cpu_s = _Keeper(job, float(json.loads(go)["grace_s"])).keep()
+    grace_s = float(json.loads(go)["grace_s"])
+    if become_job is None:
+        program, status = _spawn(fds) if len(fds) == _MAX_FDS else (None, _NOT_STARTED)
+        if program is None:
+            return _report(server, status, 0.0)
+        job = program
+    return _report(server, *_Keeper(job, grace_s).keep())
+
+
+def _report(server: socket.socket, status: int | None, cpu_s: float) -> bool:
+    """Tell the server how the job's process ended; whether it heard it."""
     try:
         server.send(json.dumps({"status": status, "cpu_s": cpu_s}).encode())
     except OSError:
@@ -207,13 +232,151 @@ class _Keeper:
         _signal_everything(self.job, signal.SIGTERM)
 
 
+_MAX_FDS = 5
+"""A job's descriptors: stdout, stderr, result, spec and log pipes."""
+_MAX_SPEC_BYTES = 64 * 1024 * 1024
+"""A longer spec is refused (params are at most 1 MiB)."""
+_NOT_STARTED = 127 << 8
+"""The wait status reported for a program that could not be started (exit code 127, as a
+shell's); 125 when the worker gave no go-ahead."""
+_NO_GO = 125 << 8
+_SHELL = "/bin/sh"
+_DEFAULT_SIGNALS = tuple(
+    sig for sig in signal.valid_signals() if sig not in (signal.SIGKILL, signal.SIGSTOP)
+)
+"""Set back to their default in a program the keeper starts: it would inherit what the
+keeper ignores (as Python ignores SIGPIPE)."""
+
+
+def _spawn(fds: list[int]) -> tuple[int | None, int]:
+    """Start an exec job's program: read the job's spec from its spec pipe (the worker's
+    go-ahead), then spawn the program with ``posix_spawn`` (no copy of this process) in a
+    process group of its own, with the job's stdout and stderr, stdin from ``/dev/null``,
+    and the spec's environment, working directory and limits (``prefix``: a shell that
+    sets them, then execs the program). The program is looked up on the ``PATH`` of its
+    environment unless it has a slash (relative entries against its working directory); a
+    file without a ``#!`` line runs as a ``/bin/sh`` script.
+
+    Returns:
+        tuple[int | None, int]: the program's pid (told on the result pipe as
+        ``{"started": PID}``), or None with the wait status to report when nothing was
+        started: no go-ahead, or a program that could not be (said on the result pipe as
+        ``{"status": "FAILED", "exec_error": [ERRNO, STRERROR, NAME]}``, NAME the working
+        directory when that is what failed, and on stderr).
+    """
+    out, err, result, spec_fd, _log = fds
+    for fd in fds:  # received without close-on-exec: none is the program's but by dup2
+        os.set_inheritable(fd, False)
+    try:
+        data = _read_spec(spec_fd)
+        if not data:
+            return None, _NO_GO
+        spec = json.loads(data)
+        argv: list[str] = spec["argv"]
+        cwd: str | None = spec.get("cwd")
+        here = os.getcwd()
+        try:
+            if cwd is not None:
+                os.chdir(cwd)
+            try:
+                pid = _spawn_program(spec.get("prefix", ""), argv, spec["env"], out, err)
+            except OSError as exc:
+                return None, _not_started(err, result, exc, argv[0])
+        except OSError as exc:
+            return None, _not_started(err, result, exc, str(cwd))
+        finally:
+            with contextlib.suppress(OSError):
+                os.chdir(here)
+        with contextlib.suppress(OSError):
+            os.write(result, json.dumps({"started": pid}).encode())
+        return pid, 0
+    finally:
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def _read_spec(fd: int) -> bytes:
+    """The spec the worker writes on the spec pipe; empty when it wrote none (or too much)."""
+    chunks: list[bytes] = []
+    size = 0
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > _MAX_SPEC_BYTES:
+            return b""
+    return b"".join(chunks)
+
+
+def _spawn_program(prefix: str, argv: list[str], env: dict[str, str], out: int, err: int) -> int:
+    """Spawn the program ``argv``; its pid (see :func:`_spawn`).
+
+    Raises:
+        OSError: it could not be started: the first error along the ``PATH`` other than
+            "no such file", else that one.
+    """
+    if prefix:  # the shell looks the program up and reports what it cannot run
+        script = f'{prefix}exec "$0" "$@"'
+        return _posix_spawn(_SHELL, [_SHELL, "-c", script, *argv], env, out, err)
+    program = argv[0]
+    if "/" in program:
+        candidates = [program]
+    else:
+        candidates = [os.path.join(folder, program) for folder in os.get_exec_path(env)]
+    failed: OSError | None = None
+    for candidate in candidates:
+        try:
+            try:
+                return _posix_spawn(candidate, argv, env, out, err)
+            except OSError as exc:
+                if exc.errno != errno.ENOEXEC:
+                    raise
+            return _posix_spawn(_SHELL, [_SHELL, candidate, *argv[1:]], env, out, err)
+        except (FileNotFoundError, NotADirectoryError) as exc:
+            failed = failed or exc
+        except OSError as exc:  # found, but it cannot run: that is the error
+            failed = exc
+            break
+    raise failed or FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
+
+
+def _posix_spawn(path: str, argv: list[str], env: dict[str, str], out: int, err: int) -> int:
+    return os.posix_spawn(
+        path,
+        argv,
+        env,
+        file_actions=[
+            (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+            (os.POSIX_SPAWN_DUP2, out, 1),
+            (os.POSIX_SPAWN_DUP2, err, 2),
+        ],
+        setpgroup=0,
+        setsigmask=(),
+        setsigdef=_DEFAULT_SIGNALS,
+    )
+
+
+def _not_started(err: int, result: int, exc: OSError, name: str) -> int:
+    """Say why the program could not be started, on its stderr and its result pipe; the
+    wait status to report."""
+    with contextlib.suppress(OSError):
+        os.write(err, f"tickwork: cannot run {name!r}: {exc.strerror}\n".encode())
+        os.write(
+            result,
+            json.dumps(
+                {"status": "FAILED", "exec_error": [exc.errno, exc.strerror, name]}
+            ).encode(),
+        )
+    return _NOT_STARTED
+
+
 def _signal_everything(job: int, sig: int) -> None:
     """Send ``sig`` to every process below this keeper (its group, where there is no
     ``/proc`` to read the tree from)."""
     if sys.platform.startswith("linux"):
         for process in _tree.descendants(os.getpid()):
             _tree.send(process, sig)
-    else:
+    elif job > 0:
         with contextlib.suppress(OSError):
             os.killpg(job, sig)
 

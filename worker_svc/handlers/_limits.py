@@ -90,6 +90,17 @@ class ProcessLimits:
         """The hard CPU limit, seconds: a second above the soft one, at most the largest."""
         return min(self.cpu_limit_seconds + _CPU_HARD_EXTRA_S, _RLIMIT_MAX)
 
+    def shell_prefix(self) -> str:
+        """``ulimit`` commands that apply them in ``/bin/sh`` (``-v`` is in KiB; the CPU
+        limit's hard one a second above the soft one, as :meth:`apply` sets them)."""
+        parts = []
+        if self.memory_limit_bytes:
+            parts.append(f"ulimit -v {max(1, self.memory_limit_bytes // 1024)}")
+        if self.cpu_limit_seconds:
+            hard = self._cpu_hard_s()
+            parts += [f"ulimit -S -t {self.cpu_limit_seconds}", f"ulimit -H -t {hard}"]
+        return "".join(f"{part} || exit 126; " for part in parts)
+
     def reached(self, returncode: int | None, output_tail: str, cpu_s: float | None = None) -> str:
         """Which limit a job process that ended by itself has reached, as a sentence; ``""``
         when none seems to be.

@@ -1,13 +1,9 @@
 """Inside a job process: set the job's environment up, call its function, say how it ended.
 
 The spec (JSON, from the worker through the job process server) names the function
-(``kind: "python"``, ``callable``, ``kwargs``), a handler registered by a package
-(``kind: "handler"``, ``handler``, ``params``) or a program to exec in the job process's
-place (``kind: "exec"``, ``argv``: a shell job), and the process's environment, working
-directory, ``sys.path`` (not for a program) and limits. A program that cannot be started
-is reported as ``{"status": "FAILED", "exec_error": [ERRNO, STRERROR, FILENAME]}`` (the
-working directory's name when that is what failed) and exit code 127; one that starts
-writes no result. A handler's result goes as its JobResult's fields
+(``kind: "python"``, ``callable``, ``kwargs``) or a handler registered by a package
+(``kind: "handler"``, ``handler``, ``params``), and the process's environment, working
+directory, ``sys.path`` and limits. A handler's result goes as its JobResult's fields
 (``status``, ``error``, ``output_tail``), its ``ctx.log`` lines to the log fd. The
 process's stdout and stderr are the job's output too (``print``, ``logging`` at INFO and
 above, tracebacks). How the call ended goes as one JSON
@@ -22,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import importlib
 import inspect
 import json
@@ -69,8 +64,6 @@ def run(spec: dict[str, Any], result_fd: int, log_fd: int) -> int:
         process with SIGINT, as it ends ``python``.
     """
     reporter = _Reporter(result_fd)
-    if spec["kind"] == "exec":
-        return _exec(spec, reporter)
     _set_environment(spec["env"])
     sys.path[:] = spec["sys_path"]
     try:
@@ -115,79 +108,6 @@ def run(spec: dict[str, Any], result_fd: int, log_fd: int) -> int:
         except Exception as exc:
             report["returned"] = f"<{type(result).__name__} object; repr() raised {_summary(exc)}>"
     return reporter.report(report)
-
-
-_RESTORED_SIGNALS = ("SIGPIPE", "SIGXFZ", "SIGXFSZ")
-"""Signals Python ignores, set back to their default for a program (as ``subprocess``
-does): ignored signals stay ignored across exec."""
-
-
-_SHELL = "/bin/sh"
-
-
-def _exec(spec: dict[str, Any], reporter: _Reporter) -> int:
-    """Exec the program ``spec["argv"]`` in this process (looked up on the ``PATH`` of
-    ``spec["env"]`` unless it has a slash, relative entries against the working directory),
-    with that environment, working directory and limits. Returns only when it could not
-    be started, with the code to exit with, having reported why."""
-    argv: list[str] = spec["argv"]
-    env: dict[str, str] = spec["env"]
-    cwd: str | None = spec.get("cwd")
-    program = argv[0]
-    if "/" in program:
-        candidates = [program]
-    else:
-        candidates = [os.path.join(folder, program) for folder in os.get_exec_path(env)]
-    try:
-        if cwd is not None:
-            os.chdir(cwd)
-    except OSError as exc:
-        return _not_started(reporter, exc.errno, exc.strerror, str(cwd))
-    for name in _RESTORED_SIGNALS:
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), signal.SIG_DFL)
-    _flush()
-    failed: OSError | None = None
-    try:
-        ProcessLimits(**spec["limits"]).apply()
-        for candidate in candidates:
-            try:
-                _execve(candidate, argv, env)
-            except (FileNotFoundError, NotADirectoryError) as exc:
-                failed = failed or exc
-            except OSError as exc:  # found, but it cannot run: that is the error
-                failed = exc
-                break
-    except (OSError, ValueError) as exc:
-        failed = exc if isinstance(exc, OSError) else OSError(errno.EINVAL, str(exc))
-    except MemoryError:  # under a memory limit, the exec's own allocations may fail
-        failed = OSError(errno.ENOMEM, os.strerror(errno.ENOMEM))
-    if failed is None:
-        failed = OSError(errno.ENOENT, os.strerror(errno.ENOENT))
-    return _not_started(reporter, failed.errno, failed.strerror, program)
-
-
-def _execve(path: str, argv: list[str], env: dict[str, str]) -> None:
-    """Exec ``path``; a file without a ``#!`` line runs as a shell script, as execvp(3)
-    and shells run it. Returns only by raising.
-
-    Raises:
-        OSError: it could not be exec'd.
-    """
-    try:
-        os.execve(path, argv, env)
-    except OSError as exc:
-        if exc.errno != errno.ENOEXEC:
-            raise
-    os.execve(_SHELL, [_SHELL, path, *argv[1:]], env)
-
-
-def _not_started(reporter: _Reporter, code: int | None, why: str | None, name: str) -> int:
-    """Report a program that could not be started (``name``: it, or the working
-    directory); the exit code 127, as a shell's."""
-    print(f"tickwork: cannot run {name!r}: {why}", file=sys.stderr)
-    reporter.report({"status": "FAILED", "exec_error": [code, why, name]})
-    return 127
 
 
 def prepare() -> None:

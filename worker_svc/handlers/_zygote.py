@@ -1,38 +1,44 @@
-"""The job process server: a pre-started interpreter that forks the processes of jobs.
+"""The job process server: a pre-started interpreter that forks the keepers of jobs.
 
 The worker starts it once (``python -m worker_svc.handlers._zygote FD``, FD one end of a
-``SOCK_SEQPACKET`` socket pair) and asks it for a job process by sending one small message,
-``{"req": N, "grace_s": G}``, with five file descriptors: the job's stdout, stderr, result
-and log pipes (write ends) and its spec pipe (read end). Every job runs below a keeper of
-its own (:mod:`worker_svc.handlers._keeper`: a child subreaper that tracks and stops every
-process of the job): the server forks keepers, and each keeper forks one job's process
-after another, the next one ahead of its job. The server keeps as many keepers free as the
-worker asks for (one per slot, at most :data:`MAX_SPARES`), so no fork is on a job's path:
-a spare job process already is a process group of its own, dies with its keeper
-(PR_SET_PDEATHSIG) and waits for its job's descriptors on a socket of its own. The server
-hands a spare the five descriptors (and its keeper the grace), answers, and forks a new
-keeper only while no request waits and too few are free; a keeper whose job ended forks
-its next spare at once, so keepers are forked only while the jobs running at once grow.
-The job process takes the pipes as its stdout, stderr and result fds (only stdout and
-stderr inheritable: a program the job starts gets none of the other pipes, nor any other
-job's), and reads the job's spec (JSON) from the spec pipe: the worker writes it only once
-the job is registered with the guard (``_guard``), so a worker that dies before that leaves
-a process that reads end-of-file and exits without running anything. The job process then
-runs the job (:mod:`worker_svc.handlers._runner`: a function, a handler, or a program it
-execs) and exits.
+``SOCK_SEQPACKET`` socket pair) and asks it for a job by sending one small message,
+``{"req": N, "grace_s": G, "exec": BOOL}``, with five file descriptors: the job's stdout,
+stderr, result and log pipes (write ends) and its spec pipe (read end). Every job runs
+below a keeper (:mod:`worker_svc.handlers._keeper`: a child subreaper that tracks and
+stops every process of the job), and the server forks keepers of two kinds:
 
-The server answers each request with ``{"req": N, "pid": PID, "keeper": KEEPER}`` and,
-once nothing of that job is left, ``{"pid": PID, "status": WAIT_STATUS, "cpu_s":
-CPU_SECONDS}`` (``status`` null when its keeper died without saying). ``{"stop": PID}``
-(``"kill": true``: at once) stops a job: the server signals its keeper, whose pid it alone
-reaps and so never names another process. It never runs a job itself: each job process
-starts from the state the server had before any job ran (the imports below, done once,
-then frozen out of the garbage collector's reach so that a child's collections do not
-copy their pages), and nothing of one job reaches the next. A spare that never got a job
-exits with its keeper, without telling. The server is a child subreaper too: what a keeper
-that was killed leaves is reparented to it, and it SIGKILLs every process below it that is
-no keeper's. It dies with the worker (PR_SET_PDEATHSIG), its keepers then SIGKILL their
-jobs, and it exits when the worker closes its socket.
+- a keeper of python jobs forks each job's process ahead of its job: a process group of
+  its own that dies with its keeper (PR_SET_PDEATHSIG) and waits for its job's descriptors
+  on a socket of its own. The server hands it the five descriptors (and its keeper the
+  go). The job process takes the pipes as its stdout, stderr and result fds (only stdout
+  and stderr inheritable: a program the job starts gets none of the other pipes, nor any
+  other job's), reads the job's spec (JSON) from the spec pipe, runs the job
+  (:mod:`worker_svc.handlers._runner`) and exits;
+- a keeper of programs (``"exec": true``, a shell job) gets the descriptors itself, reads
+  the spec and spawns the program (``posix_spawn``: the job costs no copy of this
+  interpreter).
+
+Either way the spec is the go-ahead: the worker writes it only once the job is registered
+with the guard (``_guard``), so a worker that dies before that leaves nothing running. A
+keeper serves one job after another. The server keeps as many keepers of each kind free as
+the worker asks for (one per slot, at most :data:`MAX_SPARES`; of programs only once one
+was asked for), so no fork is on a job's path; it forks a new keeper only while no request
+waits and too few are free, and a keeper whose job ended is ready again at once, so keepers
+are forked only while the jobs running at once grow.
+
+The server answers each request with ``{"req": N, "pid": PID, "keeper": KEEPER}`` (``PID``
+the job process, 0 for a program, which its keeper names on the result pipe once started)
+and, once nothing of that job is left, ``{"end": N, "status": WAIT_STATUS, "cpu_s":
+CPU_SECONDS}`` (``status`` null when its keeper died without saying). ``{"stop": N}``
+(``"kill": true``: at once) stops request N's job: the server signals its keeper, whose
+pid it alone reaps and so never names another process, and only while that keeper keeps
+that job. It never runs a job itself: each job process starts from the state the server
+had before any job ran (the imports below, done once, then frozen out of the garbage
+collector's reach so that a child's collections do not copy their pages), and nothing of
+one job reaches the next. The server is a child subreaper too: what a keeper that was
+killed leaves is reparented to it, and it SIGKILLs every process below it that is no
+keeper's. It dies with the worker (PR_SET_PDEATHSIG), its keepers then SIGKILL their jobs,
+and it exits when the worker closes its socket.
 """
 
 from __future__ import annotations
@@ -120,11 +126,12 @@ def _send(sock: socket.socket, message: dict[str, Any]) -> None:
 
 
 class _Keeper:
-    """A keeper process of this server (see :mod:`worker_svc.handlers._keeper`); it
-    announces each job process it forks ahead (``job``, with ``job_channel`` to give it
-    its descriptors on), keeps that job once handed, reports its end, and so on."""
+    """A keeper process of this server (see :mod:`worker_svc.handlers._keeper`): of
+    python jobs, announcing each job process it forks ahead (``job``, with ``job_channel``
+    to give it its descriptors on), or of programs (``execs``: it starts each itself);
+    it keeps a job once handed, reports its end, and so on."""
 
-    def __init__(self, closing: list[int]) -> None:
+    def __init__(self, closing: list[int], *, execs: bool) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         pid = os.fork()
         if pid == 0:
@@ -134,10 +141,15 @@ class _Keeper:
                     with contextlib.suppress(OSError):
                         os.close(fd)
             finally:
-                start_keeper(theirs, _job_process)
+                start_keeper(theirs, None if execs else _job_process)
         theirs.close()
         self.pid = pid
+        self.execs = execs
         self.channel = ours
+        self.ready = False
+        """Whether it said it is ready for a job (a job process forked ahead, for python)."""
+        self.req = 0
+        """The request whose job it keeps, while ``busy``."""
         self.job = 0
         """Its job process: forked ahead (``job_channel`` set) or running (``busy``); 0
         between a job's end and the next announcement."""
@@ -146,8 +158,8 @@ class _Keeper:
 
     @property
     def idle(self) -> bool:
-        """Whether it has a job process ready for the next job."""
-        return not self.busy and self.job_channel is not None
+        """Whether it is ready for the next job."""
+        return not self.busy and self.ready
 
     def heard(self, sock: socket.socket) -> bool:
         """Take one message of the keeper: a job process forked ahead, or the end of its
@@ -163,33 +175,44 @@ class _Keeper:
         message = json.loads(said)
         if "job" in message:
             self.job = int(message["job"])
-            self.job_channel = socket.socket(fileno=fds[0]) if fds else None
-            return self.job_channel is not None
-        _send(sock, {"pid": self.job, "status": message["status"], "cpu_s": message["cpu_s"]})
+            if not self.execs:
+                if not fds:
+                    return False
+                self.job_channel = socket.socket(fileno=fds[0])
+            self.ready = True
+            return True
+        _send(sock, {"end": self.req, "status": message["status"], "cpu_s": message["cpu_s"]})
         self.busy = False
         self.job = 0
         return True
 
-    def hand(self, fds: list[int], grace_s: float) -> None:
-        """Give the job process ready its job's descriptors (it then waits for the spec)
-        and the keeper the go, with the grace of the stop rule.
+    def hand(self, req: int, fds: list[int], grace_s: float) -> None:
+        """Give request ``req``'s job to this keeper: its descriptors to the job process
+        ready (it then waits for the spec), or to a keeper of programs with the go; the go
+        carries the grace of the stop rule.
 
         Raises:
             OSError: the job process or the keeper died.
         """
-        assert self.job_channel is not None
-        try:
-            socket.send_fds(self.job_channel, [b"job"], fds)
-        finally:
-            self.job_channel.close()
-            self.job_channel = None
-        self.channel.send(json.dumps({"grace_s": grace_s}).encode())
+        go = json.dumps({"grace_s": grace_s}).encode()
+        self.ready = False
+        if self.execs:
+            socket.send_fds(self.channel, [go], fds)
+        else:
+            assert self.job_channel is not None
+            try:
+                socket.send_fds(self.job_channel, [b"job"], fds)
+            finally:
+                self.job_channel.close()
+                self.job_channel = None
+            self.channel.send(go)
         self.busy = True
+        self.req = req
 
     def lost(self, sock: socket.socket) -> None:
         """The keeper is gone: a job it kept ended unknown to it (said so on ``sock``)."""
         if self.busy:
-            _send(sock, {"pid": self.job, "status": None, "cpu_s": None})
+            _send(sock, {"end": self.req, "status": None, "cpu_s": None})
             self.busy = False
         self.close()
 
@@ -216,6 +239,8 @@ class _Server:
         self.keepers: dict[int, _Keeper] = {}
         self.gone: set[int] = set()
         """Keepers forgotten (let go, or their channel closed) and not reaped yet."""
+        self.execs_wanted = 0
+        """Keepers of programs kept free: none until the first program is asked for."""
 
     def serve(self) -> None:
         """Answer the worker until it closes its socket, keeping ``spares_wanted`` keepers
@@ -225,10 +250,11 @@ class _Server:
         signal.set_wakeup_fd(self.wake_w)
         signal.signal(signal.SIGCHLD, lambda signum, frame: None)
         while True:
-            spare = sum(not keeper.busy for keeper in self.keepers.values())
-            ready = self.selector.select(0 if spare < self.spares_wanted else None)
+            short = self._short()
+            ready = self.selector.select(0 if short is not None else None)
             if not ready:
-                self._fork_keeper()
+                assert short is not None
+                self._fork_keeper(execs=short)
                 continue
             for key, _ in ready:
                 if key.fileobj is self.sock:
@@ -250,6 +276,15 @@ class _Server:
                             pass
             self._reap()
 
+    def _short(self) -> bool | None:
+        """Which kind of keeper too few are free of (True: of programs); None: neither."""
+        free = [keeper.execs for keeper in self.keepers.values() if not keeper.busy]
+        if free.count(False) < self.spares_wanted:
+            return False
+        if free.count(True) < self.execs_wanted:
+            return True
+        return None
+
     def _closing(self, fds: list[int]) -> list[int]:
         """What a keeper forked now closes first: the server's own descriptors, those of
         the request being answered (its job process gets its own copies through its
@@ -261,8 +296,8 @@ class _Server:
                 mine.append(keeper.job_channel.fileno())
         return [*mine, *fds]
 
-    def _fork_keeper(self, fds: list[int] | None = None) -> _Keeper:
-        keeper = _Keeper(self._closing(fds or []))
+    def _fork_keeper(self, fds: list[int] | None = None, *, execs: bool) -> _Keeper:
+        keeper = _Keeper(self._closing(fds or []), execs=execs)
         self.keepers[keeper.pid] = keeper
         self.selector.register(keeper.channel, selectors.EVENT_READ, keeper)
         return keeper
@@ -278,10 +313,10 @@ class _Server:
         self.gone.add(keeper.pid)
 
     def _stop(self, request: dict[str, Any]) -> None:
-        """Signal the keeper of job process ``request["stop"]``: stop the job, or kill it
-        at once; nothing when that job is over."""
+        """Signal the keeper of the job of request ``request["stop"]``: stop the job, or
+        kill it at once; nothing when that job is over."""
         for keeper in self.keepers.values():
-            if keeper.busy and keeper.job == request["stop"]:
+            if keeper.busy and keeper.req == request["stop"]:
                 sig = KILL_SIGNAL if request.get("kill") else STOP_SIGNAL
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(keeper.pid, sig)  # unreaped: still that keeper
@@ -295,12 +330,15 @@ class _Server:
                 _send(self.sock, {"req": request["req"], "error": "expected 5 descriptors"})
                 return
             grace_s = float(request.get("grace_s", 0.0))
+            execs = bool(request.get("exec"))
+            if execs:
+                self.execs_wanted = self.spares_wanted
             error: OSError | None = None
             for _ in range(len(self.keepers) + 1):  # each spare that died, then a new one
                 keeper: _Keeper | None = None
                 try:
-                    keeper = self._ready_keeper(fds)
-                    keeper.hand(fds, grace_s)
+                    keeper = self._ready_keeper(fds, execs)
+                    keeper.hand(request["req"], fds, grace_s)
                     break
                 except OSError as exc:  # it died unreaped: another one takes the job
                     error = exc
@@ -316,18 +354,18 @@ class _Server:
             for fd in fds:
                 os.close(fd)
 
-    def _ready_keeper(self, fds: list[int]) -> _Keeper:
-        """A keeper with a job process ready: one that has it, else one whose job just
-        ended (it forks the next job process at once), else a new one; waited for.
+    def _ready_keeper(self, fds: list[int], execs: bool) -> _Keeper:
+        """A keeper of the kind asked for that is ready: one that is, else one whose job
+        just ended (it gets ready at once), else a new one; waited for.
 
         Raises:
             OSError: the keeper waited for died before it was ready.
         """
-        free = [keeper for keeper in self.keepers.values() if not keeper.busy]
+        free = [k for k in self.keepers.values() if not k.busy and k.execs == execs]
         for keeper in free:
             if keeper.idle:
                 return keeper
-        keeper = free[0] if free else self._fork_keeper(fds)
+        keeper = free[0] if free else self._fork_keeper(fds, execs=execs)
         while not keeper.idle:
             if not keeper.heard(self.sock):
                 self._forget(keeper, lost=True)

@@ -6,7 +6,7 @@ import errno
 import logging
 import os
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from tickwork.limits import MAX_SECONDS
@@ -45,14 +45,14 @@ class ShellHandler:
     - ``timeout_seconds`` (number from 0 to ten years, optional): longest run time in
       seconds, overriding ``ctx.timeout_s``; ``0`` means no timeout.
 
-    The program is exec'd in a job process (see ``_zygote``): in a process group of its
-    own, below the job's keeper, with stdin from ``/dev/null`` and the task's limits
-    (RLIMIT_AS for ``memory_limit_bytes``, RLIMIT_CPU for ``cpu_limit_seconds``). A file
-    without a ``#!`` line runs as a ``/bin/sh`` script. Its stdout and stderr are read in
-    chunks of at most 64 KiB, decoded as UTF-8 (undecodable bytes replaced), split into lines
-    and passed to ``ctx.log`` as they arrive; lines longer than 65536 characters (or output
-    without newlines) are passed on in pieces. The result keeps the last 4096 characters of
-    both streams interleaved in arrival order.
+    The program is started by the job's keeper (see ``_keeper``), in a process group of
+    its own, with stdin from ``/dev/null`` and the task's limits (``ulimit -v`` for
+    ``memory_limit_bytes``, ``-t`` for ``cpu_limit_seconds``, by ``/bin/sh`` before it
+    execs the program). A file without a ``#!`` line runs as a ``/bin/sh`` script. Its
+    stdout and stderr are read in chunks of at most 64 KiB, decoded as UTF-8 (undecodable
+    bytes replaced), split into lines and passed to ``ctx.log`` as they arrive; lines longer
+    than 65536 characters (or output without newlines) are passed on in pieces. The result
+    keeps the last 4096 characters of both streams interleaved in arrival order.
 
     Every process the program starts is the job's, whatever session or group it moves to
     (see ``_keeper``). The job is over when the program has exited and nothing it started
@@ -116,7 +116,7 @@ class ShellHandler:
             "argv": list(spec.argv),
             "env": env,
             "cwd": spec.cwd,
-            "limits": asdict(limits),
+            "prefix": limits.shell_prefix(),
         }
         try:
             end = await run_job_process(
