@@ -431,3 +431,14 @@ def leave_detached(mark: str, how: str, record: str, then_s: float) -> str:
     _append(record, "started")
     time.sleep(then_s)
     return "left"
+
+
+def kill_own_keeper(record: str) -> None:
+    """Start ``sleep 600`` in a session of its own, append ``pid PID`` (the sleep's) to
+    ``record``, then SIGKILL this job process's parent (its keeper) and wait."""
+    import subprocess
+
+    sleeper = subprocess.Popen(["sleep", "600"], start_new_session=True)
+    _append(record, f"pid {sleeper.pid}")
+    os.kill(os.getppid(), signal.SIGKILL)
+    time.sleep(60)

@@ -397,6 +397,43 @@ async def test_shell_processes_left_behind_are_killed_when_the_job_ends() -> Non
     await wait_not_running(int(result.output_tail))
 
 
+async def test_what_a_job_left_that_ignores_sigterm_is_sigkilled_after_the_grace(
+    tmp_path: Path,
+) -> None:
+    """The job's end applies the stop rule to what its program left behind, in a session
+    of its own: SIGTERM, then SIGKILL once the grace has passed."""
+    pid_file = tmp_path / "pid"
+    stubborn = "import os, signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+    stubborn += "open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(60)"
+    script = (
+        f'setsid "{sys.executable}" -c "{stubborn}" "{pid_file}" & '
+        f'while [ ! -s "{pid_file}" ]; do sleep 0.05; done'
+    )
+    result = asyncio.create_task(
+        ShellHandler().run(sh(script), make_ctx(Recorder(), abort_grace_s=1.0))
+    )
+    await wait_until(lambda: pid_file.exists() and bool(pid_file.read_text()), timeout_s=30)
+    pid = int(pid_file.read_text())
+    ended = time.monotonic()  # the program ends as soon as the pid is written
+    await result
+    assert time.monotonic() - ended >= 0.5  # the grace (1 s) was waited out, then SIGKILL
+    assert not pid_running(pid)
+
+
+async def test_a_killed_keeper_leaves_nothing_of_its_job_running(tmp_path: Path) -> None:
+    """A job process that kills its own keeper dies with it; what it started in a session
+    of its own is handed to the job process server, which kills it."""
+    record = tmp_path / "record"
+    params = {
+        "callable": "tests.handler_fixtures:kill_own_keeper",
+        "kwargs": {"record": str(record)},
+    }
+    with pytest.raises(JobFailed, match="how the job's process ended is unknown"):
+        await PythonHandler().run(params, make_ctx(Recorder()))
+    (sleeper,) = [int(line.split()[1]) for line in record.read_text().splitlines()]
+    await wait_not_running(sleeper, timeout_s=10)
+
+
 @pytest.mark.parametrize(
     ("params", "param"),
     [

@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 
 from ._guard import forget_job, guard_job
 
-__all__ = ["ProcessEnd", "run_job_process", "start_job_process_server"]
+__all__ = ["UNKNOWN_END", "ProcessEnd", "run_job_process", "start_job_process_server"]
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +46,10 @@ _PIPE_DRAIN_S = 2.0
 _REAP_S = 5.0
 """After SIGKILL, how long to wait for the job process to be reaped before giving up."""
 
+UNKNOWN_END = (
+    "how the job's process ended is unknown: its keeper or the job process server died first"
+)
+"""The error of a job whose end was not told (its :class:`ProcessEnd` ``returncode`` None)."""
 _Exit = tuple[int | None, float | None]
 """How a job process ended: (its exit code, negative for a signal; the CPU seconds it
 used); (None, None) when the job process server or the job's keeper died before telling."""

@@ -12,7 +12,7 @@ from typing import Any
 from tickwork.limits import MAX_SECONDS
 
 from ._base import HandlerResult, InvalidParams, JobContext, JobFailed, normalize_timeout_s
-from ._jobproc import run_job_process
+from ._jobproc import UNKNOWN_END, run_job_process
 from ._output import JobLines
 from .python import exit_error, job_environment
 
@@ -138,7 +138,7 @@ class ShellHandler:
             reached = limits.reached(end.returncode, str(why))
             raise JobFailed(f"{reached}: {error}" if reached else error, tail)
         if end.returncode is None:
-            raise JobFailed("the job process server exited; how the program ended is unknown")
+            raise JobFailed(UNKNOWN_END, tail)
         if end.returncode != 0:
             error = exit_error(end.returncode, output.stderr.text())
             reached = limits.reached(end.returncode, tail, end.cpu_s)
