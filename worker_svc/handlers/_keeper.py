@@ -77,6 +77,7 @@ KILL_SIGNAL = signal.SIGUSR1
 every process of the job now."""
 _SIGNALS = {signal.SIGCHLD, STOP_SIGNAL, KILL_SIGNAL}
 """What a keeper waits for (blocked, taken with sigwaitinfo: no handler runs)."""
+_PENDING_POLL_S = 0.01
 
 
 def start_keeper(
@@ -169,8 +170,27 @@ def _report(server: socket.socket, status: int | None, cpu_s: float) -> bool:
 def _forget_signals() -> None:
     """Take the stop and kill signals still pending for this keeper's last job (the server
     sent them before it read that job's end): they are not the next job's."""
-    while signal.sigtimedwait({STOP_SIGNAL, KILL_SIGNAL}, 0) is not None:
+    while _next_signal({STOP_SIGNAL, KILL_SIGNAL}, 0) is not None:
         pass
+
+
+def _next_signal(signals: set[signal.Signals], timeout_s: float | None) -> int | None:
+    """Take the next of ``signals`` (blocked in this process) that is or becomes pending,
+    waiting at most ``timeout_s`` seconds (None: as long as it takes); None when none came.
+    Where there is no sigtimedwait (macOS), what is pending is looked at every 10 ms."""
+    if hasattr(signal, "sigtimedwait"):
+        if timeout_s is None:
+            return signal.sigwaitinfo(signals).si_signo
+        info = signal.sigtimedwait(signals, max(0.0, timeout_s))
+        return None if info is None else info.si_signo
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    while True:
+        pending = signal.sigpending() & signals
+        if pending:
+            return signal.sigwait({min(pending)})
+        if deadline is not None and time.monotonic() >= deadline:
+            return None
+        time.sleep(_PENDING_POLL_S)
 
 
 class _Keeper:
@@ -195,20 +215,16 @@ class _Keeper:
                 _kill_everything(self.job)
             elif self.status is not None and self.deadline is None:
                 self._stop()  # the job's process ended and left something behind
-            info: signal.struct_siginfo | None
-            if self.killing or self.deadline is None:
-                info = signal.sigwaitinfo(_SIGNALS)
-            else:
+            left_s = None
+            if not self.killing and self.deadline is not None:
                 left_s = self.deadline - time.monotonic()
                 if left_s <= 0:
                     self.killing = True
                     continue
-                info = signal.sigtimedwait(_SIGNALS, left_s)
-            if info is None:
-                continue
-            if info.si_signo == STOP_SIGNAL and self.deadline is None:
+            sig = _next_signal(_SIGNALS, left_s)
+            if sig == STOP_SIGNAL and self.deadline is None:
                 self._stop()
-            elif info.si_signo == KILL_SIGNAL:
+            elif sig == KILL_SIGNAL:
                 self.killing = True
 
     def _reap(self) -> bool:

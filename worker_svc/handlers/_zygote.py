@@ -244,9 +244,9 @@ class _Server:
 
     def serve(self) -> None:
         """Answer the worker until it closes its socket, keeping ``spares_wanted`` keepers
-        not busy (a new one is forked only while no request waits). A keeper is kept for
-        good: one whose job ended takes a later one, so keepers are forked only while the
-        jobs running at once grow (at most twice the slots)."""
+        free of each kind (a new one is forked only while no request waits). A keeper whose
+        job ended takes a later one, so keepers are forked only while the jobs running at
+        once grow; one that gets ready while twice that many are is let go."""
         signal.set_wakeup_fd(self.wake_w)
         signal.signal(signal.SIGCHLD, lambda signum, frame: None)
         while True:
@@ -268,13 +268,25 @@ class _Server:
                         self._answer(request, fds)
                 elif isinstance(key.data, _Keeper):
                     keeper = key.data
-                    if keeper.pid in self.keepers and not keeper.heard(self.sock):
+                    if keeper.pid not in self.keepers:
+                        continue
+                    if not keeper.heard(self.sock):
                         self._forget(keeper, lost=True)
+                    elif keeper.idle and self._idle(keeper.execs) > 2 * self._wanted(keeper.execs):
+                        self._forget(keeper)  # after a burst of jobs: more than slots need
                 else:
                     with contextlib.suppress(BlockingIOError):
                         while os.read(self.wake_r, 4096):
                             pass
             self._reap()
+
+    def _wanted(self, execs: bool) -> int:
+        """How many keepers of that kind to keep free."""
+        return self.execs_wanted if execs else self.spares_wanted
+
+    def _idle(self, execs: bool) -> int:
+        """How many keepers of that kind are ready for a job."""
+        return sum(k.idle for k in self.keepers.values() if k.execs == execs)
 
     def _short(self) -> bool | None:
         """Which kind of keeper too few are free of (True: of programs); None: neither."""
