@@ -273,6 +273,9 @@ async def test_shell_missing_cwd_is_named(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("where", ["param", "ctx"])
 async def test_shell_timeout_stops_the_process(where: str) -> None:
+    # The timeout counts the wait for the job's keeper too: start the job process server
+    # first, as a worker does when it starts.
+    await ShellHandler().run(sh("true"), make_ctx(Recorder()))
     log = Recorder()
     params = sh("echo $$; exec sleep 60")
     ctx = make_ctx(log, timeout_s=0.3 if where == "ctx" else 600)
@@ -389,6 +392,7 @@ async def test_shell_program_never_starts_if_the_worker_dies_before_guarding_it(
 
 
 async def test_shell_processes_left_behind_are_killed_when_the_job_ends() -> None:
+    await ShellHandler().run(sh("true"), make_ctx(Recorder()))  # the job process server up
     log = Recorder()
     started = time.monotonic()
     result = await ShellHandler().run(sh("sleep 60 & echo $!"), make_ctx(log))

@@ -4,10 +4,15 @@ starts, on a real ``tickwork serve``; a live service's folder is never touched."
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from scheduler_svc.holders import this_process
 from tests.harness import Server, wait_for
@@ -20,11 +25,20 @@ def _stale_socket(folder: Path) -> None:
     listener.close()
 
 
+@pytest.fixture
+def temp() -> Iterator[Path]:
+    """A temp dir of the service's own, with a short path: a unix socket's path has at most
+    107 characters, more than the test's own tmp_path leaves."""
+    folder = Path(tempfile.mkdtemp(prefix="tw"))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def test_a_starting_service_removes_the_socket_folders_of_dead_services_only(
-    tmp_path: Path,
+    tmp_path: Path, temp: Path
 ) -> None:
-    temp = tmp_path / "temp"
-    temp.mkdir()
     gone = subprocess.run(
         [sys.executable, "-c", "import os; print(os.getpid())"],
         capture_output=True,

@@ -38,7 +38,10 @@ logger = logging.getLogger(__name__)
 MAX_LINE_CHARS = 64 * 1024
 """A longer line (or output without newlines) is passed on in pieces of this many characters."""
 _READ_CHUNK_BYTES = 64 * 1024
-"""Output is read at most this much at a time."""
+"""A python job's output is read at most this much at a time."""
+_PROGRAM_READ_CHUNK_BYTES = 256 * 1024
+"""A shell job's program's output, at most this much at a time (programs may write much,
+fast: fewer, larger reads)."""
 _RESULT_LIMIT_BYTES = 1 << 20
 """More of a result than this is ignored."""
 _PIPE_DRAIN_S = 2.0
@@ -463,7 +466,9 @@ async def run_job_process(
 
     transports: list[asyncio.ReadTransport | asyncio.WriteTransport] = []
     readers: list[_Lines | _Result] = []
-    result = _Result(started if spec.get("kind") == "exec" else None)
+    program = spec.get("kind") == "exec"
+    result = _Result(started if program else None)
+    chunk_bytes = _PROGRAM_READ_CHUNK_BYTES if program else _READ_CHUNK_BYTES
     timed_out = False
     try:
         out, err, res, spec_pipe, *log = files
@@ -476,7 +481,7 @@ async def run_job_process(
             pipes.append((log[0], _TaggedLines(on_line)))
         for pipe, protocol in pipes:
             transport, _ = await loop.connect_read_pipe(lambda p=protocol: p, pipe)  # type: ignore[misc]
-            transport.max_size = _READ_CHUNK_BYTES  # type: ignore[attr-defined]
+            transport.max_size = chunk_bytes  # type: ignore[attr-defined]
             transports.append(transport)
             readers.append(protocol)
         # The go-ahead (the job is guarded): written at once when the pipe takes it all,

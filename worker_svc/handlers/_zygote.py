@@ -51,8 +51,7 @@ import selectors
 import signal
 import socket
 import sys
-import traceback
-from typing import Any, NoReturn
+from typing import Any
 
 from worker_svc.handlers import _runner
 
@@ -63,62 +62,6 @@ MAX_SPARES = 4
 """The most spare jobs kept forked ahead: enough for the jobs of several slots that start
 together; each costs two processes' own pages."""
 _MAX_FDS = 5
-_SPEC_LIMIT_BYTES = 64 * 1024 * 1024
-"""A spec longer than this is refused (params are at most 1 MiB)."""
-
-
-def _read_all(fd: int) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    while chunk := os.read(fd, 1 << 20):
-        chunks.append(chunk)
-        size += len(chunk)
-        if size > _SPEC_LIMIT_BYTES:
-            break
-    return b"".join(chunks)
-
-
-def _job_process(channel: socket.socket) -> NoReturn:
-    """In the job's process (forked by its keeper): wait for the job, run it, exit."""
-    code = 1
-    try:
-        signal.pthread_sigmask(signal.SIG_SETMASK, set())
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        with contextlib.suppress(OSError):
-            os.setpgid(0, 0)
-        keeper = os.getppid()
-        _tree.die_with_parent(signal.SIGKILL)
-        if os.getppid() != keeper:
-            os._exit(125)  # the keeper died before the line above
-        devnull = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(devnull, 0)
-        os.close(devnull)
-        _message, fds, _flags, _addr = socket.recv_fds(channel, 16, _MAX_FDS)
-        channel.close()
-        if len(fds) != _MAX_FDS:
-            os._exit(125)  # the server is gone: no job for this spare
-        out, err, result, spec, log = fds
-        os.dup2(out, 1)
-        os.dup2(err, 2)
-        os.close(out)
-        os.close(err)
-        for fd in (result, spec, log):  # the job's own: not for the programs it starts
-            os.set_inheritable(fd, False)
-        data = _read_all(spec)
-        os.close(spec)
-        if not data:
-            os._exit(125)  # the worker gave no go-ahead: run nothing
-        code = _runner.run(json.loads(data), result, log)
-    except BaseException:
-        with contextlib.suppress(BaseException):
-            traceback.print_exc()
-    finally:
-        with contextlib.suppress(BaseException):
-            sys.stdout.flush()
-            sys.stderr.flush()
-        os._exit(code)
 
 
 def _send(sock: socket.socket, message: dict[str, Any]) -> None:
@@ -141,7 +84,7 @@ class _Keeper:
                     with contextlib.suppress(OSError):
                         os.close(fd)
             finally:
-                start_keeper(theirs, None if execs else _job_process)
+                start_keeper(theirs, None if execs else _runner.job_process)
         theirs.close()
         self.pid = pid
         self.execs = execs

@@ -49,7 +49,7 @@ class ShellHandler:
     its own, with stdin from ``/dev/null`` and the task's limits (``ulimit -v`` for
     ``memory_limit_bytes``, ``-t`` for ``cpu_limit_seconds``, by ``/bin/sh`` before it
     execs the program). A file without a ``#!`` line runs as a ``/bin/sh`` script. Its
-    stdout and stderr are read in chunks of at most 64 KiB, decoded as UTF-8 (undecodable
+    stdout and stderr are read in chunks of at most 256 KiB, decoded as UTF-8 (undecodable
     bytes replaced), split into lines and passed to ``ctx.log`` as they arrive; lines longer
     than 65536 characters (or output without newlines) are passed on in pieces. The result
     keeps the last 4096 characters of both streams interleaved in arrival order.
