@@ -16,7 +16,7 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["HolderProcess", "this_process"]
+__all__ = ["HolderProcess", "is_running", "this_process"]
 
 _BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 
@@ -55,7 +55,7 @@ class HolderProcess:
             return False
         if (host, boot_id) != (self.host, self.boot_id) or pid == self.pid:
             return False
-        return not _alive(pid, started)
+        return not is_running(pid, started)
 
 
 def _start_time(pid: int) -> int | None:
@@ -72,7 +72,7 @@ def _start_time(pid: int) -> int | None:
         return None
 
 
-def _alive(pid: int, started: int | None) -> bool:
+def is_running(pid: int, started: int | None) -> bool:
     """Whether process ``pid`` runs and, when ``started`` is known, is the process that
     started then (not a later one given the same pid). A zombie counts as gone."""
     try:

@@ -13,7 +13,6 @@ import logging
 import shutil
 import signal
 import sys
-import tempfile
 from collections.abc import Mapping
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any
@@ -55,6 +54,7 @@ from scheduler_svc.servicers.system import SystemServicer
 from scheduler_svc.servicers.tasks import TaskServicer
 from scheduler_svc.servicers.worker import WorkerServicer
 from scheduler_svc.settings import Settings
+from scheduler_svc.socket_dirs import make_socket_dir, remove_dead_socket_dirs
 from scheduler_svc.storage_health import log_failure
 from scheduler_svc.store import Store
 from tickwork._channel import auth_metadata
@@ -503,7 +503,8 @@ async def create_server(settings: Settings, *, clock: Clock = utc_now) -> Servic
         raise RuntimeError(
             f"{LISTEN_VARIABLE}: cannot listen on {settings.listen}: {err}"
         ) from None
-    socket_dir = tempfile.mkdtemp(prefix="tickwork-")
+    remove_dead_socket_dirs()
+    socket_dir = make_socket_dir()
     internal_address = f"unix:{socket_dir}/grpc.sock"
     metrics_server = None
     try:

@@ -406,3 +406,39 @@ def append_task_name(ctx: Window, path: str) -> None:
 def write_environment(path: str) -> None:
     """Write the job process's whole environment to ``path`` as JSON."""
     Path(path).write_text(json.dumps(dict(os.environ)))
+
+
+def leave_detached(mark: str, how: str, record: str, then_s: float) -> str:
+    """Start ``sleep 600`` detached from this job process, with ``TICKWORK_TEST_MARK=mark``
+    in its environment and this process's stdout: in a session of its own (``how``
+    ``"session"``, as ``Popen(start_new_session=True)``) or as a daemon (``"daemon"``: a
+    double fork whose middle process calls setsid and exits). Append ``pid PID`` (this
+    process) and ``started`` to ``record``, then sleep ``then_s`` seconds."""
+    import subprocess
+
+    env = {**os.environ, "TICKWORK_TEST_MARK": mark}
+    if how == "session":
+        subprocess.Popen(["sleep", "600"], start_new_session=True, env=env)
+    else:
+        middle = os.fork()
+        if middle == 0:
+            os.setsid()
+            if os.fork() == 0:
+                os.execvpe("sleep", ["sleep", "600"], env)
+            os._exit(0)
+        os.waitpid(middle, 0)
+    _append(record, f"pid {os.getpid()}")
+    _append(record, "started")
+    time.sleep(then_s)
+    return "left"
+
+
+def kill_own_keeper(record: str) -> None:
+    """Start ``sleep 600`` in a session of its own, append ``pid PID`` (the sleep's) to
+    ``record``, then SIGKILL this job process's parent (its keeper) and wait."""
+    import subprocess
+
+    sleeper = subprocess.Popen(["sleep", "600"], start_new_session=True)
+    _append(record, f"pid {sleeper.pid}")
+    os.kill(os.getppid(), signal.SIGKILL)
+    time.sleep(60)

@@ -273,6 +273,9 @@ async def test_shell_missing_cwd_is_named(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("where", ["param", "ctx"])
 async def test_shell_timeout_stops_the_process(where: str) -> None:
+    # The timeout counts the wait for the job's keeper too: start the job process server
+    # first, as a worker does when it starts.
+    await ShellHandler().run(sh("true"), make_ctx(Recorder()))
     log = Recorder()
     params = sh("echo $$; exec sleep 60")
     ctx = make_ctx(log, timeout_s=0.3 if where == "ctx" else 600)
@@ -351,14 +354,14 @@ async def test_shell_second_cancel_during_grace_kills_at_once() -> None:
 
 _DIE_BEFORE_GUARD = """
 import asyncio, os, signal, sys
-from worker_svc.handlers import JobContext, ShellHandler, shell
+from worker_svc.handlers import JobContext, ShellHandler, _jobproc
 
-def killed_before_registering(pgid):  # the worker dies right after the spawn
+def killed_before_registering(key, pid, keeper):  # the worker dies right after the spawn
     with open(sys.argv[1], "w") as f:
-        f.write(str(pgid))
+        f.write(str(keeper))
     os.kill(os.getpid(), signal.SIGKILL)
 
-shell.guard_group = killed_before_registering
+_jobproc.guard_job = killed_before_registering
 ctx = JobContext(job_id=1, task_id=1, task_name="t", attempt=1, timeout_s=None,
                  log=lambda stream, line: None)
 asyncio.run(ShellHandler().run({"argv": ["touch", sys.argv[2]]}, ctx))
@@ -368,10 +371,11 @@ asyncio.run(ShellHandler().run({"argv": ["touch", sys.argv[2]]}, ctx))
 async def test_shell_program_never_starts_if_the_worker_dies_before_guarding_it(
     tmp_path: Path,
 ) -> None:
-    """The gap between spawning a job's program and registering its group with the guard:
-    a worker SIGKILLed there must not leave the program running unguarded (it would
-    overlap the retry of its own job). The program waits behind a gate that only opens
-    after the registration; the worker's death closes the gate."""
+    """The gap between getting a job's keeper and registering the job with the guard: a
+    worker SIGKILLed there must not leave the program running unguarded (it would overlap
+    the retry of its own job). The program needs the job's spec, which the worker
+    writes only after the registration; the worker's death closes the spec pipe, and the
+    job's keeper, which starts the program once it read the spec, exits."""
     pid_file, marker = tmp_path / "pid", tmp_path / "started"
     worker = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -382,18 +386,56 @@ async def test_shell_program_never_starts_if_the_worker_dies_before_guarding_it(
         cwd=TESTS_DIR.parent,
     )
     assert await asyncio.wait_for(worker.wait(), 30) == -9
-    gate = int(pid_file.read_text())
-    await wait_not_running(gate, timeout_s=10)  # the gate's shell saw the pipe close
+    keeper = int(pid_file.read_text())
+    await wait_not_running(keeper, timeout_s=10)  # it saw the spec pipe close, then its server
     assert not marker.exists(), "the program ran although the worker died unguarded"
 
 
 async def test_shell_processes_left_behind_are_killed_when_the_job_ends() -> None:
+    await ShellHandler().run(sh("true"), make_ctx(Recorder()))  # the job process server up
     log = Recorder()
     started = time.monotonic()
     result = await ShellHandler().run(sh("sleep 60 & echo $!"), make_ctx(log))
 
     assert time.monotonic() - started < 1.5  # not held up by the leftover's open stdout
     await wait_not_running(int(result.output_tail))
+
+
+async def test_what_a_job_left_that_ignores_sigterm_is_sigkilled_after_the_grace(
+    tmp_path: Path,
+) -> None:
+    """The job's end applies the stop rule to what its program left behind, in a session
+    of its own: SIGTERM, then SIGKILL once the grace has passed."""
+    pid_file = tmp_path / "pid"
+    stubborn = "import os, signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+    stubborn += "open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(60)"
+    script = (
+        f'setsid "{sys.executable}" -c "{stubborn}" "{pid_file}" & '
+        f'while [ ! -s "{pid_file}" ]; do sleep 0.05; done'
+    )
+    result = asyncio.create_task(
+        ShellHandler().run(sh(script), make_ctx(Recorder(), abort_grace_s=1.0))
+    )
+    await wait_until(lambda: pid_file.exists() and bool(pid_file.read_text()), timeout_s=30)
+    pid = int(pid_file.read_text())
+    ended = time.monotonic()  # the program ends as soon as the pid is written
+    await result
+    assert time.monotonic() - ended >= 0.5  # the grace (1 s) was waited out, then SIGKILL
+    assert not pid_running(pid)
+
+
+async def test_a_killed_keeper_leaves_nothing_of_its_job_running(tmp_path: Path) -> None:
+    """A job process that kills its own keeper dies with it; what it started in a session
+    of its own is handed to the job process server, which kills it."""
+    record = tmp_path / "record"
+    params = {
+        "callable": "tests.handler_fixtures:kill_own_keeper",
+        "kwargs": {"record": str(record)},
+    }
+    with pytest.raises(JobFailed, match="how the job's process ended is unknown"):
+        await PythonHandler().run(params, make_ctx(Recorder()))
+    (sleeper,) = [int(line.split()[1]) for line in record.read_text().splitlines()]
+    await wait_not_running(sleeper, timeout_s=10)
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,7 @@ from worker_svc._job_output import JobOutput, as_text, exception_text, type_name
 from worker_svc._outcome import JobResult
 from worker_svc.handlers import Handler, JobContext, JobFailed, get_handler
 from worker_svc.handlers._base import normalize_timeout_s
-from worker_svc.handlers._jobproc import run_job_process
+from worker_svc.handlers._jobproc import UNKNOWN_END, run_job_process
 from worker_svc.handlers._output import OutputTail
 from worker_svc.handlers.python import exit_error, job_environment
 
@@ -235,7 +235,7 @@ async def run_in_job_process(
                 as_text(tail) if tail else output.tail(),
             )
     if end.returncode is None:
-        error = "the job process server exited; how the job process ended is unknown"
+        error = UNKNOWN_END
     else:
         error = exit_error(end.returncode, stderr.text())
         reached = ctx.limits.reached(end.returncode, output.tail(), end.cpu_s)

@@ -1,20 +1,23 @@
 """Job processes do not outlive their worker.
 
-A job's program runs in a process group of its own (so that abort can stop all of it). If
-the worker is SIGKILLed, or crashes, nobody stops that group: the program would go on
-running while the server recovers the job ("lease lost") and hands its retry to another
-worker, so two runs of the task would overlap. A small guard process, started with the
-first job, holds the read end of a pipe whose write end only the worker holds; the worker
-registers each job's process group on it. When the pipe reaches end-of-file (the worker
-exited, however it exited), the guard SIGKILLs every group still registered, then exits.
-The worker keeps the registered groups too: when the guard itself dies, a new one is
-started at once and told all of them.
+A job runs below a keeper of its own (``_keeper``), its process in a process group of its
+own. If the worker is SIGKILLed, or crashes, the job would go on running while the server
+recovers the job ("lease lost") and hands its retry to another worker, so two runs of the
+task would overlap. Its keeper kills it when the job process server dies with the worker;
+a small guard process makes sure of it. Started with the first job, it holds the read end
+of a pipe whose write end only the worker holds; the worker registers each job on it (its
+process group, its keeper's pid and start time). When the pipe reaches end-of-file (the
+worker exited, however it exited), the guard SIGKILLs every group still registered and
+tells each keeper (still the process that started then) to SIGKILL every process of its
+job, then exits. The worker keeps the registered jobs too: when the guard itself dies, a
+new one is started at once and told all of them.
 
 A worker that is alive but frozen (SIGSTOP, a VM or container pause, a debugger) keeps the
 pipe open and can kill nothing itself. So the guard is also a watchdog: the worker feeds it
 (:func:`feed`) with every heartbeat it sends for a job, and a group registered with a
 watchdog timeout (:func:`watch`) is SIGKILLed by the guard once no feed and no registration
-came for that many seconds. The worker sets the timeout to the lease TTL minus one heartbeat
+came for that many seconds (and its keeper told to kill the job). The worker sets the
+timeout to the lease TTL minus one heartbeat
 interval, so a frozen worker's job processes are dead by the time the service can recover
 the job's lease (see docs/guide/jobs.md, "Leases and lost workers").
 """
@@ -30,7 +33,10 @@ import sys
 import threading
 import time
 
-__all__ = ["feed", "forget_group", "guard_group", "watch"]
+from . import _tree
+from ._keeper import KILL_SIGNAL
+
+__all__ = ["feed", "forget_job", "guard_job", "watch"]
 
 logger = logging.getLogger(__name__)
 
@@ -41,18 +47,31 @@ groups = {}
 clock = getattr(time, "CLOCK_BOOTTIME", time.CLOCK_MONOTONIC)
 fed = time.clock_gettime(clock)
 rest = b""
-def kill(pgid):
+def started(pid):
     try:
-        os.killpg(pgid, signal.SIGKILL)
-    except OSError:
-        pass
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            stat = f.read()
+        return int(stat[stat.rfind(b")") + 2:].split()[19])
+    except (OSError, IndexError, ValueError):
+        return -1
+def kill(keeper, start, pgid):
+    if keeper > 0 and started(keeper) == start:
+        try:
+            os.kill(keeper, KILL_SIGNAL)
+        except OSError:
+            pass
+    if pgid > 0:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except OSError:
+            pass
 while True:
     now = time.clock_gettime(clock)
-    for pgid, limit in list(groups.items()):
+    for key, (limit, keeper, start, pgid) in list(groups.items()):
         if limit > 0 and now - fed > limit:
-            kill(pgid)
-            del groups[pgid]
-    timeout = 0.1 if any(limit > 0 for limit in groups.values()) else None
+            kill(keeper, start, pgid)
+            del groups[key]
+    timeout = 0.1 if any(entry[0] > 0 for entry in groups.values()) else None
     if not select.select([fd], [], [], timeout)[0]:
         continue
     data = os.read(fd, 65536)
@@ -64,26 +83,29 @@ while True:
         if sign == b".":
             fed = time.clock_gettime(clock)
         elif sign == b"+":
-            pgid, limit = line[1:].split()
-            groups[int(pgid)] = float(limit)
+            key, limit, keeper, start, pgid = line[1:].split()
+            groups[int(key)] = (float(limit), int(keeper), int(start), int(pgid))
             fed = time.clock_gettime(clock)
         elif sign == b"-":
             groups.pop(int(line[1:]), None)
-for pgid in groups:
-    kill(pgid)
-"""
-"""The guard's program. Lines: ``+PGID SECONDS`` registers a group (``SECONDS`` 0: no
-watchdog), ``-PGID`` forgets it, ``.`` feeds the watchdog; a registration feeds it too. It
-checks the watchdog every 0.1 s while a watched group is registered, on the boot-time
-clock (which counts a suspended machine's time too)."""
+for limit, keeper, start, pgid in groups.values():
+    kill(keeper, start, pgid)
+""".replace("KILL_SIGNAL", str(int(KILL_SIGNAL)))
+"""The guard's program. Lines: ``+KEY SECONDS KEEPER START PGID`` registers a job: a key
+of the worker's, its watchdog timeout (``SECONDS`` 0: none), its keeper's pid (0: none) and
+start time (``/proc/PID/stat``'s, so that a pid given to another process since is not
+signalled) and its process group (0: none known); ``-KEY`` forgets it, ``.`` feeds the
+watchdog; a registration feeds it too. It checks the watchdog every 0.1 s while a watched
+job is registered, on the boot-time clock (which counts a suspended machine's time too)."""
 
 _lock = threading.Lock()
 _guard: subprocess.Popen[bytes] | None = None
 _watchdog_s = 0.0
 """The watchdog timeout given to groups registered from now on, seconds (0: none)."""
-_groups: dict[int, float] = {}
-"""The groups registered and not forgotten, with their watchdog timeouts: what a guard
-started again (the last one died) is told first."""
+_groups: dict[int, str] = {}
+"""The jobs registered and not forgotten, by key, with the rest of their registration
+line (watchdog timeout, keeper, its start time, process group): what a guard started again
+(the last one died) is told first."""
 _RESTART_GAP_S = 1.0
 """A guard that dies is started again at once (its groups registered again), unless the
 last such restart is less than this long ago: then the next registration starts it (no
@@ -106,7 +128,7 @@ def _started() -> subprocess.Popen[bytes]:
         )
         assert guard.stdin is not None
         if _groups:
-            lines = "".join(f"+{pgid} {limit:.3f}\n" for pgid, limit in _groups.items())
+            lines = "".join(f"+{key} {entry}\n" for key, entry in _groups.items())
             os.write(guard.stdin.fileno(), lines.encode())  # a pipe takes this many at once
         _guard = guard
         threading.Thread(
@@ -177,26 +199,30 @@ def feed() -> None:
             os.write(guard.stdin.fileno(), b".\n")
 
 
-def guard_group(pgid: int) -> None:
-    """Have process group ``pgid`` SIGKILLed if this worker process dies before
-    :func:`forget_group`, or stops feeding the guard for the :func:`watch` timeout.
-    Never raises."""
+def guard_job(key: int, pgid: int, keeper: int) -> None:
+    """Have a job killed if this worker process dies before :func:`forget_job` of ``key``
+    (a number of the worker's, unique among its running jobs), or stops feeding the guard
+    for the :func:`watch` timeout: its keeper ``keeper`` told to SIGKILL every process of
+    the job, its process group ``pgid`` (0: none known) SIGKILLed. Never raises."""
     try:
+        start = _tree.start_time(keeper) if keeper else None
+        known = keeper if start is not None else 0
+        entry = f"{_watchdog_s:.3f} {known} {start or 0} {pgid}"
         with _lock:
-            _groups[pgid] = _watchdog_s
-        _tell(f"+{pgid} {_watchdog_s:.3f}\n")
+            _groups[key] = entry
+        _tell(f"+{key} {entry}\n")
     except Exception:
-        logger.exception("could not register process group %d with the guard", pgid)
+        logger.exception("could not register job %d (keeper %d) with the guard", key, keeper)
 
 
-def forget_group(pgid: int) -> None:
-    """The group ``pgid`` has been stopped: no longer kill it when the worker dies."""
+def forget_job(key: int) -> None:
+    """The job registered as ``key`` is over: no longer kill it when the worker dies."""
     try:
         with _lock:
-            _groups.pop(pgid, None)
-        _tell(f"-{pgid}\n")
+            _groups.pop(key, None)
+        _tell(f"-{key}\n")
     except Exception:
-        logger.exception("could not unregister process group %d from the guard", pgid)
+        logger.exception("could not unregister job %d from the guard", key)
 
 
 @atexit.register

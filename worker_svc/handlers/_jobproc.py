@@ -1,12 +1,15 @@
 """The worker's side of job processes: get one from the job process server, feed it its
-spec, read its output in bounded chunks, stop its process group, learn how it ended.
+spec, read its output in bounded chunks, stop the job, learn how it ended.
 
 The server (:mod:`worker_svc.handlers._zygote`) is started on first use, one per worker
-process, and again when it died. A job process is a process group of its own: stopping
-it (abort, timeout) sends SIGTERM to the group, then SIGKILL once the grace has passed
-with the process still there; when it exits by itself, whatever it left in its group is
-SIGKILLed. The group is registered with the guard (``_guard``) for as long as it runs, so
-a worker that dies kills it.
+process, and again when it died. Each job process runs below a keeper of its own that
+tracks every process the job starts (:mod:`worker_svc.handlers._keeper`). Stopping a job
+(abort, timeout) asks the server to have the keeper SIGTERM every process of the job, and,
+once the grace has passed with the job not over, to SIGKILL every one left; when the job
+process exits by itself, its keeper applies the same rule to whatever it left behind. The
+job's end is known once nothing of it is left. The job (its process group and keeper) is
+registered with the guard (``_guard``) for as long as it runs, so a worker that dies kills
+it.
 """
 
 from __future__ import annotations
@@ -24,18 +27,21 @@ import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
-from ._guard import forget_group, guard_group
+from ._guard import forget_job, guard_job
 
-__all__ = ["ProcessEnd", "run_job_process", "start_job_process_server"]
+__all__ = ["UNKNOWN_END", "ProcessEnd", "run_job_process", "start_job_process_server"]
 
 logger = logging.getLogger(__name__)
 
 MAX_LINE_CHARS = 64 * 1024
 """A longer line (or output without newlines) is passed on in pieces of this many characters."""
 _READ_CHUNK_BYTES = 64 * 1024
-"""Output is read at most this much at a time."""
+"""A python job's output is read at most this much at a time."""
+_PROGRAM_READ_CHUNK_BYTES = 256 * 1024
+"""A shell job's program's output, at most this much at a time (programs may write much,
+fast: fewer, larger reads)."""
 _RESULT_LIMIT_BYTES = 1 << 20
 """More of a result than this is ignored."""
 _PIPE_DRAIN_S = 2.0
@@ -43,9 +49,22 @@ _PIPE_DRAIN_S = 2.0
 _REAP_S = 5.0
 """After SIGKILL, how long to wait for the job process to be reaped before giving up."""
 
+UNKNOWN_END = (
+    "how the job's process ended is unknown: its keeper or the job process server died first"
+)
+"""The error of a job whose end was not told (its :class:`ProcessEnd` ``returncode`` None)."""
 _Exit = tuple[int | None, float | None]
 """How a job process ended: (its exit code, negative for a signal; the CPU seconds it
-used); (None, None) when the job process server died before telling."""
+used); (None, None) when the job process server or the job's keeper died before telling."""
+
+
+class _Pids(NamedTuple):
+    """A job the server started: its request, its job process (0 for a program not
+    started yet) and its keeper."""
+
+    req: int
+    pid: int
+    keeper: int
 
 
 class _ForkServer:
@@ -56,12 +75,12 @@ class _ForkServer:
         self._proc: subprocess.Popen[bytes] | None = None
         self._sock: socket.socket | None = None
         self._next_request = 0
-        self._spawning: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[int]]] = {}
+        self._spawning: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[_Pids]]] = {}
         self._exit_waiters: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[_Exit]]] = {}
         self._exited: dict[int, _Exit] = {}
         self._abandoned: set[int] = set()
-        """Job processes whose request was given up (its job timed out first): nobody
-        waits for their end, which is dropped, not kept for a later process of that pid."""
+        """Requests given up (the job timed out first): nobody waits for the end of the job
+        the server started for them, which is dropped."""
         self.slots = 1
         """The job slots of this process's workers: the server keeps as many spare children
         forked ahead (at most ``_zygote.MAX_SPARES``)."""
@@ -108,19 +127,23 @@ class _ForkServer:
             with self._lock:
                 if "req" in message:
                     loop, spawned = self._spawning.pop(message["req"])
-                    if "pid" in message:
-                        _settle(loop, spawned, message["pid"], self._abandon)
+                    if "keeper" in message:
+                        pids = _Pids(message["req"], message["pid"], message["keeper"])
+                        _settle(loop, spawned, pids, self._abandon)
                     else:
                         _fail(loop, spawned, RuntimeError(message.get("error", "refused")))
                     continue
-                if message["pid"] in self._abandoned:
-                    self._abandoned.discard(message["pid"])
+                req = message["end"]
+                if req in self._abandoned:
+                    self._abandoned.discard(req)
                     continue
-                code = os.waitstatus_to_exitcode(message["status"])
-                end: _Exit = (code, float(message["cpu_s"]))
-                waiting = self._exit_waiters.pop(message["pid"], None)
+                status = message["status"]
+                end: _Exit = (None, None)
+                if status is not None:
+                    end = (os.waitstatus_to_exitcode(status), float(message["cpu_s"]))
+                waiting = self._exit_waiters.pop(req, None)
                 if waiting is None:
-                    self._exited[message["pid"]] = end
+                    self._exited[req] = end
                 else:
                     _settle(waiting[0], waiting[1], end)
         with self._lock:
@@ -135,11 +158,11 @@ class _ForkServer:
             self._exit_waiters.clear()
         sock.close()
 
-    def _abandon(self, pid: int) -> None:
-        """Forget job process ``pid``, whose request was given up (on the event loop)."""
+    def _abandon(self, pids: _Pids) -> None:
+        """Forget the job started for a request that was given up (on the event loop)."""
         with self._lock:
-            if self._exited.pop(pid, None) is None:
-                self._abandoned.add(pid)
+            if self._exited.pop(pids.req, None) is None:
+                self._abandoned.add(pids.req)
 
     def start(self, slots: int) -> None:
         """Start the server now, unless it runs (its imports take a while: the first job
@@ -151,37 +174,54 @@ class _ForkServer:
         except Exception:
             logger.exception("could not start the job process server; the first job will try")
 
-    async def spawn(self, fds: list[int]) -> int:
-        """A new job process holding ``fds`` (stdout, stderr, result, spec, log); its pid.
+    async def spawn(self, fds: list[int], grace_s: float, *, program: bool) -> _Pids:
+        """A new job holding ``fds`` (stdout, stderr, result, spec, log) below a keeper
+        that stops what it leaves behind with ``grace_s`` seconds between SIGTERM and
+        SIGKILL: a job process ready to run a python job, or (``program``) a keeper that
+        starts the program the spec names; the request's number, the job process's pid
+        (0 for a program, not started yet) and the keeper's.
 
         Raises:
             OSError, RuntimeError: no job process could be had.
         """
         loop = asyncio.get_running_loop()
-        spawned: asyncio.Future[int] = loop.create_future()
+        spawned: asyncio.Future[_Pids] = loop.create_future()
         with self._lock:
             sock = self._started()
             self._next_request += 1
             request = self._next_request
             self._spawning[request] = (loop, spawned)
+            message = json.dumps({"req": request, "grace_s": grace_s, "exec": program}).encode()
             try:
-                socket.send_fds(sock, [json.dumps({"req": request}).encode()], fds)
+                socket.send_fds(sock, [message], fds)
             except OSError:
                 del self._spawning[request]
                 raise
         return await spawned
 
-    def exit_of(self, pid: int) -> asyncio.Future[_Exit]:
-        """A future of how job process ``pid`` ends."""
+    def stop(self, req: int, *, kill: bool) -> None:
+        """Have the keeper of request ``req``'s job stop it: SIGTERM to every process of
+        it, SIGKILL to what is left after its grace; ``kill``: SIGKILL to all of it now.
+        Does nothing once the server is gone (its keepers then kill their jobs)."""
+        with self._lock:
+            sock = self._sock
+            if sock is None:
+                return
+            with contextlib.suppress(OSError):
+                sock.send(json.dumps({"stop": req, "kill": kill}).encode())
+
+    def exit_of(self, req: int) -> asyncio.Future[_Exit]:
+        """A future of how request ``req``'s job ends (its process's end, once nothing of
+        the job is left)."""
         loop = asyncio.get_running_loop()
         ended: asyncio.Future[_Exit] = loop.create_future()
         with self._lock:
-            if pid in self._exited:
-                ended.set_result(self._exited.pop(pid))
+            if req in self._exited:
+                ended.set_result(self._exited.pop(req))
             elif self._sock is None:
                 ended.set_result((None, None))
             else:
-                self._exit_waiters[pid] = (loop, ended)
+                self._exit_waiters[req] = (loop, ended)
         return ended
 
 
@@ -272,17 +312,24 @@ class _TaggedLines(_Lines):
 
 
 class _Result(asyncio.Protocol):
-    """The result pipe: at most _RESULT_LIMIT_BYTES of JSON."""
+    """The result pipe: at most _RESULT_LIMIT_BYTES of JSON. A program's keeper writes
+    ``{"started": PID}`` there once it started it: ``on_started`` is called with the pid."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_started: Callable[[int], None] | None = None) -> None:
         self._chunks: list[bytes] = []
         self._size = 0
+        self._on_started = on_started
         self.closed = asyncio.Event()
 
     def data_received(self, data: bytes) -> None:
         if self._size < _RESULT_LIMIT_BYTES:
             self._chunks.append(data)
             self._size += len(data)
+        if self._on_started is not None:
+            started = (self.value() or {}).get("started")
+            if isinstance(started, int):
+                self._on_started(started)
+                self._on_started = None
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed.set()
@@ -320,13 +367,15 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
         os.killpg(pgid, sig)
 
 
-async def _stop(pgid: int, ended: asyncio.Future[_Exit], grace_s: float) -> None:
-    """SIGTERM the group; SIGKILL it after ``grace_s`` unless its process has exited."""
-    _signal_group(pgid, signal.SIGTERM)
+async def _stop(req: int, ended: asyncio.Future[_Exit], grace_s: float) -> None:
+    """SIGTERM every process of request ``req``'s job; SIGKILL every one left after
+    ``grace_s`` unless the job is over (nothing of it left) by then."""
+    _SERVER.stop(req, kill=False)
     with contextlib.suppress(TimeoutError):
         async with asyncio.timeout(max(grace_s, 0.0)):
             await asyncio.shield(ended)
-    _signal_group(pgid, signal.SIGKILL)
+    if not ended.done():
+        _SERVER.stop(req, kill=True)
 
 
 async def _reaped(ended: asyncio.Future[_Exit], pid: int) -> None:
@@ -361,14 +410,16 @@ async def run_job_process(
             its output, on the event loop, in order per stream; must not block.
         timeout_s (float | None): stop it after this many seconds, counted from the call
             (the wait for a job process included); None: never.
-        grace_s (float): seconds between SIGTERM and SIGKILL when it is stopped.
+        grace_s (float): seconds between SIGTERM and SIGKILL when it is stopped, or when
+            its process ended and left others running.
 
     Returns:
         ProcessEnd: its exit code, result, and whether it timed out.
 
     Raises:
         OSError, RuntimeError: no job process could be started.
-        asyncio.CancelledError: the job was aborted; its process group was stopped first.
+        asyncio.CancelledError: the job was aborted; every process of it was stopped
+            first.
     """
     loop = asyncio.get_running_loop()
     # The timeout counts from here: a job process server that is slow to answer (frozen,
@@ -390,7 +441,7 @@ async def run_job_process(
     theirs = [out_w, err_w, res_w, spec_r, log_w]
     try:
         async with asyncio.timeout_at(deadline):
-            pid = await _SERVER.spawn(theirs)
+            job = await _SERVER.spawn(theirs, grace_s, program=spec.get("kind") == "exec")
     except BaseException as exc:
         # A child handed these pipes later reads no spec (its pipe is closed: end of file)
         # and exits without running anything.
@@ -404,13 +455,20 @@ async def run_job_process(
         for fd in dict.fromkeys(theirs):  # each once: err_w may be there twice
             os.close(fd)
     files = [os.fdopen(fd, "rb" if fd != spec_w else "wb", buffering=0) for fd in ours]
-    ended = _SERVER.exit_of(pid)
-    guard_group(pid)  # killed with the worker if the worker dies first
+    ended = _SERVER.exit_of(job.req)
+    guard_job(job.req, job.pid, job.keeper)  # killed with the worker if the worker dies first
+    pid = job.pid or job.keeper  # a program's own pid is known once it started
     extra = {"job_id": job_id, "pid": pid}
-    logger.debug("job %d: started job process %d", job_id, pid, extra=extra)
+
+    def started(program: int) -> None:
+        extra["pid"] = program
+        logger.info("job %d: started %r as pid %d", job_id, spec["argv"][0], program, extra=extra)
+
     transports: list[asyncio.ReadTransport | asyncio.WriteTransport] = []
     readers: list[_Lines | _Result] = []
-    result = _Result()
+    program = spec.get("kind") == "exec"
+    result = _Result(started if program else None)
+    chunk_bytes = _PROGRAM_READ_CHUNK_BYTES if program else _READ_CHUNK_BYTES
     timed_out = False
     try:
         out, err, res, spec_pipe, *log = files
@@ -423,10 +481,10 @@ async def run_job_process(
             pipes.append((log[0], _TaggedLines(on_line)))
         for pipe, protocol in pipes:
             transport, _ = await loop.connect_read_pipe(lambda p=protocol: p, pipe)  # type: ignore[misc]
-            transport.max_size = _READ_CHUNK_BYTES  # type: ignore[attr-defined]
+            transport.max_size = chunk_bytes  # type: ignore[attr-defined]
             transports.append(transport)
             readers.append(protocol)
-        # The go-ahead (the group is guarded): written at once when the pipe takes it all,
+        # The go-ahead (the job is guarded): written at once when the pipe takes it all,
         # as a job's spec does unless its params are large.
         data = json.dumps(spec).encode()
         os.set_blocking(spec_w, False)
@@ -442,20 +500,24 @@ async def run_job_process(
             transports.append(writer)
             writer.write(data[sent:])
             writer.close()
+        if spec.get("kind") != "exec":
+            logger.debug("job %d: started job process %d", job_id, pid, extra=extra)
         try:
             async with asyncio.timeout_at(deadline):
                 await asyncio.shield(ended)
         except TimeoutError:
             timed_out = True
-            logger.info("job %d: timed out after %g s, stopping pid %d", job_id, timeout_s, pid)
-            await _stop(pid, ended, grace_s)
+            logger.info("job %d: timed out after %g s, stopping it", job_id, timeout_s, extra=extra)
+            await _stop(job.req, ended, grace_s)
     except asyncio.CancelledError:
-        logger.info("job %d: aborted, stopping pid %d", job_id, pid, extra=extra)
-        await _stop(pid, ended, grace_s)  # cancelled again: see finally
+        logger.info("job %d: aborted, stopping it", job_id, extra=extra)
+        await _stop(job.req, ended, grace_s)  # cancelled again: see finally
         raise
     finally:
-        _signal_group(pid, signal.SIGKILL)  # whatever it left running in its group
-        if not ended.done():
+        if not ended.done():  # cancelled during the grace, or a bug: kill all of it now
+            _SERVER.stop(job.req, kill=True)
+            if job.pid:
+                _signal_group(job.pid, signal.SIGKILL)  # also when the server is not reached
             await _reaped(ended, pid)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(_PIPE_DRAIN_S):
@@ -470,6 +532,6 @@ async def run_job_process(
                 opened.close()
         for file in files:  # those no transport took (closing twice is harmless)
             file.close()
-        forget_group(pid)
+        forget_job(job.req)
     returncode, cpu_s = ended.result()
     return ProcessEnd(returncode, cpu_s, result.value(), timed_out)

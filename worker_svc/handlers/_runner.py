@@ -1,6 +1,8 @@
 """Inside a job process: set the job's environment up, call its function, say how it ended.
 
-The spec (JSON, from the worker through the job process server) names the function
+A python job's process (:func:`job_process`) is forked ahead by the job's keeper and waits
+for the job's descriptors and its spec (the worker's go-ahead) before it runs anything. The
+spec (JSON, from the worker through the job process server) names the function
 (``kind: "python"``, ``callable``, ``kwargs``) or a handler registered by a package
 (``kind: "handler"``, ``handler``, ``params``), and the process's environment, working
 directory, ``sys.path`` and limits. A handler's result goes as its JobResult's fields
@@ -24,17 +26,19 @@ import json
 import logging
 import os
 import signal
+import socket
 import sys
 import traceback
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from tickwork import JobContext
 
+from . import _tree
 from ._base import InvalidParams, JobFailed
 from ._limits import ProcessLimits
 
-__all__ = ["CTX_PARAMETER", "prepare", "run"]
+__all__ = ["CTX_PARAMETER", "job_process", "prepare", "run"]
 
 CTX_PARAMETER = "ctx"
 """A function with a parameter of this name (positional-only, positional-or-keyword or
@@ -47,6 +51,69 @@ _TAIL = 4096
 """The most characters of a return value reported."""
 _MAX_ERROR_CHARS = 64 * 1024
 """The most characters of an error reported (its first and last halves)."""
+
+
+_JOB_FDS = 5
+"""A job's descriptors: stdout, stderr, result, spec and log pipes."""
+_SPEC_LIMIT_BYTES = 64 * 1024 * 1024
+"""A spec longer than this is refused (params are at most 1 MiB)."""
+
+
+def _read_all(fd: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > _SPEC_LIMIT_BYTES:
+            break
+    return b"".join(chunks)
+
+
+def job_process(channel: socket.socket) -> NoReturn:
+    """Be a python job's process (forked ahead by its keeper): take the job's descriptors
+    from ``channel`` (stdout, stderr, result, spec, log), read the spec, run the job
+    (:func:`run`) and exit; exit 125 without running anything when the descriptors or the
+    spec (the worker's go-ahead) never come."""
+    code = 1
+    try:
+        signal.pthread_sigmask(signal.SIG_SETMASK, set())
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        with contextlib.suppress(OSError):
+            os.setpgid(0, 0)
+        keeper = os.getppid()
+        _tree.die_with_parent(signal.SIGKILL)
+        if os.getppid() != keeper:
+            os._exit(125)  # the keeper died before the line above
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.close(devnull)
+        _message, fds, _flags, _addr = socket.recv_fds(channel, 16, _JOB_FDS)
+        channel.close()
+        if len(fds) != _JOB_FDS:
+            os._exit(125)  # the server is gone: no job for this spare
+        out, err, result, spec, log = fds
+        os.dup2(out, 1)
+        os.dup2(err, 2)
+        os.close(out)
+        os.close(err)
+        for fd in (result, spec, log):  # the job's own: not for the programs it starts
+            os.set_inheritable(fd, False)
+        data = _read_all(spec)
+        os.close(spec)
+        if not data:
+            os._exit(125)  # the worker gave no go-ahead: run nothing
+        code = run(json.loads(data), result, log)
+    except BaseException:
+        with contextlib.suppress(BaseException):
+            traceback.print_exc()
+    finally:
+        with contextlib.suppress(BaseException):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
 
 
 def run(spec: dict[str, Any], result_fd: int, log_fd: int) -> int:

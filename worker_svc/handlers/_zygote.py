@@ -1,34 +1,49 @@
-"""The job process server: a pre-started interpreter that forks one job process per job.
+"""The job process server: a pre-started interpreter that forks the keepers of jobs.
 
 The worker starts it once (``python -m worker_svc.handlers._zygote FD``, FD one end of a
-``SOCK_SEQPACKET`` socket pair) and asks it for a job process by sending one small message
-with five file descriptors: the job's stdout, stderr, result and log pipes (write ends)
-and its spec pipe (read end). The server keeps *spare* children forked ahead (as many as
-the worker asks for: one per slot, at most :data:`MAX_SPARES`), so no fork is on a job's
-path: a spare already is a process group of its own, dies with the server
-(PR_SET_PDEATHSIG) and waits for its job's descriptors on a socket of its own. The server
-hands the oldest spare the five descriptors, answers, and forks the next spare only while
-no request waits. The child takes
-the pipes as its stdout, stderr and result fds (only stdout and stderr inheritable: a program
-the job starts gets none of the other pipes, nor any other job's), and reads the job's spec
-(JSON) from the spec pipe: the worker writes it only once the group is registered with the guard
-(``_guard``), so a worker that dies before that leaves a child that reads end-of-file and
-exits without running anything. The child then runs the job
-(:mod:`worker_svc.handlers._runner`) and exits.
+``SOCK_SEQPACKET`` socket pair) and asks it for a job by sending one small message,
+``{"req": N, "grace_s": G, "exec": BOOL}``, with five file descriptors: the job's stdout,
+stderr, result and log pipes (write ends) and its spec pipe (read end). Every job runs
+below a keeper (:mod:`worker_svc.handlers._keeper`: a child subreaper that tracks and
+stops every process of the job), and the server forks keepers of two kinds:
 
-The server answers each request with ``{"req": N, "pid": PID}`` and, when that child has
-exited, ``{"pid": PID, "status": WAIT_STATUS, "cpu_s": CPU_SECONDS}``. It never runs a
-job itself: each child starts from the state the server had before any job ran (the
-imports below, done once, then frozen out of the garbage collector's reach so that a
-child's collections do not copy their pages), and nothing of one job reaches the next. A
-spare that never got a job exits without telling. The server dies with the worker
-(PR_SET_PDEATHSIG) and exits when the worker closes its socket.
+- a keeper of python jobs forks each job's process ahead of its job: a process group of
+  its own that dies with its keeper (PR_SET_PDEATHSIG) and waits for its job's descriptors
+  on a socket of its own. The server hands it the five descriptors (and its keeper the
+  go). The job process takes the pipes as its stdout, stderr and result fds (only stdout
+  and stderr inheritable: a program the job starts gets none of the other pipes, nor any
+  other job's), reads the job's spec (JSON) from the spec pipe, runs the job
+  (:mod:`worker_svc.handlers._runner`) and exits;
+- a keeper of programs (``"exec": true``, a shell job) gets the descriptors itself, reads
+  the spec and spawns the program (``posix_spawn``: the job costs no copy of this
+  interpreter).
+
+Either way the spec is the go-ahead: the worker writes it only once the job is registered
+with the guard (``_guard``), so a worker that dies before that leaves nothing running. A
+keeper serves one job after another. The server keeps as many keepers of each kind free as
+the worker asks for (one per slot, at most :data:`MAX_SPARES`; of programs only once one
+was asked for), so no fork is on a job's path; it forks a new keeper only while no request
+waits and too few are free, and a keeper whose job ended is ready again at once, so keepers
+are forked only while the jobs running at once grow.
+
+The server answers each request with ``{"req": N, "pid": PID, "keeper": KEEPER}`` (``PID``
+the job process, 0 for a program, which its keeper names on the result pipe once started)
+and, once nothing of that job is left, ``{"end": N, "status": WAIT_STATUS, "cpu_s":
+CPU_SECONDS}`` (``status`` null when its keeper died without saying). ``{"stop": N}``
+(``"kill": true``: at once) stops request N's job: the server signals its keeper, whose
+pid it alone reaps and so never names another process, and only while that keeper keeps
+that job. It never runs a job itself: each job process starts from the state the server
+had before any job ran (the imports below, done once, then frozen out of the garbage
+collector's reach so that a child's collections do not copy their pages), and nothing of
+one job reaches the next. The server is a child subreaper too: what a keeper that was
+killed leaves is reparented to it, and it SIGKILLs every process below it that is no
+keeper's. It dies with the worker (PR_SET_PDEATHSIG), its keepers then SIGKILL their jobs,
+and it exits when the worker closes its socket.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import gc
 import json
 import os
@@ -36,204 +51,308 @@ import selectors
 import signal
 import socket
 import sys
-import traceback
 from typing import Any
 
 from worker_svc.handlers import _runner
 
-_PR_SET_PDEATHSIG = 1
+from . import _tree
+from ._keeper import KILL_SIGNAL, STOP_SIGNAL, start_keeper
+
 MAX_SPARES = 4
-"""The most spare children kept forked ahead: enough for the jobs of several slots that
-start together; each costs a process's own pages."""
+"""The most spare jobs kept forked ahead: enough for the jobs of several slots that start
+together; each costs two processes' own pages."""
 _MAX_FDS = 5
-_SPEC_LIMIT_BYTES = 64 * 1024 * 1024
-"""A spec longer than this is refused (params are at most 1 MiB)."""
-
-
-_libc: ctypes.CDLL | None = None
-
-
-def die_with_parent() -> None:
-    """Have the kernel SIGKILL this process when its parent (thread) dies; Linux only."""
-    global _libc
-    if not sys.platform.startswith("linux"):
-        return
-    with contextlib.suppress(OSError, AttributeError):
-        if _libc is None:
-            _libc = ctypes.CDLL(None, use_errno=True)
-        _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-
-
-def _read_all(fd: int) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    while chunk := os.read(fd, 1 << 20):
-        chunks.append(chunk)
-        size += len(chunk)
-        if size > _SPEC_LIMIT_BYTES:
-            break
-    return b"".join(chunks)
-
-
-def _child(channel: socket.socket, closing: list[int]) -> None:
-    """In the forked spare: become a job process, wait for a job, run it, exit. Never
-    returns."""
-    code = 1
-    try:
-        for fd in closing:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        signal.set_wakeup_fd(-1)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        with contextlib.suppress(OSError):
-            os.setpgid(0, 0)
-        die_with_parent()
-        devnull = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(devnull, 0)
-        os.close(devnull)
-        _message, fds, _flags, _addr = socket.recv_fds(channel, 16, _MAX_FDS)
-        channel.close()
-        if len(fds) != _MAX_FDS:
-            os._exit(125)  # the server is gone: no job for this spare
-        out, err, result, spec, log = fds
-        os.dup2(out, 1)
-        os.dup2(err, 2)
-        os.close(out)
-        os.close(err)
-        for fd in (result, spec, log):  # the job's own: not for the programs it starts
-            os.set_inheritable(fd, False)
-        data = _read_all(spec)
-        os.close(spec)
-        if not data:
-            os._exit(125)  # the worker gave no go-ahead: run nothing
-        code = _runner.run(json.loads(data), result, log)
-    except BaseException:
-        with contextlib.suppress(BaseException):
-            traceback.print_exc()
-    finally:
-        with contextlib.suppress(BaseException):
-            sys.stdout.flush()
-            sys.stderr.flush()
-        os._exit(code)
 
 
 def _send(sock: socket.socket, message: dict[str, Any]) -> None:
     sock.send(json.dumps(message).encode())
 
 
-class _Spare:
-    """A child forked ahead of its job, waiting on ``channel`` for its descriptors."""
+class _Keeper:
+    """A keeper process of this server (see :mod:`worker_svc.handlers._keeper`): of
+    python jobs, announcing each job process it forks ahead (``job``, with ``job_channel``
+    to give it its descriptors on), or of programs (``execs``: it starts each itself);
+    it keeps a job once handed, reports its end, and so on."""
 
-    def __init__(self, closing: list[int]) -> None:
+    def __init__(self, closing: list[int], *, execs: bool) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         pid = os.fork()
         if pid == 0:
-            ours.close()
-            _child(theirs, closing)
+            try:
+                ours.close()
+                for fd in closing:
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
+            finally:
+                start_keeper(theirs, None if execs else _runner.job_process)
         theirs.close()
-        with contextlib.suppress(OSError):
-            os.setpgid(pid, pid)  # also done by the child: whichever comes first
         self.pid = pid
+        self.execs = execs
         self.channel = ours
+        self.ready = False
+        """Whether it said it is ready for a job (a job process forked ahead, for python)."""
+        self.req = 0
+        """The request whose job it keeps, while ``busy``."""
+        self.job = 0
+        """Its job process: forked ahead (``job_channel`` set) or running (``busy``); 0
+        between a job's end and the next announcement."""
+        self.job_channel: socket.socket | None = None
+        self.busy = False
 
-    def hand(self, fds: list[int]) -> None:
-        """Give the spare its job's descriptors (it then waits for the spec)."""
+    @property
+    def idle(self) -> bool:
+        """Whether it is ready for the next job."""
+        return not self.busy and self.ready
+
+    def heard(self, sock: socket.socket) -> bool:
+        """Take one message of the keeper: a job process forked ahead, or the end of its
+        job (passed on to the worker on ``sock``); False when the keeper is gone."""
         try:
-            socket.send_fds(self.channel, [b"job"], fds)
+            said, fds, _flags, _addr = socket.recv_fds(self.channel, 4096, 1)
+        except OSError:
+            said, fds = b"", []
+        if not said:
+            for fd in fds:
+                os.close(fd)
+            return False
+        message = json.loads(said)
+        if "job" in message:
+            self.job = int(message["job"])
+            if not self.execs:
+                if not fds:
+                    return False
+                self.job_channel = socket.socket(fileno=fds[0])
+            self.ready = True
+            return True
+        _send(sock, {"end": self.req, "status": message["status"], "cpu_s": message["cpu_s"]})
+        self.busy = False
+        self.job = 0
+        return True
+
+    def hand(self, req: int, fds: list[int], grace_s: float) -> None:
+        """Give request ``req``'s job to this keeper: its descriptors to the job process
+        ready (it then waits for the spec), or to a keeper of programs with the go; the go
+        carries the grace of the stop rule.
+
+        Raises:
+            OSError: the job process or the keeper died.
+        """
+        go = json.dumps({"grace_s": grace_s}).encode()
+        self.ready = False
+        if self.execs:
+            socket.send_fds(self.channel, [go], fds)
+        else:
+            assert self.job_channel is not None
+            try:
+                socket.send_fds(self.job_channel, [b"job"], fds)
+            finally:
+                self.job_channel.close()
+                self.job_channel = None
+            self.channel.send(go)
+        self.busy = True
+        self.req = req
+
+    def lost(self, sock: socket.socket) -> None:
+        """The keeper is gone: a job it kept ended unknown to it (said so on ``sock``)."""
+        if self.busy:
+            _send(sock, {"end": self.req, "status": None, "cpu_s": None})
+            self.busy = False
+        self.close()
+
+    def close(self) -> None:
+        """Let the keeper go (it exits when it reads end of file) and forget it."""
+        self.channel.close()
+        if self.job_channel is not None:
+            self.job_channel.close()
+            self.job_channel = None
+
+
+class _Server:
+    """The server's state: its keepers, busy or with a job process forked ahead."""
+
+    def __init__(self, sock: socket.socket, spares_wanted: int) -> None:
+        self.sock = sock
+        self.spares_wanted = spares_wanted
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_r, False)
+        os.set_blocking(self.wake_w, False)
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(sock, selectors.EVENT_READ)
+        self.selector.register(self.wake_r, selectors.EVENT_READ)
+        self.keepers: dict[int, _Keeper] = {}
+        self.gone: set[int] = set()
+        """Keepers forgotten (let go, or their channel closed) and not reaped yet."""
+        self.execs_wanted = 0
+        """Keepers of programs kept free: none until the first program is asked for."""
+
+    def serve(self) -> None:
+        """Answer the worker until it closes its socket, keeping ``spares_wanted`` keepers
+        free of each kind (a new one is forked only while no request waits). A keeper whose
+        job ended takes a later one, so keepers are forked only while the jobs running at
+        once grow; one that gets ready while twice that many are is let go."""
+        signal.set_wakeup_fd(self.wake_w)
+        signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+        while True:
+            short = self._short()
+            ready = self.selector.select(0 if short is not None else None)
+            if not ready:
+                assert short is not None
+                self._fork_keeper(execs=short)
+                continue
+            for key, _ in ready:
+                if key.fileobj is self.sock:
+                    message, fds, _flags, _addr = socket.recv_fds(self.sock, 4096, _MAX_FDS)
+                    if not message:
+                        return  # the worker is gone
+                    request = json.loads(message)
+                    if "stop" in request:
+                        self._stop(request)
+                    else:
+                        self._answer(request, fds)
+                elif isinstance(key.data, _Keeper):
+                    keeper = key.data
+                    if keeper.pid not in self.keepers:
+                        continue
+                    if not keeper.heard(self.sock):
+                        self._forget(keeper, lost=True)
+                    elif keeper.idle and self._idle(keeper.execs) > 2 * self._wanted(keeper.execs):
+                        self._forget(keeper)  # after a burst of jobs: more than slots need
+                else:
+                    with contextlib.suppress(BlockingIOError):
+                        while os.read(self.wake_r, 4096):
+                            pass
+            self._reap()
+
+    def _wanted(self, execs: bool) -> int:
+        """How many keepers of that kind to keep free."""
+        return self.execs_wanted if execs else self.spares_wanted
+
+    def _idle(self, execs: bool) -> int:
+        """How many keepers of that kind are ready for a job."""
+        return sum(k.idle for k in self.keepers.values() if k.execs == execs)
+
+    def _short(self) -> bool | None:
+        """Which kind of keeper too few are free of (True: of programs); None: neither."""
+        free = [keeper.execs for keeper in self.keepers.values() if not keeper.busy]
+        if free.count(False) < self.spares_wanted:
+            return False
+        if free.count(True) < self.execs_wanted:
+            return True
+        return None
+
+    def _closing(self, fds: list[int]) -> list[int]:
+        """What a keeper forked now closes first: the server's own descriptors, those of
+        the request being answered (its job process gets its own copies through its
+        channel) and the other keepers' channels, so a job holds only its own pipes."""
+        mine = [self.sock.fileno(), self.wake_r, self.wake_w, self.selector.fileno()]
+        for keeper in self.keepers.values():
+            mine.append(keeper.channel.fileno())
+            if keeper.job_channel is not None:
+                mine.append(keeper.job_channel.fileno())
+        return [*mine, *fds]
+
+    def _fork_keeper(self, fds: list[int] | None = None, *, execs: bool) -> _Keeper:
+        keeper = _Keeper(self._closing(fds or []), execs=execs)
+        self.keepers[keeper.pid] = keeper
+        self.selector.register(keeper.channel, selectors.EVENT_READ, keeper)
+        return keeper
+
+    def _forget(self, keeper: _Keeper, *, lost: bool = False) -> None:
+        with contextlib.suppress(KeyError, ValueError):
+            self.selector.unregister(keeper.channel)
+        if lost:
+            keeper.lost(self.sock)
+        else:
+            keeper.close()
+        self.keepers.pop(keeper.pid, None)
+        self.gone.add(keeper.pid)
+
+    def _stop(self, request: dict[str, Any]) -> None:
+        """Signal the keeper of the job of request ``request["stop"]``: stop the job, or
+        kill it at once; nothing when that job is over."""
+        for keeper in self.keepers.values():
+            if keeper.busy and keeper.req == request["stop"]:
+                sig = KILL_SIGNAL if request.get("kill") else STOP_SIGNAL
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(keeper.pid, sig)  # unreaped: still that keeper
+                return
+
+    def _answer(self, request: dict[str, Any], fds: list[int]) -> None:
+        """Hand a request's descriptors to a keeper's job process forked ahead (a new
+        keeper's when none is ready) and answer with its pids, or with the error."""
+        try:
+            if len(fds) != _MAX_FDS:
+                _send(self.sock, {"req": request["req"], "error": "expected 5 descriptors"})
+                return
+            grace_s = float(request.get("grace_s", 0.0))
+            execs = bool(request.get("exec"))
+            if execs:
+                self.execs_wanted = self.spares_wanted
+            error: OSError | None = None
+            for _ in range(len(self.keepers) + 1):  # each spare that died, then a new one
+                keeper: _Keeper | None = None
+                try:
+                    keeper = self._ready_keeper(fds, execs)
+                    keeper.hand(request["req"], fds, grace_s)
+                    break
+                except OSError as exc:  # it died unreaped: another one takes the job
+                    error = exc
+                    if keeper is not None and keeper.pid in self.keepers:
+                        self._forget(keeper)
+            else:
+                _send(self.sock, {"req": request["req"], "error": f"no job process: {error}"})
+                return
+            assert keeper is not None
+            message = {"req": request["req"], "pid": keeper.job, "keeper": keeper.pid}
+            _send(self.sock, message)
         finally:
-            self.channel.close()
+            for fd in fds:
+                os.close(fd)
+
+    def _ready_keeper(self, fds: list[int], execs: bool) -> _Keeper:
+        """A keeper of the kind asked for that is ready: one that is, else one whose job
+        just ended (it gets ready at once), else a new one; waited for.
+
+        Raises:
+            OSError: the keeper waited for died before it was ready.
+        """
+        free = [k for k in self.keepers.values() if not k.busy and k.execs == execs]
+        for keeper in free:
+            if keeper.idle:
+                return keeper
+        keeper = free[0] if free else self._fork_keeper(fds, execs=execs)
+        while not keeper.idle:
+            if not keeper.heard(self.sock):
+                self._forget(keeper, lost=True)
+                raise ConnectionResetError("a keeper exited before its job process was ready")
+        return keeper
+
+    def _reap(self) -> None:
+        """Reap every child that exited: a keeper let go (expected), a keeper that died
+        (its job, if any, ended unknown), or a process reparented here from a keeper that
+        was killed (ignored). When a keeper died, whatever it kept is SIGKILLed."""
+        died = False
+        while True:
+            try:
+                pid, status, _usage = os.wait4(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            if pid in self.keepers:
+                self._forget(self.keepers[pid], lost=True)
+                died = True
+            elif pid in self.gone:
+                self.gone.discard(pid)
+                died = died or not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0
+        if died:
+            _tree.kill_all(os.getpid(), skip=frozenset(self.keepers))
 
 
 def serve(sock: socket.socket, spares_wanted: int = 1) -> None:
-    """Fork a job process per request until the worker closes ``sock``, keeping up to
-    ``spares_wanted`` spare children forked ahead: a spare is forked only while no request
-    waits, so a request never waits behind a spare's fork."""
-    wake_r, wake_w = os.pipe()
-    os.set_blocking(wake_r, False)
-    os.set_blocking(wake_w, False)
-    signal.set_wakeup_fd(wake_w)
-    signal.signal(signal.SIGCHLD, lambda signum, frame: None)
-    selector = selectors.DefaultSelector()
-    selector.register(sock, selectors.EVENT_READ)
-    selector.register(wake_r, selectors.EVENT_READ)
-    closing = [sock.fileno(), wake_r, wake_w, selector.fileno()]
-    spares: dict[int, _Spare] = {}
-    while True:
-        ready = selector.select(0 if len(spares) < spares_wanted else None)
-        if not ready:
-            spare = _Spare(_unshared(closing, [], spares))
-            spares[spare.pid] = spare
-            continue
-        for key, _ in ready:
-            if key.fileobj is sock:
-                message, fds, _flags, _addr = socket.recv_fds(sock, 4096, _MAX_FDS)
-                if not message:
-                    return  # the worker is gone
-                _answer(sock, json.loads(message), fds, spares, closing)
-            else:
-                with contextlib.suppress(BlockingIOError):
-                    while os.read(wake_r, 4096):
-                        pass
-        for pid in _reap(sock, spares):
-            del spares[pid]
-
-
-def _answer(
-    sock: socket.socket,
-    request: dict[str, Any],
-    fds: list[int],
-    spares: dict[int, _Spare],
-    closing: list[int],
-) -> None:
-    """Hand a request's descriptors to a spare (the oldest; a fresh fork when none is
-    left) and answer with its pid, or with the error."""
-    if len(fds) != _MAX_FDS:
-        for fd in fds:
-            os.close(fd)
-        _send(sock, {"req": request["req"], "error": "expected 5 descriptors"})
-        return
-    child = spares.pop(next(iter(spares))) if spares else _Spare(_unshared(closing, fds, spares))
-    try:
-        try:
-            child.hand(fds)
-        except OSError:  # the spare died unreaped: a fresh child takes the job
-            child = _Spare(_unshared(closing, fds, spares))
-            child.hand(fds)
-    except OSError as exc:
-        _send(sock, {"req": request["req"], "error": f"no job process: {exc}"})
-        return
-    finally:
-        for fd in fds:
-            os.close(fd)
-    _send(sock, {"req": request["req"], "pid": child.pid})
-
-
-def _unshared(closing: list[int], fds: list[int], spares: dict[int, _Spare]) -> list[int]:
-    """What a child forked now closes first: the server's own descriptors, those of the
-    request being answered (the child gets its own copies through its channel) and the
-    other spares' channels, so a job process holds only its own pipes."""
-    return [*closing, *fds, *(spare.channel.fileno() for spare in spares.values())]
-
-
-def _reap(sock: socket.socket, spares: dict[int, _Spare]) -> list[int]:
-    """Report every child that has exited; return the spares among them (they are not
-    reported: they never had a job)."""
-    spares_died: list[int] = []
-    while True:
-        try:
-            pid, status, usage = os.wait4(-1, os.WNOHANG)
-        except ChildProcessError:
-            return spares_died
-        if pid == 0:
-            return spares_died
-        if pid in spares:
-            spares[pid].channel.close()
-            spares_died.append(pid)
-            continue
-        cpu_s = usage.ru_utime + usage.ru_stime
-        _send(sock, {"pid": pid, "status": status, "cpu_s": cpu_s})
+    """Run jobs for the worker on ``sock`` until it closes it, keeping ``spares_wanted``
+    keepers with a job process forked ahead (see the module docstring)."""
+    _Server(sock, spares_wanted).serve()
 
 
 def _preload() -> None:
@@ -253,9 +372,10 @@ def _preload() -> None:
 
 def main(argv: list[str]) -> int:
     """``python -m worker_svc.handlers._zygote FD WORKER_PID [SPARES]``."""
-    die_with_parent()
+    _tree.die_with_parent(signal.SIGKILL)
     if os.getppid() != int(argv[2]):  # the worker died before the line above
         return 1
+    _tree.become_subreaper()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     sock = socket.socket(fileno=int(argv[1]))
     _preload()

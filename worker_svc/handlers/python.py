@@ -14,7 +14,7 @@ from typing import Any
 from tickwork._context import ENV_NAMES
 
 from ._base import HandlerResult, InvalidParams, JobContext, JobFailed, normalize_timeout_s
-from ._jobproc import ProcessEnd, run_job_process
+from ._jobproc import UNKNOWN_END, ProcessEnd, run_job_process
 from ._output import JobLines
 
 __all__ = ["PythonHandler", "exit_error", "job_environment"]
@@ -150,7 +150,7 @@ class PythonHandler:
     def _death(self, end: ProcessEnd, ctx: JobContext, output: JobLines) -> str:
         """The error of a job process that ended without a result."""
         if end.returncode is None:
-            return "the job process server exited; how the job process ended is unknown"
+            return UNKNOWN_END
         error = exit_error(end.returncode, output.stderr.text())
         reached = ctx.limits.reached(end.returncode, output.tail.text(), end.cpu_s)
         return f"{reached}: {error}" if reached else error
