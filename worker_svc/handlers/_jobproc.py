@@ -470,8 +470,9 @@ async def run_job_process(
     result = _Result(started if program else None)
     chunk_bytes = _PROGRAM_READ_CHUNK_BYTES if program else _READ_CHUNK_BYTES
     timed_out = False
+    out, err, res, spec_pipe, *log = files
+    go_ahead = False
     try:
-        out, err, res, spec_pipe, *log = files
         pipes: list[tuple[Any, _Lines | _Result]] = [
             (out, _Lines("stdout", on_line)),
             (err, _Lines("stderr", on_line)),
@@ -487,6 +488,7 @@ async def run_job_process(
         # The go-ahead (the job is guarded): written at once when the pipe takes it all,
         # as a job's spec does unless its params are large.
         data = json.dumps(spec).encode()
+        go_ahead = True
         os.set_blocking(spec_w, False)
         try:
             sent = os.write(spec_w, data)
@@ -511,6 +513,8 @@ async def run_job_process(
             await _stop(job.req, ended, grace_s)
     except asyncio.CancelledError:
         logger.info("job %d: aborted, stopping it", job_id, extra=extra)
+        if not go_ahead:
+            spec_pipe.close()  # its keeper reads end of file and starts nothing: ended at once
         await _stop(job.req, ended, grace_s)  # cancelled again: see finally
         raise
     finally:

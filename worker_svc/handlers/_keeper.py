@@ -31,7 +31,10 @@ the keeper reaping what is reparented to it:
 A keeper keeps one job at a time and then the next: the server keeps one per job slot (a
 python job's keeper with the next job's process forked ahead), so a job costs no more forks
 than its own process. Signals the server sent for a job that ended meanwhile are dropped
-before the next job starts.
+before the next job starts;
+that happens as the keeper takes its go, and it then says ``{"armed": true}``: the server
+holds back a stop asked for the new job until it heard that, so no stop is taken for the
+last job's and dropped.
 
 **When the worker dies.** The server dies with the worker (PR_SET_PDEATHSIG), and each
 keeper gets :data:`KILL_SIGNAL` when the server dies: it SIGKILLs its tree, reaps it and
@@ -149,6 +152,10 @@ def _keep_one(
         _reap_all()
         return False
     _forget_signals()
+    # Signals from here on are this job's: the server holds back a stop asked before. When
+    # the server is gone, this keeper is killed with it, and the job too.
+    with contextlib.suppress(OSError):
+        server.send(json.dumps({"armed": True}).encode())
     grace_s = float(json.loads(go)["grace_s"])
     if become_job is None:
         program, status = spawn(fds) if len(fds) == _MAX_FDS else (None, NOT_STARTED)

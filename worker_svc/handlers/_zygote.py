@@ -32,8 +32,9 @@ and, once nothing of that job is left, ``{"end": N, "status": WAIT_STATUS, "cpu_
 CPU_SECONDS}`` (``status`` null when its keeper died without saying). ``{"stop": N}``
 (``"kill": true``: at once) stops request N's job: the server signals its keeper, whose
 pid it alone reaps and so never names another process, and only while that keeper keeps
-that job. It never runs a job itself: each job process starts from the state the server
-had before any job ran (the imports below, done once, then frozen out of the garbage
+that job (a stop asked before the keeper said it took the job's go is sent once it did).
+It never runs a job itself: each job process starts from the state the server had before
+any job ran (the imports below, done once, then frozen out of the garbage
 collector's reach so that a child's collections do not copy their pages), and nothing of
 one job reaches the next. The server is a child subreaper too: what a keeper that was
 killed leaves is reparented to it, and it SIGKILLs every process below it that is no
@@ -98,6 +99,11 @@ class _Keeper:
         between a job's end and the next announcement."""
         self.job_channel: socket.socket | None = None
         self.busy = False
+        self.armed = False
+        """Whether the keeper said it took its current job's go: signals sent to it from
+        then on are that job's (it drops those pending before)."""
+        self.held: signal.Signals | None = None
+        """A stop asked for its current job before it was armed: sent once it is."""
 
     @property
     def idle(self) -> bool:
@@ -116,6 +122,12 @@ class _Keeper:
                 os.close(fd)
             return False
         message = json.loads(said)
+        if "armed" in message:
+            self.armed = True
+            if self.busy and self.held is not None:
+                self.signal(self.held)
+            self.held = None
+            return True
         if "job" in message:
             self.job = int(message["job"])
             if not self.execs:
@@ -150,7 +162,19 @@ class _Keeper:
                 self.job_channel = None
             self.channel.send(go)
         self.busy = True
+        self.armed = False
+        self.held = None
         self.req = req
+
+    def signal(self, sig: signal.Signals) -> None:
+        """Send ``sig`` to this keeper (unreaped: still that keeper), or hold it until the
+        keeper is armed for its job; a kill is never held back by a held stop."""
+        if not self.armed:
+            if self.held is None or sig == KILL_SIGNAL:
+                self.held = sig
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, sig)
 
     def lost(self, sock: socket.socket) -> None:
         """The keeper is gone: a job it kept ended unknown to it (said so on ``sock``)."""
@@ -272,9 +296,7 @@ class _Server:
         kill it at once; nothing when that job is over."""
         for keeper in self.keepers.values():
             if keeper.busy and keeper.req == request["stop"]:
-                sig = KILL_SIGNAL if request.get("kill") else STOP_SIGNAL
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(keeper.pid, sig)  # unreaped: still that keeper
+                keeper.signal(KILL_SIGNAL if request.get("kill") else STOP_SIGNAL)
                 return
 
     def _answer(self, request: dict[str, Any], fds: list[int]) -> None:
