@@ -18,6 +18,7 @@ import pytest
 from tests.harness import REPO, Server, base_env
 from tests.security import role_tokens, tokens_file
 from tickwork import Client, InvalidArgument, JobStatus, PermissionDenied, Reason
+from tickwork.apply import ConfigError, apply_config, parse_config
 from tickwork.structs import struct_to_dict
 
 REPORT = {
@@ -188,3 +189,11 @@ def test_a_viewer_reads_env_values_masked(
         assert struct_to_dict(client.get_task("report").params) == REPORT
         got = client.get_job(run.job_id)
         assert struct_to_dict(got.params_override) == {"env": {"REGION": "secret-region"}}
+
+
+def test_a_configuration_file_declares_overridable_params(admin: Client) -> None:
+    item = {"name": "from-file", "handler": "shell", "params": REPORT}
+    apply_config(admin, parse_config({"tasks": [{**item, "overridable_params": ["env"]}]}))
+    assert list(admin.get_task("from-file").overridable_params) == ["env"]
+    with pytest.raises(ConfigError, match=r"tasks\[0\]\.overridable_params: expected an array"):
+        parse_config({"tasks": [{**item, "overridable_params": "env"}]})
