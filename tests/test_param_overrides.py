@@ -12,9 +12,11 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
+from scheduler_svc.overrides import merge_patch, set_paths
 from tests.harness import REPO, Server, base_env
 from tests.security import role_tokens, tokens_file
 from tickwork import Client, InvalidArgument, JobStatus, PermissionDenied, Reason
@@ -130,6 +132,7 @@ def test_an_admin_may_override_anything(admin: Client) -> None:
     assert output_of(admin, run.job_id) == "region=us mode="
 
 
+@pytest.mark.usefixtures("admin")
 def test_the_cli_takes_dotted_params(secured: Server, tokens: dict[str, str]) -> None:
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -197,3 +200,40 @@ def test_a_configuration_file_declares_overridable_params(admin: Client) -> None
     assert list(admin.get_task("from-file").overridable_params) == ["env"]
     with pytest.raises(ConfigError, match=r"tasks\[0\]\.overridable_params: expected an array"):
         parse_config({"tasks": [{**item, "overridable_params": "env"}]})
+
+
+# RFC 7396, appendix A: target, patch, result.
+RFC_7396_EXAMPLES = [
+    ({"a": "b"}, {"a": "c"}, {"a": "c"}),
+    ({"a": "b"}, {"b": "c"}, {"a": "b", "b": "c"}),
+    ({"a": "b"}, {"a": None}, {}),
+    ({"a": "b", "b": "c"}, {"a": None}, {"b": "c"}),
+    ({"a": ["b"]}, {"a": "c"}, {"a": "c"}),
+    ({"a": "c"}, {"a": ["b"]}, {"a": ["b"]}),
+    ({"a": {"b": "c"}}, {"a": {"b": "d", "c": None}}, {"a": {"b": "d"}}),
+    ({"a": [{"b": "c"}]}, {"a": [1]}, {"a": [1]}),
+    (["a", "b"], ["c", "d"], ["c", "d"]),
+    ({"a": "b"}, ["c"], ["c"]),
+    ({"a": "foo"}, None, None),
+    ({"a": "foo"}, "bar", "bar"),
+    ({"e": None}, {"a": 1}, {"e": None, "a": 1}),
+    ([1, 2], {"a": "b", "c": None}, {"a": "b"}),
+    ({}, {"a": {"bb": {"ccc": None}}}, {"a": {"bb": {}}}),
+]
+
+
+@pytest.mark.parametrize(("target", "patch", "result"), RFC_7396_EXAMPLES)
+def test_the_override_is_a_json_merge_patch(target: object, patch: object, result: object) -> None:
+    assert merge_patch(target, patch) == result
+
+
+@pytest.mark.parametrize(
+    ("patch", "paths"),
+    [
+        ({"env": {"REGION": "eu", "A": None}}, ["env.REGION", "env.A"]),
+        ({"env": {}}, ["env"]),
+        ({"kwargs": {"opts": {"limit": 5}}, "argv": ["x"]}, ["kwargs.opts.limit", "argv"]),
+    ],
+)
+def test_the_paths_an_override_sets_are_its_leaves(patch: dict[str, Any], paths: list[str]) -> None:
+    assert list(set_paths(patch)) == paths
