@@ -65,7 +65,9 @@ def backup_database(
         keep (int): how many backups to keep, at least 1.
         database_url (str | None): the SQLAlchemy URL of the database; default the
             ``DATABASE_URL`` environment variable, else tickwork's default
-            ``sqlite+aiosqlite:///./tickwork.db``.
+            ``sqlite+aiosqlite:///./tickwork.db``. A job never gets the service's
+            DATABASE_URL (no setting reaches a job), so as a task give it here unless the
+            database is the default.
         ctx: the job's context, passed by the ``python`` handler; its ``log`` sends lines to
             the job's output.
 

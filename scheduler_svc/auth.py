@@ -184,7 +184,7 @@ def _toggle_only(handler: grpc.RpcMethodHandler[Any, Any], method: str, label: s
     ``enabled`` (run as caller ``label``: who paused or disabled), else PERMISSION_DENIED
     naming ``update_mask.paths``."""
     assert handler.unary_unary is not None  # OPERATOR_TOGGLES are unary RPCs
-    inner: Any = callers.as_caller(label, handler.unary_unary)
+    inner: Any = callers.as_caller(label, handler.unary_unary, OPERATOR)
 
     async def guarded(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         mask = getattr(request, "update_mask", None)
@@ -271,10 +271,6 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
             return _deny(  # type: ignore[no-any-return]
                 handler, grpc.StatusCode.PERMISSION_DENIED, message, Reason.ROLE_NOT_ALLOWED
             )
-        if method in callers.RECORDED and handler.unary_unary is not None:
-            return grpc.unary_unary_rpc_method_handler(
-                callers.as_caller(principal.label, handler.unary_unary),
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
+        if method in callers.RECORDED or method in callers.ROLE_AWARE:
+            return callers.with_caller(handler, principal.label, principal.role)
         return handler

@@ -20,6 +20,7 @@ __all__ = [
     "FailedPrecondition",
     "InvalidArgument",
     "NotFound",
+    "PermissionDenied",
     "Reason",
     "Resource",
     "ServiceError",
@@ -113,6 +114,14 @@ class FailedPrecondition(ServiceError):
     """The row is not in a state that allows the operation (gRPC FAILED_PRECONDITION)."""
 
     default_reason = Reason.FAILED_PRECONDITION
+
+
+class PermissionDenied(ServiceError):
+    """The caller's role may not do what the request asks, though it may make the call
+    (gRPC PERMISSION_DENIED): an operator's override of a param its task does not declare
+    overridable."""
+
+    default_reason = Reason.ROLE_NOT_ALLOWED
 
 
 class StorageError(ServiceError):

@@ -9,6 +9,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
+from scheduler_svc.overrides import merge_patch
 from scheduler_svc.values import FireOutcome, OverlapPolicy, SkipReason, Trigger
 
 
@@ -54,6 +55,8 @@ class TaskRecord:
     notify: list[dict[str, Any]] | None = None
     """Its notification routes (``{"notifiers": [...], "events": [...], "every": bool}``,
     events as :class:`~scheduler_svc.values.EventKind` values); None: none."""
+    overridable_params: list[str] | None = None
+    """The dotted param paths an operator may override (``env.REGION``); None: none."""
 
 
 @dataclass(frozen=True)
@@ -152,7 +155,7 @@ class JobRecord:
     concurrency_group: str = ""
     """Its task's concurrency group when it was claimed."""
     params_override: dict[str, Any] | None = None
-    """Params merged shallowly over its task's when it starts (a run option); None: none."""
+    """Params patched over its task's when it starts (a run option); None: none."""
     labels: dict[str, str] | None = None
     """The labels of the run that asked for it; None: none."""
     requested_by: str = ""
@@ -164,18 +167,19 @@ class JobRecord:
     """How it stands to its task's other active jobs (:class:`values.QueuedBehind`)."""
 
     def run_params(self, task_params: dict[str, Any]) -> dict[str, Any]:
-        """The params the job runs with: ``params_override`` merged shallowly over
-        ``task_params`` (a key of the override replaces the task's value whole)."""
+        """The params the job runs with: ``params_override`` applied to ``task_params`` as
+        a JSON Merge Patch (:func:`scheduler_svc.overrides.merge_patch`)."""
         if not self.params_override:
             return task_params
-        return {**task_params, **self.params_override}
+        patched: dict[str, Any] = merge_patch(task_params, self.params_override)
+        return patched
 
 
 @dataclass(frozen=True)
 class RunOptions:
     """What a manual or API run asks of the jobs it creates (RunTasks).
 
-    ``params_override`` (merged shallowly over the task's params when the job starts),
+    ``params_override`` (a JSON Merge Patch over the task's params when the job starts),
     ``not_before`` (aware UTC; the job is not started before it) and ``labels`` shape a new
     job only: with any of them set, a task that already has a queued or running job is
     skipped and that job left as it is. ``requested_by`` (the caller's token label) is

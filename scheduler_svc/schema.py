@@ -69,6 +69,9 @@ tasks = sa.Table(
     # Its notification routes (Task.notify: a list of {notifiers, events, every}); NULL:
     # none, each notifier's own route applies.
     sa.Column("notify", sa.JSON(none_as_null=True), nullable=True),
+    # The params an operator may override (Task.overridable_params: dotted paths, a JSON
+    # list); NULL: none.
+    sa.Column("overridable_params", sa.JSON(none_as_null=True), nullable=True),
     **_NEVER_REUSE_IDS,
 )
 

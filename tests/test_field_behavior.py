@@ -98,6 +98,7 @@ def test_the_update_masks_write_exactly_the_fields_not_marked_output_only() -> N
         "warn_after_seconds",
         "labels",
         "notify",
+        "overridable_params",
     )
     assert schedules.WRITABLE == (
         "name",

@@ -34,6 +34,7 @@ from worker_svc.handlers import (
     get_handler,
     handler_names,
 )
+from worker_svc.handlers._environment import BASE_VARIABLES
 from worker_svc.handlers.python import job_environment
 
 TESTS_DIR = Path(__file__).resolve().parent
@@ -154,19 +155,25 @@ def real_tmp_path(tmp_path: Path) -> Path:
     return tmp_path.resolve()
 
 
-async def test_shell_env_is_merged_over_the_environment_and_cwd_is_used(
+async def test_shell_env_is_set_over_the_base_environment_and_cwd_is_used(
     real_tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("TICKWORK_TEST_INHERITED", "inherited")
+    monkeypatch.setenv("WORKER_SECRET_TEST", "leaked")
+    monkeypatch.setenv("TERM", "dumb")
     log = Recorder()
     params = sh(
-        'echo "$TICKWORK_TEST_SET $TICKWORK_TEST_INHERITED"; pwd -P',
-        env={"TICKWORK_TEST_SET": "set"},
+        'echo "$TASK_SET ${WORKER_SECRET_TEST:-unset} $TERM ${PASSED:-unset}"; pwd -P',
+        env={"TASK_SET": "set"},
         cwd=str(real_tmp_path),
     )
+    # No base given: the allow-list of the worker's environment, nothing else of it.
     await ShellHandler().run(params, make_ctx(log))
-
-    assert log.stream("stdout") == ["set inherited", str(real_tmp_path)]
+    assert log.stream("stdout") == ["set unset dumb unset", str(real_tmp_path)]
+    # The worker's base (the allow-list and WORKER_PASS_ENV), never the rest.
+    log = Recorder()
+    base = {"PATH": os.environ["PATH"], "PASSED": "passed"}
+    await ShellHandler().run(params, make_ctx(log, base_env=base))
+    assert log.stream("stdout") == ["set unset  passed", str(real_tmp_path)]
 
 
 async def test_shell_nonzero_exit_fails_with_code_and_stderr_tail() -> None:
@@ -465,6 +472,15 @@ def test_shell_validate_names_the_bad_param(params: dict[str, Any], param: str) 
         ShellHandler().validate(params)
 
 
+@pytest.mark.parametrize("name", ENV_NAMES)
+def test_shell_env_may_not_set_a_job_variable(name: str) -> None:
+    with pytest.raises(InvalidParams) as caught:
+        ShellHandler().validate({"argv": ["echo"], "env": {"REGION": "eu", name: "1"}})
+    assert str(caught.value) == (
+        f"param env.{name}: tickwork sets {name} for every job; a task may not set it"
+    )
+
+
 def test_shell_validate_does_no_io() -> None:
     ShellHandler().validate(
         {
@@ -708,14 +724,16 @@ async def test_python_job_environment_is_exactly_the_job_s_even_as_the_worker_s_
     gone = next(name for name in json.loads(path.read_text()) if name not in ENV_NAMES)
     monkeypatch.delenv(gone)
     monkeypatch.setenv("TICKWORK_TEST_ADDED", "added")
-    monkeypatch.setenv("TICKWORK_TEST_CHANGED", "before")
+    monkeypatch.setenv("TZ", "before")
     ctx = make_ctx(Recorder(), env={"TICKWORK_TRIGGER": "API"})
-    monkeypatch.setenv("TICKWORK_TEST_CHANGED", "after")
+    monkeypatch.setenv("TZ", "Europe/Paris")
     await handler.run(py("write_environment", path=str(path)), ctx)
     got = json.loads(path.read_text())
     assert got == job_environment(ctx)
-    assert gone not in got and got["TICKWORK_TEST_ADDED"] == "added"
-    assert got["TICKWORK_TEST_CHANGED"] == "after" and got["TICKWORK_TRIGGER"] == "API"
+    # Only the allow-list of the worker's environment reaches a job.
+    assert gone not in got and "TICKWORK_TEST_ADDED" not in got
+    assert got["TZ"] == "Europe/Paris" and got["TICKWORK_TRIGGER"] == "API"
+    assert set(got) <= {*BASE_VARIABLES, *ENV_NAMES}
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS is Linux's")

@@ -1,4 +1,4 @@
-"""Run options of RunTasks: params_override (merged shallowly over the task's params for
+"""Run options of RunTasks: params_override (a JSON Merge Patch over the task's params for
 that job only), not_before_time (the job waits QUEUED until then), labels (stored on the job),
 and requested_by / stopped_by (the caller's token label) on every run, abort and cancel."""
 

@@ -43,6 +43,22 @@ def test_a_negative_grace_is_refused() -> None:
     assert "WORKER_SHUTDOWN_GRACE_SECONDS: must be >= 0, got -1" in line, line
 
 
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [
+        ("REGION,TICKWORK_TOKEN", "TICKWORK_TOKEN is a setting of tickwork's"),
+        ("DATABASE_URL", "DATABASE_URL is a setting of tickwork's"),
+        ("SMTP_PASSWORD", "SMTP_PASSWORD is a setting of tickwork's"),
+        ("A=B", "A=B is not a variable name"),
+    ],
+)
+def test_pass_env_never_names_a_setting(value: str, error: str) -> None:
+    result = worker(WORKER_PASS_ENV=value)
+    assert result.returncode == 2, result
+    [line] = result.stderr.strip().splitlines()
+    assert f"WORKER_PASS_ENV: {error}" in line, line
+
+
 def test_a_server_without_a_port_is_dialed_on_50051(tmp_path: Path) -> None:
     """As the CLI and the SDK: ``--server HOST`` means tickwork's port, not gRPC's 443."""
     proc = WorkerProc(tmp_path, "127.0.0.9")

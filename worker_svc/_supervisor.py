@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -26,6 +27,7 @@ from worker_svc._job_output import JobOutput
 from worker_svc._outcome import JobResult, send_output
 from worker_svc._shield import shielded
 from worker_svc.handlers import JobContext, ProcessLimits, ServiceCalls
+from worker_svc.handlers._environment import base_environment
 from worker_svc.handlers._guard import feed as feed_guard
 from worker_svc.settings import WorkerSettings
 
@@ -176,6 +178,7 @@ class JobSupervisor:
             service=service,
             env=job_window(assign).to_env(),
             limits=ProcessLimits(assign.memory_limit_bytes, assign.cpu_limit_seconds),
+            base_env=base_environment(os.environ, settings.pass_env),
         )
         self._task: asyncio.Task[JobResult] | None = None
 

@@ -1,10 +1,11 @@
 """Settings of the worker service, built once from the environment.
 
-The worker's own variables (``WORKER_*``) are read here only: :func:`worker_seconds` is also
-how the scheduler service reads the three it shares (WORKER_POLL_INTERVAL_SECONDS bounds its
-PollJob wait, WORKER_SHUTDOWN_GRACE_SECONDS and WORKER_ABORT_GRACE_SECONDS the jobs' share of
-its stop, see :func:`job_finish_grace`). Every error is an
-:class:`~tickwork.errors.InvalidSetting` whose details start with the variable or field.
+The worker's own variables (``WORKER_*``, WORKER_PASS_ENV among them) are read here only:
+:func:`worker_seconds` is also how the scheduler service reads the three it shares
+(WORKER_POLL_INTERVAL_SECONDS bounds its PollJob wait, WORKER_SHUTDOWN_GRACE_SECONDS and
+WORKER_ABORT_GRACE_SECONDS the jobs' share of its stop, see :func:`job_finish_grace`). Every
+error is an :class:`~tickwork.errors.InvalidSetting` whose details start with the variable or
+field.
 """
 
 from __future__ import annotations
@@ -112,6 +113,11 @@ class WorkerSettings:
             stream per slot, each taking one job at a time (the service's
             TICKWORK_MAX_RUNNING_JOBS caps them across all workers). Env ``WORKER_SLOTS``,
             ``tickwork worker --slots``.
+        pass_env (tuple[str, ...]): names of the worker's variables its jobs get beside the
+            few every job gets (PATH, HOME, LANG, ...); a job never inherits the rest of
+            the worker's environment. Names of settings (``TICKWORK_*``, ``WORKER_*``,
+            ``SCHEDULER_*``, ``SMTP_*``, ``DATABASE_URL``) are refused. Env
+            ``WORKER_PASS_ENV``, comma-separated.
 
     Raises:
         InvalidSetting: on construction, when a value is out of range; it names the field.
@@ -131,6 +137,7 @@ class WorkerSettings:
     tls: TlsConfig | None = None
     handlers: tuple[str, ...] = ()
     slots: int = 1
+    pass_env: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         """Validate the values.
@@ -290,7 +297,33 @@ def _worker_variables(env: Mapping[str, str]) -> dict[str, Any]:
     }
     values["handlers"] = _handlers(env)
     values["slots"] = _slots(env)
+    values["pass_env"] = _pass_env(env)
     return values
+
+
+#: Prefixes of the variables that configure tickwork itself, never passed to a job.
+SETTING_PREFIXES = ("TICKWORK_", "WORKER_", "SCHEDULER_", "SMTP_")
+#: Other variables that configure tickwork itself, never passed to a job.
+SETTING_NAMES = frozenset({"DATABASE_URL"})
+
+
+def _pass_env(env: Mapping[str, str]) -> tuple[str, ...]:
+    """WORKER_PASS_ENV: comma-separated names of variables a job gets (empty: none beyond
+    the few every job gets).
+
+    Raises:
+        InvalidSetting: ``WORKER_PASS_ENV: what is wrong``: a name that is not a variable
+            name, or names a setting of tickwork's (a job must never get those).
+    """
+    names = [n.strip() for n in env.get("WORKER_PASS_ENV", "").split(",") if n.strip()]
+    for name in names:
+        if "=" in name or "\0" in name or any(c.isspace() for c in name):
+            raise InvalidSetting(f"WORKER_PASS_ENV: {name} is not a variable name")
+        if name.startswith(SETTING_PREFIXES) or name in SETTING_NAMES:
+            raise InvalidSetting(
+                f"WORKER_PASS_ENV: {name} is a setting of tickwork's and never reaches a job"
+            )
+    return tuple(dict.fromkeys(names))
 
 
 def _slots(env: Mapping[str, str]) -> int:

@@ -44,6 +44,7 @@ class TasksMixin(ClientBase):
         concurrency_group: str = "",
         labels: Mapping[str, str] | None = None,
         notify: Sequence[rq.Route] = (),
+        overridable_params: Sequence[str] = (),
     ) -> Task:
         """Create a task and return it with its id.
 
@@ -72,6 +73,9 @@ class TasksMixin(ClientBase):
             notify (Sequence[Route]): which notifiers get which of its events: NotifyRoute
                 messages or mappings ``{"notifiers": [...], "events": ["final_failure"],
                 "every": False}``; empty: each notifier's own route.
+            overridable_params (Sequence[str]): the dotted param paths a caller with the
+                operator role may set in a run's ``params_override`` (``"env.REGION"``,
+                ``"kwargs.limit"``); empty: none (admins may override anything).
 
         Raises:
             AlreadyExists: the name is taken.
@@ -94,6 +98,7 @@ class TasksMixin(ClientBase):
             labels=labels,
         )
         task.notify.extend(rq.notify_routes(notify))
+        task.overridable_params.extend(rq.param_paths(overridable_params))
         request = CreateTaskRequest(task=task)
         response = self._call(self._stubs().tasks.CreateTask, request)
         return response.task

@@ -218,6 +218,7 @@ def config_request(
             expect_success_within_seconds=spec.expect_success_within_seconds,
             warn_after_seconds=spec.warn_after_seconds,
             notify=rq.notify_routes(spec.notify),
+            overridable_params=spec.overridable_params,
         )
         if spec.enabled is not None:
             task.enabled = spec.enabled

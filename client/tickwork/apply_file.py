@@ -57,6 +57,8 @@ class TaskSpec:
     warn_after_seconds: float = 0.0
     #: Its notification routes: mappings of ``notifiers``, ``events``, ``every``.
     notify: tuple[Mapping[str, Any], ...] = ()
+    #: The dotted param paths an operator may override when running it.
+    overridable_params: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -206,6 +208,7 @@ _TASK_KEYS = (
     "expect_success_within_seconds",
     "warn_after_seconds",
     "notify",
+    "overridable_params",
 )
 _ALERT_KEYS = ("expect_success_within_seconds", "warn_after_seconds")
 _LIMIT_KEYS = ("memory_limit_bytes", "cpu_limit_seconds")
@@ -324,6 +327,12 @@ def _task(i: int, item: Mapping[str, Any], problems: _Problems) -> TaskSpec | No
         if number is not None and number < 0:
             problems.add(f"{prefix}.{key}", f"must be >= 0 (0 means never), got {number}")
     notify = _notify(prefix, item, problems)
+    paths = item.get("overridable_params", [])
+    if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+        problems.add(
+            f"{prefix}.overridable_params",
+            f'expected an array of param paths such as ["env.REGION"], got {_type_name(paths)}',
+        )
     limits = {key: _get(item, prefix, key, "int", problems) for key in _LIMIT_KEYS}
     for key, value in limits.items():
         if value is not None and value < 0:
@@ -364,6 +373,7 @@ def _task(i: int, item: Mapping[str, Any], problems: _Problems) -> TaskSpec | No
         expect_success_within_seconds=float(alerts["expect_success_within_seconds"] or 0),
         warn_after_seconds=float(alerts["warn_after_seconds"] or 0),
         notify=notify,
+        overridable_params=tuple(paths),
     )
 
 

@@ -82,6 +82,8 @@ class Reason(StrEnum):
     TOKEN_REQUIRED = "TOKEN_REQUIRED"
     TOKEN_UNKNOWN = "TOKEN_UNKNOWN"
     ROLE_NOT_ALLOWED = "ROLE_NOT_ALLOWED"
+    PARAM_NOT_OVERRIDABLE = "PARAM_NOT_OVERRIDABLE"
+    """An operator's params_override sets a param its task does not declare overridable."""
 
     # INTERNAL
     INTERNAL = "INTERNAL"

@@ -1,4 +1,5 @@
-"""Records to protobuf messages and back. No logic beyond the shapes."""
+"""Records to protobuf messages and back. No logic beyond the shapes, and the masking of
+params' ``env`` values for a caller who may not see them."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any, Generic, TypeVar
 
 from google.protobuf import message, struct_pb2, timestamp_pb2
 
+from scheduler_svc import callers
 from scheduler_svc.errors import InvalidArgument, Reason
 from scheduler_svc.records import FireRecord, JobRecord, ScheduleRecord, TaskRecord, TaskRunResult
 from scheduler_svc.servicers._routes import route_messages
@@ -52,6 +54,19 @@ def from_struct(value: struct_pb2.Struct, field: str = "params") -> dict[str, An
         raise InvalidArgument(f"not a JSON object: {err}", field=field) from None
 
 
+#: What a viewer sees instead of each value of params' ``env``.
+MASK = "*****"
+
+
+def shown_params(params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` as the current caller may see them: the values of its ``env`` object
+    replaced by :data:`MASK` for a caller who does not see secrets (a viewer)."""
+    env = params.get("env")
+    if callers.sees_secrets() or not isinstance(env, dict):
+        return params
+    return {**params, "env": dict.fromkeys(env, MASK)}
+
+
 #: When a task's newest SUCCEEDED and newest FAILED jobs finished (None: none kept).
 OutcomeTimes = tuple[dt.datetime | None, dt.datetime | None]
 
@@ -66,7 +81,7 @@ def task(r: TaskRecord, outcomes: OutcomeTimes = (None, None)) -> task_pb2.Task:
         name=r.name,
         description=r.description,
         handler=r.handler,
-        params=struct(r.params),
+        params=struct(shown_params(r.params)),
         task_priority=r.task_priority,
         enabled=r.enabled,
         timeout_seconds=r.timeout_seconds,
@@ -90,6 +105,7 @@ def task(r: TaskRecord, outcomes: OutcomeTimes = (None, None)) -> task_pb2.Task:
         disabled_by=r.disabled_by,
         disable_time=ts(r.disabled_at),
         notify=route_messages(r.notify),
+        overridable_params=r.overridable_params or [],
     )
 
 
@@ -227,7 +243,7 @@ def job(r: JobRecord) -> job_pb2.Job:
         retry_of_job_id=r.retry_of_job_id or 0,
         task_priority=r.task_priority,
         late_outcome=r.late_outcome,
-        params_override=struct(r.params_override) if r.params_override else None,
+        params_override=struct(shown_params(r.params_override)) if r.params_override else None,
         labels=r.labels or {},
         requested_by=r.requested_by,
         stopped_by=r.stopped_by,

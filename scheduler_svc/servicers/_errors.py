@@ -31,6 +31,7 @@ from scheduler_svc.errors import (
     FailedPrecondition,
     InvalidArgument,
     NotFound,
+    PermissionDenied,
     Reason,
     Resource,
     ServiceError,
@@ -46,6 +47,7 @@ _CODES: list[tuple[type[ServiceError], grpc.StatusCode]] = [
     (NotFound, grpc.StatusCode.NOT_FOUND),
     (AlreadyExists, grpc.StatusCode.ALREADY_EXISTS),
     (FailedPrecondition, grpc.StatusCode.FAILED_PRECONDITION),
+    (PermissionDenied, grpc.StatusCode.PERMISSION_DENIED),
     (StorageError, grpc.StatusCode.UNAVAILABLE),
 ]
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import grpc
 
-from scheduler_svc import selectors, validation
+from scheduler_svc import overrides, selectors, validation
 from scheduler_svc.app import App
-from scheduler_svc.callers import caller_label
+from scheduler_svc.callers import caller_label, may_override_any_param
 from scheduler_svc.errors import InvalidArgument, NotFound, Reason
 from scheduler_svc.records import EnqueueResult, RunOptions, TaskRecord
 from scheduler_svc.servicers import _convert as cv
@@ -67,6 +67,8 @@ def task_values(task: task_pb2.Task, paths: tuple[str, ...]) -> dict[str, Any]:
             out[path] = validation.concurrency_group(task.concurrency_group)
         elif path == "notify":
             out["notify"] = stored_routes(task.notify, "task.notify")
+        elif path == "overridable_params":
+            out[path] = overrides.overridable_params(task.overridable_params) or None
         elif path in ("expect_success_within_seconds", "warn_after_seconds"):
             out[path] = validation.seconds(getattr(task, path), f"task.{path}")
         elif path == "retry_policy":
@@ -221,27 +223,34 @@ class TaskServicer(TaskDisables, task_pb2_grpc.TaskServiceServicer):
         self, request: task_pb2.RunTasksRequest, task_ids: list[int], now: dt.datetime
     ) -> RunOptions:
         """The validated run options of ``request`` for the tasks ``task_ids``, with the
-        caller's token label. The override merged over each task's params must be valid
+        caller's token label. An operator's override may set only the paths each task
+        declares overridable; the override patched over each task's params must be valid
         for its handler (an unknown task is left for the enqueue to report).
 
-        Raises InvalidArgument naming params_override, not_before_time or labels[...].
+        Raises PermissionDenied naming params_override.<path>; InvalidArgument naming
+        params_override, not_before_time or labels[...].
         """
         override: dict[str, Any] | None = None
         if request.params_override.fields:
             validation.params_size(request.params_override.ByteSize(), "params_override")
             override = cv.from_struct(request.params_override, "params_override")
+            restricted = not may_override_any_param()
             for task_id in dict.fromkeys(task_ids):
                 try:
                     task = await self.app.store.get_task(task_id)
                 except NotFound:
                     continue
+                if restricted:
+                    overrides.check_override(task.name, task.overridable_params or [], override)
                 try:
                     validation.handler_params(
-                        task.handler, {**task.params, **override}, "params_override"
+                        task.handler,
+                        overrides.merge_patch(task.params, override),
+                        "params_override",
                     )
                 except InvalidArgument as err:
                     raise InvalidArgument(
-                        f"merged over the params of task {task.name!r}: {err.text}",
+                        f'patched over the params of task "{task.name}": {err.text}',
                         field=err.field,
                         reason=err.reason,
                     ) from None

@@ -45,6 +45,9 @@ class JobContext:
         env (Mapping[str, str]): the job's ``TICKWORK_*`` variables
             (:meth:`tickwork.JobContext.to_env`), for every process the job runs.
         limits (ProcessLimits): the task's limits for every process the job runs.
+        base_env (Mapping[str, str] | None): the worker's variables every process of the
+            job starts with (``_environment.base_environment``: an allow-list and
+            WORKER_PASS_ENV); None: the allow-list of this process's environment.
     """
 
     job_id: int
@@ -57,6 +60,7 @@ class JobContext:
     service: ServiceCalls | None = None
     env: Mapping[str, str] = field(default_factory=dict)
     limits: ProcessLimits = field(default_factory=ProcessLimits)
+    base_env: Mapping[str, str] | None = None
 
 
 def normalize_timeout_s(timeout_s: float | None) -> float | None:

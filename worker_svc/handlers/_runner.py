@@ -272,6 +272,8 @@ def _run_handler(spec: dict[str, Any], log_fd: int) -> dict[str, Any]:
         abort_grace_s=spec["abort_grace_s"],
         env={k: v for k, v in os.environ.items() if k.startswith("TICKWORK_")},
         limits=Limits(**spec["limits"]),
+        # This process's environment is already the job's, built by the worker.
+        base_env=dict(os.environ),
     )
     output = JobOutput()
     try:

@@ -11,9 +11,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from tickwork._context import ENV_NAMES
-
 from ._base import HandlerResult, InvalidParams, JobContext, JobFailed, normalize_timeout_s
+from ._environment import job_environment
 from ._jobproc import UNKNOWN_END, ProcessEnd, run_job_process
 from ._output import JobLines
 
@@ -48,7 +47,8 @@ class PythonHandler:
     ``_zygote``): it imports the module (resolved against the worker's ``sys.path`` and
     working directory, as with ``python -m``), calls the function (``async def``
     functions run in an event loop of their own) and exits; nothing of one job is left
-    for the next. The process has the worker's environment plus the job's ``TICKWORK_*``
+    for the next. The process has the environment a job gets (``_environment``: a few of
+    the worker's variables, never its settings) plus the job's ``TICKWORK_*``
     variables, and the task's limits (``memory_limit_bytes``, ``cpu_limit_seconds``). If
     the function has a parameter named ``ctx`` (positional-or-keyword, keyword-only, or
     positional-only as its first parameter;
@@ -154,24 +154,6 @@ class PythonHandler:
         error = exit_error(end.returncode, output.stderr.text())
         reached = ctx.limits.reached(end.returncode, output.tail.text(), end.cpu_s)
         return f"{reached}: {error}" if reached else error
-
-
-def job_environment(ctx: JobContext, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment of a job's process: the worker's without any ``TICKWORK_*`` job
-    variable of its own, then ``extra`` (a task's own variables), then the job's identity
-    from ``ctx`` and its ``ctx.env`` (which win)."""
-    env = {k: v for k, v in os.environ.items() if k not in ENV_NAMES}
-    env.update(extra or {})
-    env.update(
-        {
-            "TICKWORK_JOB_ID": str(ctx.job_id),
-            "TICKWORK_TASK_ID": str(ctx.task_id),
-            "TICKWORK_TASK": ctx.task_name,
-            "TICKWORK_ATTEMPT": str(ctx.attempt),
-        }
-    )
-    env.update(ctx.env)
-    return env
 
 
 def exit_error(returncode: int | None, stderr_tail: str) -> str:

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tickwork._context import ENV_NAMES
 from tickwork.limits import MAX_SECONDS
 
 from ._base import HandlerResult, InvalidParams, JobContext, JobFailed, normalize_timeout_s
@@ -39,8 +40,10 @@ class ShellHandler:
     - ``argv`` (list[str], required, non-empty): the program and its arguments. The program
       is looked up on ``PATH`` (of the merged environment) unless it contains a slash. To use
       shell syntax, run a shell: ``["sh", "-c", "..."]``.
-    - ``env`` (dict[str, str], optional): variables merged over the worker's environment;
-      the job's ``TICKWORK_*`` variables are set over both.
+    - ``env`` (dict[str, str], optional): the task's variables, set over the few of the
+      worker's a job gets (see ``_environment``: PATH, HOME, LANG, ... and WORKER_PASS_ENV;
+      never the worker's settings); the job's ``TICKWORK_*`` variables are set over both
+      and may not be named here.
     - ``cwd`` (str, optional): working directory; default the worker's.
     - ``timeout_seconds`` (number from 0 to ten years, optional): longest run time in
       seconds, overriding ``ctx.timeout_s``; ``0`` means no timeout.
@@ -214,6 +217,10 @@ def _parse(params: dict[str, Any]) -> _ShellParams:
                 raise InvalidParams(f"param 'env' has an invalid variable name {key!r}")
             if not isinstance(value, str) or "\0" in value:
                 raise InvalidParams(f"param 'env.{key}' must be a string without NUL characters")
+            if key in ENV_NAMES:
+                raise InvalidParams(
+                    f"param env.{key}: tickwork sets {key} for every job; a task may not set it"
+                )
 
     cwd = params.get("cwd")
     if cwd is not None and (not isinstance(cwd, str) or not cwd or "\0" in cwd):

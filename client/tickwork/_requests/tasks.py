@@ -48,6 +48,7 @@ class TaskFields(TypedDict, total=False):
     warn_after_seconds: float
     labels: Mapping[str, str]
     notify: Sequence[Route]
+    overridable_params: Sequence[str]
 
 
 _RETRY_FIELDS = ("max_attempts", "backoff_base_seconds", "backoff_cap_seconds")
@@ -69,6 +70,7 @@ TASK_MASK = (
     "expect_success_within_seconds",
     "warn_after_seconds",
     "notify",
+    "overridable_params",
 )
 """Every writable Task field: the full update mask."""
 
@@ -190,6 +192,17 @@ def build_task(
     return task
 
 
+def param_paths(paths: Sequence[str]) -> list[str]:
+    """``paths`` (Task.overridable_params) as a list of str; the server checks their form.
+
+    Raises:
+        InvalidArgument: a single str (a sequence of its characters) or an item not a str.
+    """
+    if isinstance(paths, str) or not all(isinstance(p, str) for p in paths):
+        raise InvalidArgument('overridable_params: expected a list of str such as ["env.REGION"]')
+    return list(paths)
+
+
 def _assign_retry(retry: RetryPolicy, field: str, value: object) -> None:
     """Set a retry policy field. 0 is refused: on the wire it means "unset", which the
     server reads as the default (1 attempt, 10 s, 600 s), not as the 0 asked for.
@@ -240,6 +253,8 @@ def update_task_request(current: Task, fields: TaskFields) -> UpdateTaskRequest:
             assign_labels(task, fields["labels"])
         elif key == "notify":
             task.notify.extend(notify_routes(fields["notify"]))
+        elif key == "overridable_params":
+            task.overridable_params.extend(param_paths(fields["overridable_params"]))
         else:
             assign_field(task, key, value)
         paths.append(key)

@@ -71,8 +71,10 @@ def add_parsers(sub: argparse._SubParsersAction[Any], net: argparse.ArgumentPars
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="a param for this job only, merged over the task's (a top-level key replaces "
-        "the task's value whole); VALUE is JSON when it parses as JSON, else text; repeatable",
+        help="a param for this job only, patched over the task's (JSON Merge Patch); KEY is "
+        "a dotted path (env.REGION=eu sets one variable and keeps the task's others); VALUE "
+        "is JSON when it parses as JSON, else text; repeatable. An operator may set only "
+        "the paths the task declares in overridable_params",
     )
     p.add_argument(
         "--not-before",
@@ -219,6 +221,29 @@ def _note(task: Task) -> str:
     return f"{text}{by}{until})" if by != " (" or until else text
 
 
+def params_patch(pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    """``--param`` pairs as one params_override: a dotted KEY (``env.REGION``) nests its
+    value in objects; VALUE is JSON when it parses as JSON, else text.
+
+    Raises:
+        InvalidArgument: a KEY with an empty name between dots, or one whose start another
+            --param already set to a value that is not an object.
+    """
+    patch: dict[str, Any] = {}
+    for key, value in pairs:
+        *parents, last = key.split(".")
+        if not last or not all(parents):
+            raise InvalidArgument(f"--param {key}: expected a dotted path such as env.REGION")
+        into = patch
+        for depth, name in enumerate(parents):
+            into = into.setdefault(name, {})
+            if not isinstance(into, dict):
+                start = ".".join(parents[: depth + 1])
+                raise InvalidArgument(f"--param {key}: {start} is already set by another --param")
+        into[last] = json_or_text(value)
+    return patch
+
+
 def _run(args: argparse.Namespace, out: TextIO) -> int:
     if args.timeout is not None and not args.wait:
         raise InvalidArgument("--timeout: only with --wait")
@@ -228,7 +253,7 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
         runs = client.run(
             *args.names,
             trigger=Trigger.TRIGGER_MANUAL,
-            params_override={key: json_or_text(value) for key, value in args.param},
+            params_override=params_patch(args.param),
             not_before=args.not_before,
             labels=dict(args.label),
         )

@@ -26,7 +26,7 @@ class RetryPolicy(_message.Message):
     def __init__(self, max_attempts: _Optional[int] = ..., backoff_base_seconds: _Optional[float] = ..., backoff_cap_seconds: _Optional[float] = ...) -> None: ...
 
 class Task(_message.Message):
-    __slots__ = ("id", "name", "description", "handler", "params", "task_priority", "enabled", "timeout_seconds", "consecutive_failure_count", "retry_policy", "disabled_reason", "create_time", "update_time", "memory_limit_bytes", "cpu_limit_seconds", "concurrency_group", "last_success_time", "last_failure_time", "expect_success_within_seconds", "warn_after_seconds", "labels", "disable_note", "disabled_until", "disabled_by", "disable_time", "notify")
+    __slots__ = ("id", "name", "description", "handler", "params", "task_priority", "enabled", "timeout_seconds", "consecutive_failure_count", "retry_policy", "disabled_reason", "create_time", "update_time", "memory_limit_bytes", "cpu_limit_seconds", "concurrency_group", "last_success_time", "last_failure_time", "expect_success_within_seconds", "warn_after_seconds", "labels", "disable_note", "disabled_until", "disabled_by", "disable_time", "notify", "overridable_params")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -60,6 +60,7 @@ class Task(_message.Message):
     DISABLED_BY_FIELD_NUMBER: _ClassVar[int]
     DISABLE_TIME_FIELD_NUMBER: _ClassVar[int]
     NOTIFY_FIELD_NUMBER: _ClassVar[int]
+    OVERRIDABLE_PARAMS_FIELD_NUMBER: _ClassVar[int]
     id: int
     name: str
     description: str
@@ -86,7 +87,8 @@ class Task(_message.Message):
     disabled_by: str
     disable_time: _timestamp_pb2.Timestamp
     notify: _containers.RepeatedCompositeFieldContainer[_notifier_pb2.NotifyRoute]
-    def __init__(self, id: _Optional[int] = ..., name: _Optional[str] = ..., description: _Optional[str] = ..., handler: _Optional[str] = ..., params: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., task_priority: _Optional[int] = ..., enabled: _Optional[bool] = ..., timeout_seconds: _Optional[float] = ..., consecutive_failure_count: _Optional[int] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., disabled_reason: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., memory_limit_bytes: _Optional[int] = ..., cpu_limit_seconds: _Optional[int] = ..., concurrency_group: _Optional[str] = ..., last_success_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_failure_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expect_success_within_seconds: _Optional[float] = ..., warn_after_seconds: _Optional[float] = ..., labels: _Optional[_Mapping[str, str]] = ..., disable_note: _Optional[str] = ..., disabled_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., disabled_by: _Optional[str] = ..., disable_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., notify: _Optional[_Iterable[_Union[_notifier_pb2.NotifyRoute, _Mapping]]] = ...) -> None: ...
+    overridable_params: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, id: _Optional[int] = ..., name: _Optional[str] = ..., description: _Optional[str] = ..., handler: _Optional[str] = ..., params: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., task_priority: _Optional[int] = ..., enabled: _Optional[bool] = ..., timeout_seconds: _Optional[float] = ..., consecutive_failure_count: _Optional[int] = ..., retry_policy: _Optional[_Union[RetryPolicy, _Mapping]] = ..., disabled_reason: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., memory_limit_bytes: _Optional[int] = ..., cpu_limit_seconds: _Optional[int] = ..., concurrency_group: _Optional[str] = ..., last_success_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_failure_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expect_success_within_seconds: _Optional[float] = ..., warn_after_seconds: _Optional[float] = ..., labels: _Optional[_Mapping[str, str]] = ..., disable_note: _Optional[str] = ..., disabled_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., disabled_by: _Optional[str] = ..., disable_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., notify: _Optional[_Iterable[_Union[_notifier_pb2.NotifyRoute, _Mapping]]] = ..., overridable_params: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class CreateTaskRequest(_message.Message):
     __slots__ = ("task", "request_id")
