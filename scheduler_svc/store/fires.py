@@ -96,7 +96,8 @@ def enqueue_fire(
 
 
 class _Policy(NamedTuple):
-    """A schedule's overlap policy and BUFFER_ALL cap (max_buffered, 0 read as 100)."""
+    """A schedule's overlap policy and its cap on queued jobs of a task under BUFFER_ALL
+    and ALLOW (max_buffered, 0 read as 100)."""
 
     policy: OverlapPolicy
     cap: int
@@ -214,7 +215,9 @@ def _plan_jobs(
     of the same call counts as the task's queued job (a negative id: -1 - its row's index)."""
     plan: list[tuple[FireRequest, _Decisions]] = []
     new_rows: list[dict[str, Any]] = []
-    planned: dict[int, list[overlap.ActiveJob]] = {}
+    # Each task's load, counted once and then kept up to date: a fire costs the same
+    # however many jobs the call's earlier fires planned (a long backfill stays linear).
+    loads: dict[int, overlap.TaskLoad] = {}
     for r in claimed:
         decisions: _Decisions = []
         policy = policies[r.schedule_id]
@@ -226,15 +229,15 @@ def _plan_jobs(
                 if not task.enabled:
                     decisions.append((task, overlap.Decision(SkipReason.TASK_DISABLED), None))
                     continue
-                jobs_now = active.get(task.id, []) + planned.get(task.id, [])
-                decision = overlap.decide(r.overlap_policy or policy.policy, jobs_now, policy.cap)
+                load = loads.get(task.id)
+                if load is None:
+                    load = loads[task.id] = overlap.TaskLoad(active.get(task.id, ()))
+                decision = overlap.decide_load(r.overlap_policy or policy.policy, load, policy.cap)
                 if decision.skip is not None:
                     decisions.append((task, decision, None))
                     continue
                 index = len(new_rows)
-                planned.setdefault(task.id, []).append(
-                    overlap.ActiveJob(-1 - index, JobStatus.QUEUED, decision.behind)
-                )
+                load.add(overlap.ActiveJob(-1 - index, JobStatus.QUEUED, decision.behind))
                 decisions.append((task, decision, index))
                 new_rows.append(
                     rows.job_row(
