@@ -5,7 +5,8 @@ running, and what a REPLACE does to the running job.
 (counted as a :class:`TaskLoad`) and the cap (the schedule's ``max_buffered``); every
 path that enqueues a schedule's fire (the scheduler loop's fires, TriggerSchedule, a
 backfill) goes through :func:`scheduler_svc.store.fires.enqueue_fires`, which calls it
-with the fire's policy (:attr:`FireRequest.overlap_policy`, else the schedule's). :func:`request_replacements` asks for the abort of the jobs REPLACE replaces.
+with the fire's policy (:attr:`FireRequest.overlap_policy`, else the schedule's).
+:func:`request_replacements` asks for the abort of the jobs REPLACE replaces.
 
 The rules, per task (jobs that run alongside, ALLOW, are left out of the task's active
 jobs for every policy but their own):
