@@ -445,3 +445,30 @@ async def test_buffer_all_queues_every_window_of_one_task_oldest_first(
             await finish(h, job, "SUCCEEDED")
             ran.append(job.id)
         assert ran == jobs
+
+
+async def test_aborting_a_backfilled_task_says_how_many_queued_jobs_it_cancelled(
+    tmp_path: Path, database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async with inprocess(tmp_path, database_url, NOW) as h:
+        await nightly(h, "a")
+        start, end = at("2026-10-01T00:00:00+00:00"), at("2026-10-05T00:00:00+00:00")
+        await h.client.backfill_schedule("s", start, end, overlap_policy="BUFFER_ALL")
+        running = await claim(h)  # the first window runs, three wait behind it
+        address = ["--server", h.service.address]
+        assert await asyncio.to_thread(main, ["tasks", "abort", "a", *address]) == 0
+        assert capsys.readouterr().out == (
+            f"task a: running job {running.id} told to abort (it ends ABORTED once the "
+            "worker has stopped it); 3 queued jobs cancelled\n"
+        )
+        statuses = sorted(j.status for j in await h.client.list_jobs())
+        assert statuses == [JobStatus.JOB_STATUS_RUNNING] + [JobStatus.JOB_STATUS_CANCELLED] * 3
+        # Two more windows wait behind the job still running: the next abort counts them.
+        await h.client.backfill_schedule(
+            "s",
+            at("2026-10-05T00:00:00+00:00"),
+            at("2026-10-07T00:00:00+00:00"),
+            overlap_policy="BUFFER_ALL",
+        )
+        (abort,) = await h.client.abort("a")
+        assert abort.action == abort.ACTION_ABORT_REQUESTED and abort.cancelled_job_count == 2

@@ -359,7 +359,7 @@ async def test_aborting_the_task_stops_the_buffered_jobs_too(
         for n in (2, 3):
             await h.tick(minute(n))
         (abort,) = await h.client.abort("t")
-        assert abort.job_id == running.id
+        assert abort.job_id == running.id and abort.cancelled_job_count == 2
         jobs = {j.id: j for j in await h.client.list_jobs()}
         waiting = sorted(set(jobs) - {running.id})
         assert [jobs[j].status for j in waiting] == [JobStatus.JOB_STATUS_CANCELLED] * 2

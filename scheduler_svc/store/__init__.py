@@ -562,16 +562,17 @@ class Store:
         *,
         stopped_by: str = "",
         remember: Remember | None = None,
-    ) -> list[tuple[int, int, AbortAction]]:
+    ) -> list[tuple[int, int, AbortAction, int]]:
         """For each task: cancel its queued jobs (error "aborted by operator") and flag its
         running jobs for abort (abort_requested), recording ``stopped_by`` (the caller's
         token label) on each; a task has several when an overlap policy let a fire's job
         wait behind the running one or run alongside.
 
-        Returns (task_id, job_id, action) in request order, naming the job
+        Returns (task_id, job_id, action, cancelled) in request order, naming the job
         :func:`locks.active_jobs` names (ABORT_REQUESTED when it runs, CANCELLED when
-        queued); action NONE (job_id 0) when the task has no active job, or when it is
-        named again in the request.
+        queued) and how many queued jobs of the task were cancelled; action NONE (job_id
+        0, cancelled 0) when the task has no active job, or when it is named again in the
+        request.
         Raises NotFound(field="task_ids") for an unknown task (nothing changes).
         """
         dialect = self.db.dialect
