@@ -5,6 +5,7 @@ of the backfilled task keeps its lease and succeeds."""
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import threading
 import time
 from collections.abc import Iterator
@@ -124,7 +125,7 @@ def test_a_backfill_of_10000_windows_keeps_the_service_serving(
         assert [f for f in fires if f.outcome == FireOutcome.FIRE_OUTCOME_MISSED] == []
         gaps = [
             (a, b)
-            for a, b in zip(times, times[1:], strict=False)
+            for a, b in itertools.pairwise(times)
             if b - a != dt.timedelta(seconds=1)
         ]
         assert gaps == [] and len(times) >= JOB_S, gaps
