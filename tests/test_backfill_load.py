@@ -123,9 +123,5 @@ def test_a_backfill_of_10000_windows_keeps_the_service_serving(
         fires = sorted(client.list_fires("every-second", limit=1000), key=lambda f: f.id)
         times = [f.fire_time.ToDatetime(tzinfo=UTC) for f in fires]
         assert [f for f in fires if f.outcome == FireOutcome.FIRE_OUTCOME_MISSED] == []
-        gaps = [
-            (a, b)
-            for a, b in itertools.pairwise(times)
-            if b - a != dt.timedelta(seconds=1)
-        ]
+        gaps = [(a, b) for a, b in itertools.pairwise(times) if b - a != dt.timedelta(seconds=1)]
         assert gaps == [] and len(times) >= JOB_S, gaps
