@@ -30,7 +30,7 @@ from collections.abc import Callable
 __all__ = ["HELD_S", "StorageOutages"]
 
 #: A write that takes this long, seconds, held the write path: its length is grace.
-HELD_S = 2.0
+HELD_S = 3.0
 
 
 class StorageOutages:
