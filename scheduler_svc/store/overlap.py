@@ -28,13 +28,14 @@ jobs for every policy but their own):
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
+import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from scheduler_svc.schema import jobs
-from scheduler_svc.values import JobStatus, OverlapPolicy, QueuedBehind, SkipReason
+from scheduler_svc.values import ACTIVE_STATES, JobStatus, OverlapPolicy, QueuedBehind, SkipReason
 
 #: A fire's task outcome (``TaskRunResult.overlap``): its new job waits behind the
 #: task's running job, or it replaced the running job.
@@ -107,6 +108,22 @@ class TaskLoad:
         """The job a SKIP is skipped for: the first running job, else the first queued."""
         return self.running or self.first_queued
 
+    def add_counted(
+        self, status: str, alongside: bool, count: int, first_id: int, last_id: int
+    ) -> None:
+        """Count ``count`` stored jobs of one ``status`` and kind (``alongside``: ALLOW),
+        ids ``first_id`` to ``last_id``, as :meth:`add` would one by one in id order."""
+        if alongside:
+            if status != JobStatus.RUNNING:
+                self.allow_queued += count
+                self.last_allow_queued = max(self.last_allow_queued, last_id)
+        elif status == JobStatus.RUNNING:
+            self.running = ActiveJob(first_id, status, QueuedBehind.PLAIN)
+        else:
+            self.queued += count
+            self.last_queued = max(self.last_queued, last_id)
+            self.first_queued = ActiveJob(first_id, status, QueuedBehind.PLAIN)
+
     def add(self, job: ActiveJob) -> None:
         """Count ``job``, which comes after every job counted so far in :func:`_order`
         (a job planned in the call comes after every stored one)."""
@@ -120,6 +137,33 @@ class TaskLoad:
             self.queued += 1
             self.last_queued = job.id
             self.first_queued = self.first_queued or job
+
+
+def counted_loads(conn: Connection, task_ids: Collection[int]) -> dict[int, TaskLoad]:
+    """The load of each of ``task_ids`` (an empty one for a task with no active job) from
+    one aggregate per task, status and kind: a task with thousands of queued jobs (a
+    BUFFER_ALL backfill) costs a fire a few rows. It locks nothing: for a database whose
+    one writer serializes the transactions (SQLite); where rows are locked, the fire path
+    reads and locks the active jobs themselves (:func:`.locks.all_active_jobs`)."""
+    alongside = (jobs.c.overlap == QueuedBehind.ALLOW).label("alongside")
+    query = (
+        sa.select(
+            jobs.c.task_id,
+            jobs.c.status,
+            alongside,
+            sa.func.count().label("n"),
+            sa.func.min(jobs.c.id).label("first_id"),
+            sa.func.max(jobs.c.id).label("last_id"),
+        )
+        .where(jobs.c.status.in_(ACTIVE_STATES), jobs.c.task_id.in_(list(task_ids)))
+        .group_by(jobs.c.task_id, jobs.c.status, alongside)
+    )
+    out = {t: TaskLoad() for t in task_ids}
+    for row in conn.execute(query):
+        out[row.task_id].add_counted(
+            row.status, bool(row.alongside), row.n, row.first_id, row.last_id
+        )
+    return out
 
 
 def decide(policy: OverlapPolicy | str, active: Sequence[ActiveJob], cap: int) -> Decision:
