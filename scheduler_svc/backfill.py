@@ -11,6 +11,13 @@ Each window is recorded as a fire with trigger BACKFILL through the fire path
 alone (reported already fired), the others go through the overlap policy, and their jobs
 carry the window as their fire time, in the backfill lane (below the scheduler's).
 
+The windows are written oldest first in batches of at most :data:`BATCH_WINDOWS`, one
+transaction each: between two batches the scheduler's fires, the workers' claims and
+their heartbeats get the database's writer, so a backfill of 10,000 windows does not hold
+it for seconds. A backfill that fails part way keeps the batches written before; asking
+again (or repeating its request_id) writes the rest, the windows written reported
+already fired.
+
 This module holds the pure part (which windows, the limits) and the one entry point
 (:func:`backfill_schedule`) the servicer calls; the transaction is
 :func:`scheduler_svc.store.backfill.backfill`.
@@ -18,6 +25,7 @@ This module holds the pure part (which windows, the limits) and the one entry po
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,10 +35,12 @@ from scheduler_svc.errors import FailedPrecondition, InvalidArgument, Reason
 from scheduler_svc.firing import next_cron_fire
 from scheduler_svc.records import ScheduleRecord
 from scheduler_svc.store import Remember
-from scheduler_svc.store.backfill import Window
+from scheduler_svc.store.backfill import PlanWindows, Span, Window
 
 #: The most windows one backfill may cover.
 MAX_WINDOWS = 10_000
+#: The most windows written in one transaction.
+BATCH_WINDOWS = 500
 
 #: The largest reply a backfill may build, in bytes: a gRPC client accepts 4 MiB by
 #: default, less room for the envelope.
@@ -175,6 +185,7 @@ async def backfill_schedule(
         NotFound: naming ``id``.
         FailedPrecondition, InvalidArgument: see :func:`plan`, :func:`check_range` and
             :func:`check_policy`; nothing is written.
+        StorageError, DBAPIError: a batch failed; the batches before it stay written.
     """
     now = remember.now if remember is not None else app.clock()
     check_range(asked.start, asked.end, now)
@@ -182,18 +193,12 @@ async def backfill_schedule(
     def plan_windows(schedule: ScheduleRecord) -> list[dt.datetime]:
         return plan(schedule, asked)
 
-    # A written backfill plans in a read first: the transaction then does not walk the
-    # range while it holds the writer (SQLite's, which scheduled fires and claims share).
-    planned = None if asked.dry_run else await app.store.plan_backfill(schedule_id, plan_windows)
-    found = await app.store.backfill(
-        schedule_id,
-        plan_windows,
-        now,
-        overlap_policy=asked.overlap_policy,
-        dry_run=asked.dry_run,
-        planned=planned,
-        remember=remember,
-    )
+    if asked.dry_run:
+        found = await app.store.backfill(
+            schedule_id, plan_windows, now, overlap_policy=asked.overlap_policy, dry_run=True
+        )
+    else:
+        found = await _write_in_batches(app, schedule_id, asked, plan_windows, now, remember)
     if not asked.dry_run:
         runs = [r for w in found for r in w.runs]
         for run in runs:
@@ -205,3 +210,51 @@ async def backfill_schedule(
             if count:
                 app.metrics.backfill_windows.labels(outcome).inc(count)
     return found
+
+
+def batches(
+    times: Sequence[dt.datetime], start: dt.datetime, end: dt.datetime, size: int
+) -> list[Span]:
+    """Spans that together cover [``start``, ``end``), each holding ``size`` of ``times``
+    (ascending, all in the range; the last span fewer), the first from ``start``; one
+    span when ``times`` is empty."""
+    starts = [start, *times[size::size]]
+    return [(lo, starts[i + 1] if i + 1 < len(starts) else end) for i, lo in enumerate(starts)]
+
+
+async def _write_in_batches(
+    app: App,
+    schedule_id: int,
+    asked: Range,
+    plan_windows: PlanWindows,
+    now: dt.datetime,
+    remember: Remember | None,
+) -> list[Window]:
+    """Plan the windows in a read (the transactions then do not walk the range while they
+    hold the writer), and write them :data:`BATCH_WINDOWS` at a time, the request's
+    answer (``remember``) with the last batch. Each batch re-reads the schedule; one changed
+    since the plan has its windows planned again (see :meth:`Store.backfill`)."""
+    planned = await app.store.plan_backfill(schedule_id, plan_windows)
+    spans = batches(planned[1], asked.start, asked.end, BATCH_WINDOWS)
+    found: list[Window] = []
+    for i, span in enumerate(spans):
+        last = i == len(spans) - 1
+        written = await app.store.backfill(
+            schedule_id,
+            plan_windows,
+            now,
+            overlap_policy=asked.overlap_policy,
+            planned=planned,
+            span=span,
+            remember=_whole_answer(remember, list(found)) if last else None,
+        )
+        found.extend(written)
+    return found
+
+
+def _whole_answer(remember: Remember | None, earlier: list[Window]) -> Remember | None:
+    """``remember`` for the last batch: the answer stored is that of every batch."""
+    if remember is None:
+        return None
+    answer = remember.answer
+    return dataclasses.replace(remember, answer=lambda last: answer([*earlier, *last]))

@@ -373,9 +373,11 @@ class Database:
 
     async def _observed(self, run: Awaitable[R], write: bool) -> R:
         """Await a transaction ``run``, reporting its outcome to :attr:`health`, and a
-        storage failure's time to :attr:`outages`."""
+        storage failure's time, or a write's that held the write path long, to
+        :attr:`outages`."""
         ticket = self.health.begin(write)
         began = time.monotonic()
+        held = self.outages.write_began(began) if write else None
         try:
             result = await run
         except Exception as err:
@@ -386,6 +388,9 @@ class Database:
         except BaseException:  # cancelled: no outcome to report
             self.health.end(ticket, False, None)
             raise
+        finally:
+            if held is not None:
+                self.outages.write_ended(held)
         self.outages.succeeded()
         self.health.end(ticket, write, None)
         return result

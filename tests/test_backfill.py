@@ -12,6 +12,7 @@ from pathlib import Path
 import grpc
 import pytest
 
+from scheduler_svc import backfill as backfill_module
 from scheduler_svc.backfill import MAX_WINDOWS, Range, plan, reply_bytes_bound
 from scheduler_svc.records import ScheduleRecord
 from tests.inprocess import Harness, inprocess
@@ -445,3 +446,64 @@ async def test_buffer_all_queues_every_window_of_one_task_oldest_first(
             await finish(h, job, "SUCCEEDED")
             ran.append(job.id)
         assert ran == jobs
+
+
+async def test_aborting_a_backfilled_task_says_how_many_queued_jobs_it_cancelled(
+    tmp_path: Path, database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async with inprocess(tmp_path, database_url, NOW) as h:
+        await nightly(h, "a")
+        start, end = at("2026-10-01T00:00:00+00:00"), at("2026-10-05T00:00:00+00:00")
+        await h.client.backfill_schedule("s", start, end, overlap_policy="BUFFER_ALL")
+        running = await claim(h)  # the first window runs, three wait behind it
+        address = ["--server", h.service.address]
+        assert await asyncio.to_thread(main, ["tasks", "abort", "a", *address]) == 0
+        assert capsys.readouterr().out == (
+            f"task a: running job {running.id} told to abort (it ends ABORTED once the "
+            "worker has stopped it); 3 queued jobs cancelled\n"
+        )
+        statuses = sorted(j.status for j in await h.client.list_jobs())
+        assert statuses == [JobStatus.JOB_STATUS_RUNNING] + [JobStatus.JOB_STATUS_CANCELLED] * 3
+        # Two more windows wait behind the job still running: the next abort counts them.
+        await h.client.backfill_schedule(
+            "s",
+            at("2026-10-05T00:00:00+00:00"),
+            at("2026-10-07T00:00:00+00:00"),
+            overlap_policy="BUFFER_ALL",
+        )
+        (abort,) = await h.client.abort("a")
+        assert abort.action == abort.ACTION_ABORT_REQUESTED and abort.cancelled_job_count == 2
+
+
+async def test_batches_write_every_window_and_the_whole_answer_is_remembered(
+    tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(backfill_module, "BATCH_WINDOWS", 2)
+    async with inprocess(tmp_path, database_url, NOW) as h:
+        await nightly(h, "a")
+        start, end = at("2026-10-01T00:00:00+00:00"), at("2026-10-06T00:00:00+00:00")
+        await h.client.backfill_schedule(
+            "s", at("2026-10-03T00:00:00+00:00"), at("2026-10-04T00:00:00+00:00")
+        )
+        first = await h.client.backfill_schedule(
+            "s", start, end, overlap_policy="BUFFER_ALL", request_id="batched"
+        )
+        # Five windows in three transactions, the third written before by another backfill.
+        assert [w.already_fired for w in first.windows] == [False, False, True, False, False]
+        assert len(await h.client.list_fires("s")) == 5
+        assert len({w.fire_id for w in first.windows if not w.already_fired}) == 4
+        again = await h.client.backfill_schedule(
+            "s", start, end, overlap_policy="BUFFER_ALL", request_id="batched"
+        )
+        assert again.repeated_request and list(again.windows) == list(first.windows)
+
+
+def test_batches_cover_the_range_in_spans_of_the_batch_size() -> None:
+    times = [at(f"2026-10-0{d}T00:30:00+00:00") for d in range(1, 6)]
+    start, end = at("2026-10-01T00:00:00+00:00"), at("2026-10-06T00:00:00+00:00")
+    assert backfill_module.batches(times, start, end, 2) == [
+        (start, times[2]),
+        (times[2], times[4]),
+        (times[4], end),
+    ]
+    assert backfill_module.batches([], start, end, 2) == [(start, end)]

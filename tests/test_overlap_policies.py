@@ -238,6 +238,30 @@ async def test_allow_runs_two_jobs_of_one_task_at_once_in_two_slots(
         assert len(await h.client.list_jobs()) == 3
 
 
+async def test_allow_queues_at_most_max_buffered_jobs(tmp_path: Path, database_url: str) -> None:
+    async with inprocess(tmp_path, database_url, T0) as h:
+        await setup(h, "ALLOW", max_buffered=2)
+        queued = []
+        for n in (1, 2):
+            await h.tick(minute(n))
+            outcome, runs = await last_fire(h)
+            assert (outcome, runs[0][1]) == ("FIRE_OUTCOME_ENQUEUED", "SKIP_REASON_UNSPECIFIED")
+            queued.append(runs[0][0])
+        # Two queued, none started (one slot, a slow task): the third fire is not queued.
+        await h.tick(minute(3))
+        assert await last_fire(h) == (
+            "FIRE_OUTCOME_SKIPPED",
+            [(queued[-1], "SKIP_REASON_BUFFER_FULL")],
+        )
+        # A running ALLOW job no longer counts toward the cap.
+        started = await claim(h)
+        assert started is not None and started.id == queued[0]
+        await h.tick(minute(4))
+        outcome, runs = await last_fire(h)
+        assert outcome == "FIRE_OUTCOME_ENQUEUED" and runs[0][0] not in queued
+        assert len(await h.client.list_jobs()) == 3
+
+
 async def test_allow_with_a_two_slot_worker(tmp_path: Path, database_url: str) -> None:
     async with inprocess(
         tmp_path, database_url, T0, max_running_jobs=2, worker_poll_interval_s=0.5
@@ -335,7 +359,7 @@ async def test_aborting_the_task_stops_the_buffered_jobs_too(
         for n in (2, 3):
             await h.tick(minute(n))
         (abort,) = await h.client.abort("t")
-        assert abort.job_id == running.id
+        assert abort.job_id == running.id and abort.cancelled_job_count == 2
         jobs = {j.id: j for j in await h.client.list_jobs()}
         waiting = sorted(set(jobs) - {running.id})
         assert [jobs[j].status for j in waiting] == [JobStatus.JOB_STATUS_CANCELLED] * 2

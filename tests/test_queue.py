@@ -639,8 +639,8 @@ async def test_aborts_naming_tasks_in_other_orders_do_not_deadlock(
     assert not isinstance(second, BaseException), second
     # Not by running a deadlock's victim again (Database's retry): by never deadlocking.
     assert "deadlock" not in caplog.text
-    assert {action for _, _, action in first + second} == {"CANCELLED", "NONE"}
-    cancelled = sorted(job for _, job, action in first + second if action == "CANCELLED")
+    assert {action for _, _, action, _ in first + second} == {"CANCELLED", "NONE"}
+    cancelled = sorted(job for _, job, action, _ in first + second if action == "CANCELLED")
     assert cancelled == sorted(r.job_id for r in runs)
 
 

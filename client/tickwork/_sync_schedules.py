@@ -82,8 +82,9 @@ class SchedulesMixin(ClientBase):
             overlap_policy (OverlapPolicy | str): what a fire does while a job of its task is
                 queued or running: ``"SKIP"`` it (default), ``"BUFFER_ONE"``,
                 ``"BUFFER_ALL"`` (wait), ``"REPLACE"`` the running job, ``"ALLOW"`` both.
-            max_buffered (int): BUFFER_ALL's cap on waiting fires; 0 means 100, at most
-                10,000.
+            max_buffered (int): the cap on waiting fires (queued jobs of a task) under
+                BUFFER_ALL, and on queued jobs that run alongside under ALLOW; 0 means 100,
+                at most 10,000.
             labels (Mapping[str, str] | None): labels for ownership and filtering, as a
                 task's.
             catch_up_on_resume (bool): on resume, fire the paused windows through the

@@ -37,7 +37,7 @@ File format (every key but ``name``, ``handler`` and the schedule's timing is op
     start_time = 2026-06-01T00:00:00Z  # no fire before (a TOML date-time with an offset)
     end_time = 2027-01-01T00:00:00Z    # no fire at or after; after start_time
     overlap_policy = "BUFFER_ALL"  # SKIP (default) | BUFFER_ONE | BUFFER_ALL | REPLACE | ALLOW
-    max_buffered = 20              # BUFFER_ALL's cap; 0 (default) means 100, at most 10000
+    max_buffered = 20              # BUFFER_ALL's and ALLOW's cap; 0 (default) means 100
     start_deadline_seconds = 300   # notify when a fire's job has not started by then
     notify = [{ notifiers = ["ops-hook"], events = ["missed_fire"], every = true }]
     tasks = ["health-check"]

@@ -269,15 +269,16 @@ class TaskServicer(TaskDisables, task_pb2_grpc.TaskServiceServicer):
     async def AbortTasks(
         self, request: task_pb2.AbortTasksRequest, context: Ctx
     ) -> task_pb2.AbortTasksResponse:
-        def answer(done: list[tuple[int, int, AbortAction]]) -> task_pb2.AbortTasksResponse:
+        def answer(done: list[tuple[int, int, AbortAction, int]]) -> task_pb2.AbortTasksResponse:
             return task_pb2.AbortTasksResponse(
                 aborts=[
                     task_pb2.TaskAbort(
                         task_id=task_id,
                         job_id=job_id,
                         action=task_pb2.TaskAbort.Action.Value(f"ACTION_{action}"),  # type: ignore[arg-type]
+                        cancelled_job_count=cancelled,
                     )
-                    for task_id, job_id, action in done
+                    for task_id, job_id, action, cancelled in done
                 ]
             )
 
@@ -290,7 +291,7 @@ class TaskServicer(TaskDisables, task_pb2_grpc.TaskServiceServicer):
                 stopped_by=caller_label(),
                 remember=remember,
             )
-            for _, job_id, action in done:
+            for _, job_id, action, _ in done:
                 if action == AbortAction.ABORT_REQUESTED:
                     self.app.hub.request_abort(job_id, ABORTED_BY_OPERATOR)
                 if job_id:

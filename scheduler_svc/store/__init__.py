@@ -53,7 +53,7 @@ from scheduler_svc.store import (
     schedules,
     tasks,
 )
-from scheduler_svc.store.backfill import Planned, PlanWindows, Window
+from scheduler_svc.store.backfill import Planned, PlanWindows, Span, Window
 from scheduler_svc.store.config import Applied, ScheduleItem
 from scheduler_svc.store.finish import LEASE_LOST, backoff_delay_s
 from scheduler_svc.store.locks import LOCK_ORDER
@@ -450,6 +450,7 @@ class Store:
         overlap_policy: str | None = None,
         dry_run: bool = False,
         planned: Planned | None = None,
+        span: Span | None = None,
         remember: Remember | None = None,
     ) -> list[Window]:
         """Backfill a schedule: its windows ``plan_windows(schedule)`` (aware UTC, oldest
@@ -462,6 +463,8 @@ class Store:
         ``planned``: windows planned before (see :meth:`plan_backfill`), used when the
         schedule's expression, zone and tasks are still those they were planned from, so
         that a long range is not walked while the transaction holds the writer.
+        ``span``: only the windows in [start, end) of it (one batch of a long backfill,
+        see :func:`scheduler_svc.backfill.backfill_schedule`); None: all of them.
 
         Raises NotFound(field="id"), and whatever ``plan_windows`` raises; nothing is
         written when it raises.
@@ -478,6 +481,7 @@ class Store:
                 overlap_policy=overlap_policy,
                 dry_run=dry_run,
                 planned=planned,
+                span=span,
             )
 
         if dry_run:
@@ -558,16 +562,17 @@ class Store:
         *,
         stopped_by: str = "",
         remember: Remember | None = None,
-    ) -> list[tuple[int, int, AbortAction]]:
+    ) -> list[tuple[int, int, AbortAction, int]]:
         """For each task: cancel its queued jobs (error "aborted by operator") and flag its
         running jobs for abort (abort_requested), recording ``stopped_by`` (the caller's
         token label) on each; a task has several when an overlap policy let a fire's job
         wait behind the running one or run alongside.
 
-        Returns (task_id, job_id, action) in request order, naming the job
+        Returns (task_id, job_id, action, cancelled) in request order, naming the job
         :func:`locks.active_jobs` names (ABORT_REQUESTED when it runs, CANCELLED when
-        queued); action NONE (job_id 0) when the task has no active job, or when it is
-        named again in the request.
+        queued) and how many queued jobs of the task were cancelled; action NONE (job_id
+        0, cancelled 0) when the task has no active job, or when it is named again in the
+        request.
         Raises NotFound(field="task_ids") for an unknown task (nothing changes).
         """
         dialect = self.db.dialect

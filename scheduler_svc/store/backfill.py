@@ -1,7 +1,9 @@
 """A backfill's transaction: read the schedule, plan its windows, leave out those already
 fired, record the others as fires with trigger BACKFILL through the fire path
 (:func:`.fires.enqueue_fires`, so the overlap policy and the one-active-job rule apply as
-to any fire), in one transaction: all the windows or none."""
+to any fire), in one transaction: all the windows of the call or none. A long backfill
+is several calls, one per batch of windows (a ``span`` of its range each), so that the
+scheduler's fires, claims and heartbeats get the writer between them."""
 
 from __future__ import annotations
 
@@ -25,6 +27,8 @@ from scheduler_svc.values import OverlapPolicy, Trigger
 PlanWindows = Callable[[ScheduleRecord], list[dt.datetime]]
 #: Windows planned before the transaction, from the schedule as it was then.
 Planned = tuple[ScheduleRecord, list[dt.datetime]]
+#: The part [start, end) (aware UTC) of a backfill's range one transaction covers.
+Span = tuple[dt.datetime, dt.datetime]
 
 
 def _same_windows(a: ScheduleRecord, b: ScheduleRecord) -> bool:
@@ -112,6 +116,7 @@ def backfill(
     overlap_policy: str | None,
     dry_run: bool,
     planned: Planned | None = None,
+    span: Span | None = None,
 ) -> list[Window]:
     """See :meth:`scheduler_svc.store.Store.backfill`."""
     schedule = schedule_of(conn, schedule_id)
@@ -119,6 +124,8 @@ def backfill(
         times = planned[1]
     else:
         times = plan_windows(schedule)
+    if span is not None:
+        times = [t for t in times if span[0] <= t < span[1]]
     fired = _fired(conn, schedule_id, times)
     if dry_run:
         return [Window(t, t in fired) for t in times]

@@ -96,7 +96,8 @@ def enqueue_fire(
 
 
 class _Policy(NamedTuple):
-    """A schedule's overlap policy and BUFFER_ALL cap (max_buffered, 0 read as 100)."""
+    """A schedule's overlap policy and its cap on queued jobs of a task under BUFFER_ALL
+    and ALLOW (max_buffered, 0 read as 100)."""
 
     policy: OverlapPolicy
     cap: int
@@ -127,8 +128,12 @@ def _record_new_fires(
     _record_missed(bulk, claimed, now)
     alerts.insert_missed_fires(conn, claimed, now)
     wanted = {t for r in claimed if not r.missed for t in r.task_ids if t in tasks_by_id}
-    active = _active(conn, dialect, wanted)
-    plan, new_rows = _plan_jobs(claimed, tasks_by_id, policies, active, now)
+    if dialect.row_locks:
+        active = _active(conn, dialect, wanted)
+        loads = {t: overlap.TaskLoad(active.get(t, ())) for t in wanted}
+    else:
+        active, loads = {}, overlap.counted_loads(conn, wanted)
+    plan, new_rows = _plan_jobs(claimed, tasks_by_id, policies, loads, now)
     inserted = _insert_jobs(bulk, new_rows)
     overlap.request_replacements(
         conn,
@@ -205,7 +210,7 @@ def _plan_jobs(
     claimed: Sequence[FireRequest],
     tasks_by_id: dict[int, FiringTask],
     policies: dict[int, _Policy],
-    active: dict[int, list[overlap.ActiveJob]],
+    loads: dict[int, overlap.TaskLoad],
     now: dt.datetime,
 ) -> tuple[list[tuple[FireRequest, _Decisions]], list[dict[str, Any]]]:
     """Decide, in fire order and task-name order, what each task of each fire gets, through
@@ -214,7 +219,9 @@ def _plan_jobs(
     of the same call counts as the task's queued job (a negative id: -1 - its row's index)."""
     plan: list[tuple[FireRequest, _Decisions]] = []
     new_rows: list[dict[str, Any]] = []
-    planned: dict[int, list[overlap.ActiveJob]] = {}
+    # Each task's load (``loads``: its stored active jobs, counted) is kept up to date with
+    # the jobs planned here: a fire costs the same however many jobs the call's earlier
+    # fires planned (a long backfill stays linear). It is updated in place.
     for r in claimed:
         decisions: _Decisions = []
         policy = policies[r.schedule_id]
@@ -226,15 +233,13 @@ def _plan_jobs(
                 if not task.enabled:
                     decisions.append((task, overlap.Decision(SkipReason.TASK_DISABLED), None))
                     continue
-                jobs_now = active.get(task.id, []) + planned.get(task.id, [])
-                decision = overlap.decide(r.overlap_policy or policy.policy, jobs_now, policy.cap)
+                load = loads.setdefault(task.id, overlap.TaskLoad())
+                decision = overlap.decide_load(r.overlap_policy or policy.policy, load, policy.cap)
                 if decision.skip is not None:
                     decisions.append((task, decision, None))
                     continue
                 index = len(new_rows)
-                planned.setdefault(task.id, []).append(
-                    overlap.ActiveJob(-1 - index, JobStatus.QUEUED, decision.behind)
-                )
+                load.add(overlap.ActiveJob(-1 - index, JobStatus.QUEUED, decision.behind))
                 decisions.append((task, decision, index))
                 new_rows.append(
                     rows.job_row(

@@ -283,9 +283,9 @@ def abort_tasks(
     task_ids: Sequence[int],
     now: dt.datetime,
     stopped_by: str,
-) -> list[tuple[int, int, AbortAction]]:
+) -> list[tuple[int, int, AbortAction, int]]:
     """See :meth:`scheduler_svc.store.Store.abort_tasks`."""
-    out: list[tuple[int, int, AbortAction]] = []
+    out: list[tuple[int, int, AbortAction, int]] = []
     found = set(conn.execute(sa.select(tasks.c.id).where(tasks.c.id.in_(task_ids))).scalars())
     missing = [t for t in task_ids if t not in found]
     if missing:
@@ -298,7 +298,7 @@ def abort_tasks(
     for task_id in task_ids:
         row = active.get(task_id)
         if row is None or task_id in done:
-            out.append((task_id, 0, AbortAction.NONE))
+            out.append((task_id, 0, AbortAction.NONE, 0))
             continue
         done.add(task_id)
         # Every job of the task stops (a fire's jobs waiting behind the running one, or
@@ -325,7 +325,7 @@ def abort_tasks(
         action = (
             AbortAction.CANCELLED if row.status == JobStatus.QUEUED else AbortAction.ABORT_REQUESTED
         )
-        out.append((task_id, row.id, action))
+        out.append((task_id, row.id, action, len(queued)))
     return out
 
 

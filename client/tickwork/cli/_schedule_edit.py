@@ -103,7 +103,8 @@ def _timing_flags(parser: argparse.ArgumentParser) -> None:
         "--max-buffered",
         type=int,
         metavar="N",
-        help="BUFFER_ALL's cap on waiting fires: 0 (meaning 100) to 10000",
+        help="the cap on waiting fires under BUFFER_ALL and on queued jobs under ALLOW: "
+        "0 (meaning 100) to 10000",
     )
     p.add_argument(
         "--start-deadline",

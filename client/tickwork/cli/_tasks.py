@@ -357,9 +357,22 @@ def _get(args: argparse.Namespace, out: TextIO) -> int:
 def _abort(args: argparse.Namespace, out: TextIO) -> int:
     with client_from_args(args) as client:
         [abort] = client.abort(args.name)
-    text = _ABORT_TEXT.get(abort.action, "{job}").format(job=abort.job_id)
-    print(f"task {args.name}: {text}", file=out)
+    print(f"task {args.name}: {abort_text(abort)}", file=out)
     return EXIT_OK
+
+
+def abort_text(abort: TaskAbort) -> str:
+    """What AbortTasks did to one task, for people: the job it names and how many queued
+    jobs of the task it cancelled, e.g. ``"running job 7 told to abort (...); 3 queued jobs
+    cancelled"``."""
+    text = _ABORT_TEXT.get(abort.action, "{job}").format(job=abort.job_id)
+    count = abort.cancelled_job_count
+    jobs = f"{count} queued job{'' if count == 1 else 's'} cancelled"
+    if abort.action == TaskAbort.Action.ACTION_CANCELLED:
+        return f"{text} ({jobs} in all)"
+    if abort.action == TaskAbort.Action.ACTION_ABORT_REQUESTED:
+        return f"{text}; {jobs}"
+    return text
 
 
 def _enable(args: argparse.Namespace, out: TextIO) -> int:

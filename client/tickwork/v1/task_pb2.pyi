@@ -204,7 +204,7 @@ class AbortTasksRequest(_message.Message):
     def __init__(self, task_ids: _Optional[_Iterable[int]] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class TaskAbort(_message.Message):
-    __slots__ = ("task_id", "job_id", "action")
+    __slots__ = ("task_id", "job_id", "action", "cancelled_job_count")
     class Action(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         ACTION_UNSPECIFIED: _ClassVar[TaskAbort.Action]
@@ -218,10 +218,12 @@ class TaskAbort(_message.Message):
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     ACTION_FIELD_NUMBER: _ClassVar[int]
+    CANCELLED_JOB_COUNT_FIELD_NUMBER: _ClassVar[int]
     task_id: int
     job_id: int
     action: TaskAbort.Action
-    def __init__(self, task_id: _Optional[int] = ..., job_id: _Optional[int] = ..., action: _Optional[_Union[TaskAbort.Action, str]] = ...) -> None: ...
+    cancelled_job_count: int
+    def __init__(self, task_id: _Optional[int] = ..., job_id: _Optional[int] = ..., action: _Optional[_Union[TaskAbort.Action, str]] = ..., cancelled_job_count: _Optional[int] = ...) -> None: ...
 
 class AbortTasksResponse(_message.Message):
     __slots__ = ("aborts", "repeated_request")
